@@ -1,0 +1,39 @@
+# corekube — the two commands a fresh clone needs are `make run` and `make test`.
+GO       ?= go
+BIN      := bin/corekube
+DATA_DIR ?= ./data
+PKGS     := ./...
+
+.PHONY: all build run test test-short vet fmt-check bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/corekube
+
+## run: build and start everything on an embedded etcd in $(DATA_DIR)
+run: build
+	./$(BIN) up --data-dir $(DATA_DIR)
+
+## test: formatting, vet, and every test (race detector on), including the
+## end-to-end tests against a real corekube process and the real kubectl
+test: fmt-check vet build
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+## test-short: the quick subset
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+## bench: the benchmarks recorded in BENCHMARKS.md
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 5s -benchmem ./test/bench/
+
+clean:
+	rm -rf bin

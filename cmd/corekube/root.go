@@ -1,0 +1,31 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newRootCommand() *cobra.Command {
+	var logLevel string
+	root := &cobra.Command{
+		Use:           "corekube",
+		Short:         "A Kubernetes-compatible API server for Pods and Nodes on etcd",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: "+strings.Join([]string{"debug", "info", "warn", "error"}, ", "))
+	root.AddCommand(newUpCommand(), newAPIServerCommand())
+	return root
+}

@@ -1,0 +1,174 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"sort"
+
+	"github.com/corekube/corekube/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Creater serves POST to a subresource that acts rather than stores
+// (pods/binding, pods/eviction).
+type Creater interface {
+	// New returns an empty request body object (e.g. &v1.Binding{}).
+	New() runtime.Object
+	// GroupVersionKind is the kind the body must be.
+	GroupVersionKind() schema.GroupVersionKind
+	// Create acts on namespace/name with obj and returns what to answer
+	// (201).
+	Create(ctx context.Context, namespace, name string, obj runtime.Object, dryRun bool) (runtime.Object, error)
+}
+
+// Resource is one served resource: its Store and its subresources.
+type Resource struct {
+	Store        *registry.Store
+	Subresources map[string]Subresource
+}
+
+// Subresource is either a Store that updates part of the object (status,
+// finalize) or a Creater that acts on POST (binding, eviction).
+type Subresource struct {
+	Store   *registry.Store
+	Creater Creater
+	// UpdateOnly restricts a Store subresource to PUT (namespaces/finalize).
+	UpdateOnly bool
+}
+
+// verbs lists what a subresource answers, for discovery and routing.
+func (s Subresource) verbs() []string {
+	switch {
+	case s.Creater != nil:
+		return []string{"create"}
+	case s.UpdateOnly:
+		return []string{"update"}
+	default:
+		return []string{"get", "patch", "update"}
+	}
+}
+
+type resourceKey struct{ group, version, resource string }
+
+// API serves every registered resource below /api and /apis.
+type API struct {
+	resources map[resourceKey]*Resource
+}
+
+// NewAPI returns an API serving the given resources.
+func NewAPI(resources ...*Resource) *API {
+	a := &API{resources: make(map[resourceKey]*Resource)}
+	for _, r := range resources {
+		info := r.Store.Info()
+		a.resources[resourceKey{info.Group, info.Version, info.Resource}] = r
+	}
+	return a
+}
+
+// Resources returns the served resources, sorted by group, version, name.
+func (a *API) Resources() []*Resource {
+	out := make([]*Resource, 0, len(a.resources))
+	for _, r := range a.resources {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		x, y := out[i].Store.Info(), out[j].Store.Info()
+		if x.Group != y.Group {
+			return x.Group < y.Group
+		}
+		if x.Version != y.Version {
+			return x.Version < y.Version
+		}
+		return x.Resource < y.Resource
+	})
+	return out
+}
+
+var errNotFound = &apierrors.StatusError{ErrStatus: metav1.Status{
+	Status: metav1.StatusFailure, Code: http.StatusNotFound, Reason: metav1.StatusReasonNotFound,
+	Message: "the server could not find the requested resource", Details: &metav1.StatusDetails{},
+}}
+
+var errMethodNotAllowed = &apierrors.StatusError{ErrStatus: metav1.Status{
+	Status: metav1.StatusFailure, Code: http.StatusMethodNotAllowed, Reason: metav1.StatusReasonMethodNotAllowed,
+	Message: "the server does not allow this method on the requested resource", Details: &metav1.StatusDetails{},
+}}
+
+// ServeHTTP dispatches a resource request to its verb.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ri, ok := parseRequestInfo(r.URL.Path)
+	if !ok {
+		WriteError(w, r, errNotFound)
+		return
+	}
+	res := a.resources[resourceKey{ri.Group, ri.Version, ri.Resource}]
+	if res == nil {
+		WriteError(w, r, errNotFound)
+		return
+	}
+	info := res.Store.Info()
+	if !info.Namespaced && ri.Namespace != "" {
+		WriteError(w, r, errNotFound)
+		return
+	}
+	if info.Namespaced && ri.Name != "" && ri.Namespace == "" {
+		WriteError(w, r, errNotFound)
+		return
+	}
+	req := &request{w: w, r: r, info: ri, store: res.Store}
+	if ri.Subresource != "" {
+		a.serveSubresource(req, res)
+		return
+	}
+	switch {
+	case r.Method == http.MethodGet && ri.Name != "":
+		req.get()
+	case r.Method == http.MethodGet:
+		req.list()
+	case r.Method == http.MethodPost && ri.Name == "":
+		req.create()
+	case r.Method == http.MethodPut && ri.Name != "":
+		req.update()
+	case r.Method == http.MethodPatch && ri.Name != "":
+		req.patch()
+	case r.Method == http.MethodDelete && ri.Name != "":
+		req.delete()
+	case r.Method == http.MethodDelete && info.HasVerb("deletecollection"):
+		req.deleteCollection()
+	default:
+		WriteError(w, r, errMethodNotAllowed)
+	}
+}
+
+func (a *API) serveSubresource(req *request, res *Resource) {
+	sub, ok := res.Subresources[req.info.Subresource]
+	if !ok || req.info.Name == "" {
+		WriteError(req.w, req.r, errNotFound)
+		return
+	}
+	if sub.Creater != nil {
+		if req.r.Method != http.MethodPost {
+			WriteError(req.w, req.r, errMethodNotAllowed)
+			return
+		}
+		req.createSubresource(sub.Creater)
+		return
+	}
+	req.store = sub.Store
+	switch {
+	case req.r.Method == http.MethodPut:
+		req.update()
+	case req.r.Method == http.MethodGet && !sub.UpdateOnly:
+		req.get()
+	case req.r.Method == http.MethodPatch && !sub.UpdateOnly:
+		req.patch()
+	default:
+		WriteError(req.w, req.r, errMethodNotAllowed)
+	}
+}
+
+// NotFound answers kube's 404 for a path that names nothing.
+func NotFound(w http.ResponseWriter, r *http.Request) { WriteError(w, r, errNotFound) }

@@ -1,0 +1,126 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	"github.com/corekube/corekube/registry"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// patch applies a JSON, merge or strategic merge patch to the stored
+// object inside the Store's compare-and-swap loop, so a concurrent write
+// makes it re-apply to the new state rather than lose either change.
+func (q *request) patch() {
+	dryRun, err := q.dryRun("PatchOptions")
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	fv, err := parseFieldValidation(q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	patchType, err := q.patchType()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	body, err := readBody(q.w, q.r)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	gvk := q.gvk()
+	apply := func(_ context.Context, current runtime.Object) (runtime.Object, error) {
+		if current == nil {
+			return nil, apierrors.NewNotFound(q.store.Info().GroupResource(), q.info.Name)
+		}
+		original, err := json.Marshal(current)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		patched, err := applyPatch(patchType, original, body, q.store.New())
+		if err != nil {
+			return nil, err
+		}
+		obj := q.store.New()
+		if err := decodeObject(q.w, patched, obj, gvk, fv); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
+	out, _, err := q.store.Update(q.ctx(), q.info.Namespace, q.info.Name, apply, registry.UpdateOptions{DryRun: dryRun})
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.respond(http.StatusOK, out)
+}
+
+func (q *request) patchType() (types.PatchType, error) {
+	ct := q.r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		mt = ct
+	}
+	switch pt := types.PatchType(mt); pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+		return pt, nil
+	case types.ApplyYAMLPatchType, types.ApplyCBORPatchType:
+		return "", newStatusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			"server-side apply is not supported by corekube yet: use client-side apply (kubectl apply without --server-side), or a json, merge or strategic merge patch")
+	default:
+		return "", newStatusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s, %s, %s",
+				types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType))
+	}
+}
+
+// applyPatch applies patch to the JSON document original. schemaObj is an
+// empty object of the resource's type, whose struct tags give strategic
+// merge patch its merge keys and strategies.
+func applyPatch(pt types.PatchType, original, patch []byte, schemaObj runtime.Object) ([]byte, error) {
+	switch pt {
+	case types.JSONPatchType:
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, badRequest("the server rejected our request due to an error in our request: %v", err)
+		}
+		out, err := p.Apply(original)
+		if err != nil {
+			return nil, invalidPatch(err)
+		}
+		return out, nil
+	case types.MergePatchType:
+		out, err := jsonpatch.MergePatch(original, patch)
+		if err != nil {
+			return nil, badRequest("the server rejected our request due to an error in our request: %v", err)
+		}
+		return out, nil
+	default:
+		var patchMap map[string]any
+		if err := json.Unmarshal(patch, &patchMap); err != nil {
+			return nil, badRequest("the server rejected our request due to an error in our request: %v", jsonErrorText(err))
+		}
+		out, err := strategicpatch.StrategicMergePatch(original, patch, schemaObj)
+		if err != nil {
+			return nil, invalidPatch(err)
+		}
+		return out, nil
+	}
+}
+
+func invalidPatch(err error) error {
+	return newStatusError(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+		fmt.Sprintf("the server rejected our request due to an error in our request: %v", err))
+}

@@ -1,0 +1,276 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/corekube/corekube/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// request is one resource request being served.
+type request struct {
+	w     http.ResponseWriter
+	r     *http.Request
+	info  requestInfo
+	store *registry.Store
+}
+
+func (q *request) ctx() context.Context { return q.r.Context() }
+
+func (q *request) fail(err error) { WriteError(q.w, q.r, err) }
+
+func (q *request) respond(code int, obj runtime.Object) { writeObject(q.w, q.r, code, obj) }
+
+func (q *request) gvk() schema.GroupVersionKind {
+	info := q.store.Info()
+	return info.GroupVersion().WithKind(info.Kind)
+}
+
+func (q *request) get() {
+	if _, err := negotiate(q.r); err != nil {
+		q.fail(err)
+		return
+	}
+	obj, err := q.store.Get(q.ctx(), q.info.Namespace, q.info.Name, &metav1.GetOptions{})
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.respond(http.StatusOK, obj)
+}
+
+// listOptions decodes the list query parameters exactly as kube does (the
+// same codec, so the same 400 messages for malformed selectors).
+func (q *request) listOptions() (*metainternalversion.ListOptions, error) {
+	opts := &metainternalversion.ListOptions{}
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q.r.URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	return opts, nil
+}
+
+func (q *request) list() {
+	if _, err := negotiate(q.r); err != nil {
+		q.fail(err)
+		return
+	}
+	opts, err := q.listOptions()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	if opts.Watch {
+		q.watch(opts)
+		return
+	}
+	list, err := q.store.List(q.ctx(), q.info.Namespace, opts)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.respond(http.StatusOK, list)
+}
+
+// decodeBody reads and decodes the request body into a new object of the
+// endpoint's type.
+func (q *request) decodeBody(into runtime.Object, gvk schema.GroupVersionKind) error {
+	fv, err := parseFieldValidation(q.r)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(q.w, q.r)
+	if err != nil {
+		return err
+	}
+	data, err := bodyToJSON(q.r, body)
+	if err != nil {
+		return err
+	}
+	return decodeObject(q.w, data, into, gvk, fv)
+}
+
+// dryRun parses the dryRun parameter: only "All" is valid.
+func (q *request) dryRun(optionsKind string) (bool, error) {
+	values := q.r.URL.Query()["dryRun"]
+	var errs field.ErrorList
+	for i, v := range values {
+		if v != metav1.DryRunAll {
+			errs = append(errs, field.NotSupported(field.NewPath("dryRun").Index(i), v, []string{metav1.DryRunAll}))
+		}
+	}
+	if len(errs) > 0 {
+		return false, apierrors.NewInvalid(schema.GroupKind{Group: "meta.k8s.io", Kind: optionsKind}, "", errs)
+	}
+	return len(values) > 0, nil
+}
+
+func (q *request) create() {
+	dryRun, err := q.dryRun("CreateOptions")
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	obj := q.store.New()
+	if err := q.decodeBody(obj, q.gvk()); err != nil {
+		q.fail(err)
+		return
+	}
+	out, err := q.store.Create(q.ctx(), q.info.Namespace, obj, registry.CreateOptions{DryRun: dryRun})
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.respond(http.StatusCreated, out)
+}
+
+func (q *request) update() {
+	dryRun, err := q.dryRun("UpdateOptions")
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	obj := q.store.New()
+	if err := q.decodeBody(obj, q.gvk()); err != nil {
+		q.fail(err)
+		return
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	if m.GetName() != q.info.Name {
+		q.fail(badRequest("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), q.info.Name))
+		return
+	}
+	if q.store.Info().Namespaced && m.GetNamespace() != "" && m.GetNamespace() != q.info.Namespace {
+		q.fail(badRequest("the namespace of the provided object does not match the namespace sent on the request"))
+		return
+	}
+	replace := func(_ context.Context, _ runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	}
+	out, created, err := q.store.Update(q.ctx(), q.info.Namespace, q.info.Name, replace, registry.UpdateOptions{DryRun: dryRun})
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	q.respond(code, out)
+}
+
+func (q *request) delete() {
+	opts, err := q.deleteOptions()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	out, deleted, err := q.store.Delete(q.ctx(), q.info.Namespace, q.info.Name, opts)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	if deleted && !q.store.ReturnsDeletedObject() {
+		m, _ := meta.Accessor(out)
+		info := q.store.Info()
+		q.respond(http.StatusOK, &metav1.Status{
+			TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+			Status:   metav1.StatusSuccess,
+			Details:  &metav1.StatusDetails{Name: q.info.Name, Group: info.Group, Kind: info.Resource, UID: m.GetUID()},
+		})
+		return
+	}
+	q.respond(http.StatusOK, out)
+}
+
+func (q *request) deleteCollection() {
+	opts, err := q.deleteOptions()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	listOpts, err := q.listOptions()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	out, err := q.store.DeleteCollection(q.ctx(), q.info.Namespace, listOpts, opts)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.respond(http.StatusOK, out)
+}
+
+// deleteOptions come from the body when there is one, else from the query.
+func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
+	opts := &metav1.DeleteOptions{}
+	body, err := readBody(q.w, q.r)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 {
+		data, err := bodyToJSON(q.r, body)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, opts); err != nil {
+			return nil, badRequest("the body of the request is not valid DeleteOptions: %v", jsonErrorText(err))
+		}
+	}
+	query := q.r.URL.Query()
+	if v := query.Get("gracePeriodSeconds"); v != "" && opts.GracePeriodSeconds == nil {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, badRequest("invalid gracePeriodSeconds %q: %v", v, err)
+		}
+		opts.GracePeriodSeconds = &n
+	}
+	if v := query.Get("propagationPolicy"); v != "" && opts.PropagationPolicy == nil {
+		p := metav1.DeletionPropagation(v)
+		opts.PropagationPolicy = &p
+	}
+	if v := query.Get("orphanDependents"); v != "" && opts.OrphanDependents == nil { //nolint:staticcheck // still accepted
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, badRequest("invalid orphanDependents %q: %v", v, err)
+		}
+		opts.OrphanDependents = &b //nolint:staticcheck // still accepted
+	}
+	if len(opts.DryRun) == 0 {
+		opts.DryRun = query["dryRun"]
+	}
+	return opts, nil
+}
+
+func (q *request) createSubresource(c Creater) {
+	dryRun, err := q.dryRun("CreateOptions")
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	obj := c.New()
+	if err := q.decodeBody(obj, c.GroupVersionKind()); err != nil {
+		q.fail(err)
+		return
+	}
+	out, err := c.Create(q.ctx(), q.info.Namespace, q.info.Name, obj, dryRun)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	q.respond(http.StatusCreated, out)
+}

@@ -1,0 +1,57 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// minWatchTimeout is kube's --min-request-timeout: a watch without
+// timeoutSeconds lasts between one and two times this, so that clients
+// spread their reconnects.
+const minWatchTimeout = 30 * time.Minute
+
+// watchEvent is the wire form of one event.
+type watchEvent struct {
+	Type   watch.EventType `json:"type"`
+	Object any             `json:"object"`
+}
+
+// watch streams events as kube does over JSON: chunked, one event per
+// line, flushed per event.
+func (q *request) watch(opts *metainternalversion.ListOptions) {
+	timeout := minWatchTimeout + time.Duration(rand.Int64N(int64(minWatchTimeout)))
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(q.ctx(), timeout)
+	defer cancel()
+	events, err := q.store.Watch(ctx, q.info.Namespace, opts)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	flusher, _ := q.w.(http.Flusher)
+	q.w.Header().Set("Content-Type", "application/json")
+	q.w.Header().Set("Cache-Control", "no-cache, private")
+	q.w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	enc := json.NewEncoder(q.w)
+	for ev := range events {
+		if err := enc.Encode(watchEvent{Type: ev.Type, Object: ev.Object}); err != nil {
+			slog.Debug("watch client went away", "path", q.r.URL.Path, "err", err)
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}

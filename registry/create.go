@@ -1,0 +1,126 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/corekube/corekube/admission"
+	"github.com/corekube/corekube/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// CreateOptions are the parts of metav1.CreateOptions the Store acts on.
+type CreateOptions struct {
+	DryRun bool
+}
+
+// Create stores a new object in namespace (ignored for cluster-scoped
+// resources). obj is consumed: the Store fills in its metadata.
+func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object, opts CreateOptions) (runtime.Object, error) {
+	m := accessor(obj)
+	if err := s.setNamespace(m, namespace); err != nil {
+		return nil, err
+	}
+	if m.GetResourceVersion() != "" {
+		return nil, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	generated := m.GetName() == "" && m.GetGenerateName() != ""
+	if generated {
+		m.SetName(generateName(m.GetGenerateName()))
+	}
+	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, false); err != nil {
+		return nil, err
+	}
+	s.prepareForCreate(ctx, obj)
+	if errs := s.validateCreate(ctx, obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), m.GetName(), errs)
+	}
+	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, true); err != nil {
+		return nil, err
+	}
+	if opts.DryRun {
+		s.setTypeMeta(obj)
+		return obj, nil
+	}
+	data, err := s.encode(obj)
+	if err != nil {
+		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
+	}
+	kv, err := s.storage.Create(ctx, s.key(m.GetNamespace(), m.GetName()), data)
+	// A generated name may collide; kube (RetryGenerateName) tries new
+	// names a few times before reporting AlreadyExists.
+	for attempt := 0; generated && errors.Is(err, storage.ErrAlreadyExists) && attempt < 7; attempt++ {
+		m.SetName(generateName(m.GetGenerateName()))
+		if data, err = s.encode(obj); err == nil {
+			kv, err = s.storage.Create(ctx, s.key(m.GetNamespace(), m.GetName()), data)
+		}
+	}
+	if err != nil {
+		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
+	}
+	out, err := s.decode(kv)
+	if err != nil {
+		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
+	}
+	return out, nil
+}
+
+// setNamespace reconciles the object's namespace with the request's.
+func (s *Store) setNamespace(m metav1.Object, namespace string) error {
+	if !s.info.Namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	if m.GetNamespace() != "" && m.GetNamespace() != namespace {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	m.SetNamespace(namespace)
+	return nil
+}
+
+// prepareForCreate fills the system metadata kube fills (rest.BeforeCreate)
+// and lets the strategy default the rest.
+func (s *Store) prepareForCreate(ctx context.Context, obj runtime.Object) {
+	m := accessor(obj)
+	m.SetUID(uuid.NewUUID())
+	m.SetCreationTimestamp(s.now())
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	m.SetSelfLink("")
+	m.SetManagedFields(nil)
+	if _, ok := s.strategy.(GenerationStrategy); ok {
+		m.SetGeneration(1)
+	} else {
+		m.SetGeneration(0)
+	}
+	s.strategy.PrepareForCreate(ctx, obj)
+}
+
+func (s *Store) validateCreate(ctx context.Context, obj runtime.Object) field.ErrorList {
+	errs := apivalidation.ValidateObjectMetaAccessor(accessor(obj), s.info.Namespaced, s.nameValidator(), field.NewPath("metadata"))
+	return append(errs, s.strategy.Validate(ctx, obj)...)
+}
+
+func (s *Store) nameValidator() apivalidation.ValidateNameFunc {
+	if nv, ok := s.strategy.(NameValidationStrategy); ok {
+		return nv.ValidateName
+	}
+	return apivalidation.NameIsDNSSubdomain
+}
+
+// generateName appends five random characters to base, as kube's
+// SimpleNameGenerator does, keeping the result within 63 characters.
+func generateName(base string) string {
+	const maxGeneratedNameLength = 63 - 5
+	if len(base) > maxGeneratedNameLength {
+		base = base[:maxGeneratedNameLength]
+	}
+	return fmt.Sprintf("%s%s", base, utilrand.String(5))
+}

@@ -1,0 +1,238 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/corekube/corekube/admission"
+	"github.com/corekube/corekube/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// maxDeleteAttempts bounds the retries of a delete whose object changed
+// between the read and the compare-and-swap.
+const maxDeleteAttempts = 10
+
+// Delete deletes namespace/name as kube does: preconditions first; then a
+// graceful delete (pods) or a pending one (finalizers, namespaces) only
+// marks the object with deletionTimestamp; otherwise the object goes.
+// deleted reports whether the object is gone.
+func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
+	if opts == nil {
+		opts = &metav1.DeleteOptions{}
+	}
+	if errs := validateDeleteOptions(opts); len(errs) > 0 {
+		return nil, false, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", errs)
+	}
+	dryRun := len(opts.DryRun) > 0
+	for attempt := 0; attempt < maxDeleteAttempts; attempt++ {
+		out, deleted, err = s.deleteOnce(ctx, namespace, name, opts, dryRun)
+		if !errors.Is(err, errRaced) {
+			return out, deleted, toAPIError(err, s.info.GroupResource(), name)
+		}
+	}
+	return nil, false, apierrors.NewConflict(s.info.GroupResource(), name, errors.New(optimisticLockMessage))
+}
+
+// errRaced: the object changed between read and write; start over.
+var errRaced = errors.New("object changed during delete")
+
+func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions, dryRun bool) (runtime.Object, bool, error) {
+	key := s.key(namespace, name)
+	kv, err := s.storage.Get(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err := s.decode(kv)
+	if err != nil {
+		return nil, false, err
+	}
+	m := accessor(obj)
+	if err := s.checkPreconditions(m, opts.Preconditions); err != nil {
+		return nil, false, err
+	}
+	if err := s.admit(ctx, admission.Delete, name, namespace, nil, obj, dryRun, true); err != nil {
+		return nil, false, err
+	}
+
+	changed, pending := s.beforeDelete(ctx, obj, opts)
+	if changed {
+		if dryRun {
+			return obj, !pending, nil
+		}
+		data, err := s.encode(obj)
+		if err != nil {
+			return nil, false, err
+		}
+		updated, err := s.storage.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+			if cur.Revision != kv.Revision {
+				return nil, errRaced
+			}
+			return data, nil
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		m.SetResourceVersion(fmt.Sprint(updated.Revision))
+		kv = updated
+	}
+	if pending {
+		return obj, false, nil
+	}
+	if dryRun {
+		return obj, true, nil
+	}
+	gone, err := s.storage.Delete(ctx, key, func(cur storage.KV) error {
+		if cur.Revision != kv.Revision {
+			return errRaced
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := s.decode(gone)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// beforeDelete applies kube's BeforeDelete rules to obj in place. changed
+// reports that obj must be written back (deletionTimestamp set or
+// shortened); pending that it must stay stored after that.
+func (s *Store) beforeDelete(ctx context.Context, obj runtime.Object, opts *metav1.DeleteOptions) (changed, pending bool) {
+	m := accessor(obj)
+	now := s.opts.Now()
+	hasFinalizers := len(m.GetFinalizers()) > 0
+
+	if gs, ok := s.strategy.(GracefulDeleteStrategy); ok {
+		o := opts.DeepCopy()
+		if gs.CheckGracefulDelete(ctx, obj, o) && o.GracePeriodSeconds != nil {
+			grace := *o.GracePeriodSeconds
+			if ts, cur := m.GetDeletionTimestamp(), m.GetDeletionGracePeriodSeconds(); ts != nil && cur != nil {
+				// Already terminating: a delete may only shorten the period.
+				if grace >= *cur {
+					return false, true
+				}
+				start := ts.Add(-time.Duration(*cur) * time.Second)
+				m.SetDeletionTimestamp(ptrTime(start.Add(time.Duration(grace) * time.Second)))
+			} else {
+				m.SetDeletionTimestamp(ptrTime(now.Add(time.Duration(grace) * time.Second)))
+				bumpGeneration(m)
+			}
+			m.SetDeletionGracePeriodSeconds(&grace)
+			return true, grace > 0 || hasFinalizers
+		}
+	}
+	if ds, ok := s.strategy.(DeleteStrategy); ok {
+		if ds.PrepareForDelete(ctx, obj) {
+			if m.GetDeletionTimestamp() == nil {
+				m.SetDeletionTimestamp(ptrTime(now))
+				m.SetDeletionGracePeriodSeconds(ptrInt64(0))
+				bumpGeneration(m)
+			}
+			return true, true
+		}
+	}
+	if hasFinalizers {
+		if m.GetDeletionTimestamp() != nil {
+			return false, true
+		}
+		m.SetDeletionTimestamp(ptrTime(now))
+		m.SetDeletionGracePeriodSeconds(ptrInt64(0))
+		bumpGeneration(m)
+		return true, true
+	}
+	return false, false
+}
+
+func bumpGeneration(m metav1.Object) {
+	if m.GetGeneration() > 0 {
+		m.SetGeneration(m.GetGeneration() + 1)
+	}
+}
+
+func (s *Store) checkPreconditions(m metav1.Object, p *metav1.Preconditions) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != nil && *p.UID != m.GetUID() {
+		return apierrors.NewConflict(s.info.GroupResource(), m.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.GetUID()))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+		return apierrors.NewConflict(s.info.GroupResource(), m.GetName(),
+			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in meta: %v", *p.ResourceVersion, m.GetResourceVersion()))
+	}
+	return nil
+}
+
+// validateDeleteOptions mirrors kube's ValidateDeleteOptions.
+func validateDeleteOptions(o *metav1.DeleteOptions) field.ErrorList {
+	var errs field.ErrorList
+	//nolint:staticcheck // OrphanDependents is deprecated but still accepted.
+	if o.OrphanDependents != nil && o.PropagationPolicy != nil {
+		errs = append(errs, field.Invalid(field.NewPath("propagationPolicy"), o.PropagationPolicy,
+			"orphanDependents and deletionPropagation cannot be both set"))
+	}
+	if p := o.PropagationPolicy; p != nil && *p != metav1.DeletePropagationForeground &&
+		*p != metav1.DeletePropagationBackground && *p != metav1.DeletePropagationOrphan {
+		errs = append(errs, field.NotSupported(field.NewPath("propagationPolicy"), *p,
+			[]string{string(metav1.DeletePropagationForeground), string(metav1.DeletePropagationBackground), string(metav1.DeletePropagationOrphan), "nil"}))
+	}
+	for i, d := range o.DryRun {
+		if d != metav1.DryRunAll {
+			errs = append(errs, field.NotSupported(field.NewPath("dryRun").Index(i), d, []string{metav1.DryRunAll}))
+		}
+	}
+	return errs
+}
+
+// DeleteCollection deletes every object of the list that opts selects and
+// returns them as a list.
+func (s *Store) DeleteCollection(ctx context.Context, namespace string, listOpts *metainternalversion.ListOptions, opts *metav1.DeleteOptions) (runtime.Object, error) {
+	lo := metainternalversion.ListOptions{}
+	if listOpts != nil {
+		lo = *listOpts
+	}
+	lo.Limit, lo.Continue = 0, ""
+	list, err := s.List(ctx, namespace, &lo)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	deleted := make([]runtime.Object, 0, len(items))
+	for _, item := range items {
+		m := accessor(item)
+		out, _, err := s.Delete(ctx, m.GetNamespace(), m.GetName(), opts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		deleted = append(deleted, out)
+	}
+	if err := meta.SetList(list, deleted); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return list, nil
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t.Truncate(time.Second))
+	return &mt
+}
+
+func ptrInt64(v int64) *int64 { return &v }

@@ -1,0 +1,49 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/corekube/corekube/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Messages kube uses verbatim.
+const (
+	optimisticLockMessage = "the object has been modified; please apply your changes to the latest version and try again"
+	listTooOldMessage     = "The resourceVersion for the provided list is too old."
+	continueTooOldMessage = "The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to " +
+		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
+		"objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)
+
+// toAPIError is the one table that turns storage errors into Kubernetes
+// Status errors. Errors that already are Status errors pass through, so
+// strategies and admission plugins can return them from inside storage
+// callbacks.
+func toAPIError(err error, gr schema.GroupResource, name string) error {
+	if err == nil {
+		return nil
+	}
+	var status apierrors.APIStatus
+	switch {
+	case errors.As(err, &status):
+		return err
+	case errors.Is(err, storage.ErrNotFound):
+		return apierrors.NewNotFound(gr, name)
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return apierrors.NewAlreadyExists(gr, name)
+	case errors.Is(err, storage.ErrConflict):
+		return apierrors.NewConflict(gr, name, errors.New(optimisticLockMessage))
+	case errors.Is(err, storage.ErrCompacted):
+		return apierrors.NewResourceExpired(listTooOldMessage)
+	case errors.Is(err, storage.ErrFutureRevision):
+		return apierrors.NewTimeoutError("Too large resource version", 1)
+	case errors.Is(err, storage.ErrUnavailable):
+		return apierrors.NewServiceUnavailable(err.Error())
+	default:
+		return apierrors.NewInternalError(fmt.Errorf("%s %q: %w", gr, name, err))
+	}
+}

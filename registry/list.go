@@ -1,0 +1,227 @@
+package registry
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/corekube/corekube/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	listvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+var listOptionsKind = schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}
+
+// List returns the objects in namespace ("" for all namespaces) that opts
+// selects, one page at a time when opts.Limit is set.
+func (s *Store) List(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	if opts == nil {
+		opts = &metainternalversion.ListOptions{}
+	}
+	if errs := listvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(listOptionsKind, "", errs)
+	}
+	match, err := s.Matcher(opts.LabelSelector, opts.FieldSelector)
+	if err != nil {
+		return nil, err
+	}
+	prefix := s.listPrefix(namespace)
+	sopts, minRevision, err := s.storageListOptions(prefix, opts)
+	if err != nil {
+		return nil, err
+	}
+
+	decoded := make(map[string]runtime.Object)
+	if match != nil {
+		sopts.Predicate = func(kv storage.KV) (bool, error) {
+			obj, err := s.decode(kv)
+			if err != nil {
+				return false, err
+			}
+			ok, err := match(obj)
+			if ok {
+				decoded[kv.Key] = obj
+			}
+			return ok, err
+		}
+	}
+	res, err := s.storage.List(ctx, prefix, sopts)
+	if err != nil {
+		if errors.Is(err, storage.ErrCompacted) && opts.Continue != "" {
+			return nil, s.continueExpired(prefix, sopts.StartKey)
+		}
+		return nil, toAPIError(err, s.info.GroupResource(), "")
+	}
+	if minRevision > res.Revision {
+		return nil, tooLargeResourceVersion(minRevision, res.Revision)
+	}
+
+	items := make([]runtime.Object, 0, len(res.Items))
+	for _, kv := range res.Items {
+		obj := decoded[kv.Key]
+		if obj == nil {
+			if obj, err = s.decode(kv); err != nil {
+				return nil, toAPIError(err, s.info.GroupResource(), "")
+			}
+		}
+		items = append(items, obj)
+	}
+	list := s.strategy.NewList()
+	if err := meta.SetList(list, items); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	lm.SetResourceVersion(strconv.FormatInt(res.Revision, 10))
+	if res.NextKey != "" {
+		lm.SetContinue(encodeContinue(res.Revision, strings.TrimPrefix(res.NextKey, prefix)))
+		lm.SetRemainingItemCount(res.RemainingItemCount)
+	}
+	list.GetObjectKind().SetGroupVersionKind(s.info.GroupVersion().WithKind(s.info.ListKind))
+	return list, nil
+}
+
+// storageListOptions turns resourceVersion, resourceVersionMatch, limit and
+// continue into a storage request, following kube's table: an unset
+// resourceVersion is a consistent read of the latest state, "0" any state,
+// N with NotOlderThan (the default) the latest state provided it is at
+// least N, and N with Exact the state at N.
+func (s *Store) storageListOptions(prefix string, opts *metainternalversion.ListOptions) (storage.ListOptions, int64, error) {
+	sopts := storage.ListOptions{Limit: opts.Limit}
+	if sopts.Limit < 0 {
+		sopts.Limit = 0
+	}
+	var minRevision int64
+	if opts.Continue != "" {
+		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+			return sopts, 0, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
+		}
+		rev, start, err := decodeContinue(opts.Continue)
+		if err != nil {
+			return sopts, 0, apierrors.NewBadRequest(err.Error())
+		}
+		if rev > 0 {
+			sopts.Revision = rev
+		}
+		sopts.StartKey = prefix + start
+		return sopts, 0, nil
+	}
+	if opts.ResourceVersion == "" || opts.ResourceVersion == "0" {
+		return sopts, 0, nil
+	}
+	rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	if err != nil || rv < 0 {
+		return sopts, 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %q", opts.ResourceVersion))
+	}
+	if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+		sopts.Revision = rv
+	} else {
+		minRevision = rv
+	}
+	return sopts, minRevision, nil
+}
+
+// Matcher returns a function reporting whether an object matches both
+// selectors, or nil when they select everything. An unsupported field
+// label is a 400, worded as kube words it for this resource.
+func (s *Store) Matcher(ls labels.Selector, fs fields.Selector) (func(runtime.Object) (bool, error), error) {
+	if ls == nil {
+		ls = labels.Everything()
+	}
+	if fs == nil {
+		fs = fields.Everything()
+	}
+	for _, r := range fs.Requirements() {
+		if !s.fieldLabels.Has(r.Field) {
+			return nil, apierrors.NewBadRequest(s.unknownFieldMessage(r.Field))
+		}
+	}
+	if ls.Empty() && fs.Empty() {
+		return nil, nil
+	}
+	return func(obj runtime.Object) (bool, error) {
+		l, f, err := s.strategy.GetAttrs(obj)
+		if err != nil {
+			return false, err
+		}
+		return ls.Matches(l) && fs.Matches(f), nil
+	}, nil
+}
+
+func (s *Store) unknownFieldMessage(field string) string {
+	if s.info.CustomFieldSelectors {
+		return "field label not supported: " + field
+	}
+	quoted := make([]string, 0, len(s.fieldLabels))
+	for _, l := range sets.List(s.fieldLabels) {
+		quoted = append(quoted, strconv.Quote(l))
+	}
+	return fmt.Sprintf("%q is not a known field selector: only %s", field, strings.Join(quoted, ", "))
+}
+
+// continueToken is kube's continue token, so that tokens look the same.
+type continueToken struct {
+	APIVersion      string `json:"v"`
+	ResourceVersion int64  `json:"rv"`
+	StartKey        string `json:"start"`
+}
+
+func encodeContinue(rev int64, start string) string {
+	data, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", ResourceVersion: rev, StartKey: start})
+	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+func decodeContinue(token string) (rev int64, start string, err error) {
+	data, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return 0, "", fmt.Errorf("continue key is not valid: %w", err)
+	}
+	var c continueToken
+	if err := json.Unmarshal(data, &c); err != nil {
+		return 0, "", fmt.Errorf("continue key is not valid: %w", err)
+	}
+	if c.APIVersion != "meta.k8s.io/v1" {
+		return 0, "", fmt.Errorf("continue key is not valid: server does not recognize this encoded key")
+	}
+	if c.ResourceVersion == 0 {
+		return 0, "", fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	}
+	if c.StartKey == "" || strings.HasPrefix(c.StartKey, "/") || strings.Contains(c.StartKey, "..") {
+		return 0, "", fmt.Errorf("continue key is not valid: invalid start key %q", c.StartKey)
+	}
+	return c.ResourceVersion, c.StartKey, nil
+}
+
+// continueExpired is kube's 410 for a continue token whose revision has
+// been compacted; it carries a token (revision -1) that resumes the list at
+// the latest revision, inconsistently.
+func (s *Store) continueExpired(prefix, startKey string) error {
+	err := apierrors.NewResourceExpired(continueTooOldMessage)
+	err.ErrStatus.ListMeta.Continue = encodeContinue(-1, strings.TrimPrefix(startKey, prefix))
+	return err
+}
+
+// tooLargeResourceVersion is kube's 504 for a resourceVersion the store has
+// not reached.
+func tooLargeResourceVersion(min, current int64) error {
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", min, current), 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{
+		Type:    metav1.CauseTypeResourceVersionTooLarge,
+		Message: "Too large resource version",
+	}}
+	return err
+}

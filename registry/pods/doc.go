@@ -1,0 +1,21 @@
+// Package pods implements the registry strategy of the core/v1 Pod resource
+// the way kube-apiserver v1.32 behaves (pkg/registry/core/pod, the v1
+// defaulting functions, and the pod parts of pkg/apis/core/validation),
+// written against the versioned k8s.io/api types:
+//
+//   - Strategy (main resource): scheme defaulting plus the defaults that
+//     kube's Priority admission plugin applies, status reset on create
+//     (phase Pending, QoS class), status preserved on update, spec
+//     validation on create and kube's pod-update immutability rules,
+//     graceful-deletion decision and selectable fields.
+//   - StatusStrategy (/status subresource): keeps the spec of the stored
+//     object and validates the status update.
+//
+// Pure helpers are exported for other packages (bindings, evictions, tables):
+// Default, QOSClass, ValidatePod, ValidatePodSpec, ValidatePodUpdate,
+// ValidatePodStatusUpdate and ToSelectableFields.
+//
+// ObjectMeta (name, labels, annotations syntax, uid, timestamps,
+// resourceVersion, finalizers, ownerReferences) is validated and handled by
+// the generic Store; only pod-specific annotation rules live here.
+package pods

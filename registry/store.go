@@ -1,0 +1,152 @@
+package registry
+
+import (
+	"context"
+	"time"
+
+	"github.com/corekube/corekube/admission"
+	"github.com/corekube/corekube/storage"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+)
+
+// Options configure a Store beyond its Strategy.
+type Options struct {
+	// Admission runs on every write; nil admits everything.
+	Admission *admission.Chain
+	// ReturnDeletedObject makes DELETE answer the deleted object rather than
+	// a Success Status (kube does so for pods).
+	ReturnDeletedObject bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store implements every REST verb of one resource over storage.Interface.
+// Resource-specific behaviour comes from its Strategy; everything else
+// (metadata, resourceVersion, preconditions, dry run, graceful deletion,
+// finalizers, selectors, pagination) is here, once.
+type Store struct {
+	storage  storage.Interface
+	strategy Strategy
+	info     ResourceInfo
+	prefix   string // "/registry/<resource>/"
+	opts     Options
+
+	// update is the strategy for updates: strategy itself, or a
+	// subresource's StatusStrategy.
+	update      StatusStrategy
+	subresource string
+
+	fieldLabels sets.Set[string]
+}
+
+// NewStore returns the Store of the resource described by strategy.
+func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	info := strategy.Info()
+	_, fieldSet, _ := strategy.GetAttrs(strategy.New())
+	labels := sets.New[string]()
+	for k := range fieldSet {
+		labels.Insert(k)
+	}
+	return &Store{
+		storage:     st,
+		strategy:    strategy,
+		info:        info,
+		prefix:      "/registry/" + info.Resource + "/",
+		opts:        opts,
+		update:      strategy,
+		fieldLabels: labels,
+	}
+}
+
+// Subresource returns a Store for the named subresource (status, finalize)
+// that shares this Store's storage but updates through ss: only what ss
+// lets through changes.
+func (s *Store) Subresource(name string, ss StatusStrategy) *Store {
+	sub := *s
+	sub.update = ss
+	sub.subresource = name
+	return &sub
+}
+
+// Info describes the resource.
+func (s *Store) Info() ResourceInfo { return s.info }
+
+// Strategy returns the resource's strategy.
+func (s *Store) Strategy() Strategy { return s.strategy }
+
+// New returns an empty object of the resource's type.
+func (s *Store) New() runtime.Object { return s.strategy.New() }
+
+// key returns the storage key of one object.
+func (s *Store) key(namespace, name string) string {
+	if s.info.Namespaced {
+		return s.prefix + namespace + "/" + name
+	}
+	return s.prefix + name
+}
+
+// listPrefix returns the key prefix of a list; namespace "" lists all.
+func (s *Store) listPrefix(namespace string) string {
+	if s.info.Namespaced && namespace != "" {
+		return s.prefix + namespace + "/"
+	}
+	return s.prefix
+}
+
+// Get returns one object.
+func (s *Store) Get(ctx context.Context, namespace, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	kv, err := s.storage.Get(ctx, s.key(namespace, name))
+	if err != nil {
+		return nil, toAPIError(err, s.info.GroupResource(), name)
+	}
+	obj, err := s.decode(kv)
+	if err != nil {
+		return nil, toAPIError(err, s.info.GroupResource(), name)
+	}
+	return obj, nil
+}
+
+func (s *Store) now() metav1.Time {
+	return metav1.NewTime(s.opts.Now().Truncate(time.Second))
+}
+
+func (s *Store) admit(ctx context.Context, op admission.Operation, name, namespace string, obj, old runtime.Object, dryRun bool, validate bool) error {
+	if s.opts.Admission == nil {
+		return nil
+	}
+	a := &admission.Attributes{
+		Operation:   op,
+		Kind:        s.info.GroupVersion().WithKind(s.info.Kind),
+		Resource:    s.info.GroupVersion().WithResource(s.info.Resource),
+		Subresource: s.subresource,
+		Namespace:   namespace,
+		Name:        name,
+		Object:      obj,
+		OldObject:   old,
+		DryRun:      dryRun,
+	}
+	if validate {
+		return s.opts.Admission.Validate(ctx, a)
+	}
+	return s.opts.Admission.Mutate(ctx, a)
+}
+
+func accessor(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		// Every type a Strategy returns has ObjectMeta; anything else is a
+		// programming error, not bad input.
+		panic(err)
+	}
+	return m
+}
+
+// ReturnsDeletedObject reports whether DELETE answers the deleted object
+// (true) or a Success Status (false).
+func (s *Store) ReturnsDeletedObject() bool { return s.opts.ReturnDeletedObject }

@@ -1,0 +1,167 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/corekube/corekube/admission"
+	"github.com/corekube/corekube/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// TransformFunc computes the object to store from the current one. It may
+// be called several times (once per compare-and-swap attempt) and must not
+// keep current. current is nil when the object does not exist and the
+// resource allows create on update.
+type TransformFunc func(ctx context.Context, current runtime.Object) (runtime.Object, error)
+
+// UpdateOptions are the parts of metav1.UpdateOptions/PatchOptions the Store
+// acts on.
+type UpdateOptions struct {
+	DryRun bool
+}
+
+// Update replaces the object namespace/name with what transform returns,
+// atomically with respect to concurrent writers. created reports whether
+// the object did not exist and was created (PUT to a new name, where the
+// resource allows it).
+func (s *Store) Update(ctx context.Context, namespace, name string, transform TransformFunc, opts UpdateOptions) (out runtime.Object, created bool, err error) {
+	key := s.key(namespace, name)
+	if opts.DryRun {
+		kv, err := s.storage.Get(ctx, key)
+		if errors.Is(err, storage.ErrNotFound) {
+			return s.createOnUpdate(ctx, namespace, name, transform, opts, err)
+		}
+		if err != nil {
+			return nil, false, toAPIError(err, s.info.GroupResource(), name)
+		}
+		obj, _, err := s.updateFrom(ctx, kv, namespace, transform, opts)
+		return obj, false, toAPIError(err, s.info.GroupResource(), name)
+	}
+
+	var updated runtime.Object
+	var deleteNow bool
+	kv, err := s.storage.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		obj, del, err := s.updateFrom(ctx, cur, namespace, transform, opts)
+		if err != nil {
+			return nil, err
+		}
+		updated, deleteNow = obj, del
+		return s.encode(obj)
+	})
+	if errors.Is(err, storage.ErrNotFound) {
+		return s.createOnUpdate(ctx, namespace, name, transform, opts, err)
+	}
+	if err != nil {
+		return nil, false, toAPIError(err, s.info.GroupResource(), name)
+	}
+	accessor(updated).SetResourceVersion(fmt.Sprint(kv.Revision))
+	s.setTypeMeta(updated)
+	if deleteNow {
+		// The last finalizer went away from an object whose deletion was
+		// requested: finish the delete, unless it changed meanwhile.
+		_, err := s.storage.Delete(ctx, key, func(cur storage.KV) error {
+			if cur.Revision != kv.Revision {
+				return storage.ErrConflict
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
+			return nil, false, toAPIError(err, s.info.GroupResource(), name)
+		}
+	}
+	return updated, false, nil
+}
+
+// createOnUpdate handles PUT to a name that does not exist.
+func (s *Store) createOnUpdate(ctx context.Context, namespace, name string, transform TransformFunc, opts UpdateOptions, notFound error) (runtime.Object, bool, error) {
+	if s.subresource != "" || !s.strategy.AllowCreateOnUpdate() {
+		return nil, false, toAPIError(notFound, s.info.GroupResource(), name)
+	}
+	obj, err := transform(ctx, nil)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := s.Create(ctx, namespace, obj, CreateOptions{DryRun: opts.DryRun})
+	return out, err == nil, err
+}
+
+// updateFrom computes, admits and validates the new object from the stored
+// one. deleteNow reports that the update completes a pending deletion.
+func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string, transform TransformFunc, opts UpdateOptions) (obj runtime.Object, deleteNow bool, err error) {
+	old, err := s.decode(cur)
+	if err != nil {
+		return nil, false, err
+	}
+	obj, err = transform(ctx, old.DeepCopyObject())
+	if err != nil {
+		return nil, false, err
+	}
+	newM, oldM := accessor(obj), accessor(old)
+	if err := s.setNamespace(newM, namespace); err != nil {
+		return nil, false, err
+	}
+	if newM.GetName() == "" {
+		newM.SetName(oldM.GetName())
+	}
+	if rv := newM.GetResourceVersion(); rv != "" && rv != oldM.GetResourceVersion() {
+		return nil, false, apierrors.NewConflict(s.info.GroupResource(), oldM.GetName(), errors.New(optimisticLockMessage))
+	}
+	if uid := newM.GetUID(); uid != "" && uid != oldM.GetUID() {
+		return nil, false, apierrors.NewConflict(s.info.GroupResource(), oldM.GetName(),
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, oldM.GetUID()))
+	}
+	// System fields clients cannot change (kube's FillObjectMetaSystemFields
+	// on update).
+	newM.SetUID(oldM.GetUID())
+	newM.SetCreationTimestamp(oldM.GetCreationTimestamp())
+	newM.SetDeletionTimestamp(oldM.GetDeletionTimestamp())
+	newM.SetDeletionGracePeriodSeconds(oldM.GetDeletionGracePeriodSeconds())
+	newM.SetGeneration(oldM.GetGeneration())
+	newM.SetSelfLink("")
+	newM.SetManagedFields(nil)
+	newM.SetResourceVersion(oldM.GetResourceVersion())
+	if s.subresource != "" {
+		// A subresource write changes only what its strategy lets through;
+		// labels, annotations, finalizers and owners stay as stored.
+		metav1.ResetObjectMetaForStatus(newM, oldM)
+	}
+
+	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, false); err != nil {
+		return nil, false, err
+	}
+	s.update.PrepareForUpdate(ctx, obj, old)
+	if gs, ok := s.strategy.(GenerationStrategy); ok && s.subresource == "" && gs.SpecChanged(obj, old) {
+		newM.SetGeneration(oldM.GetGeneration() + 1)
+	}
+	errs := apivalidation.ValidateObjectMetaAccessorUpdate(newM, oldM, field.NewPath("metadata"))
+	errs = append(errs, s.update.ValidateUpdate(ctx, obj, old)...)
+	if len(errs) > 0 {
+		return nil, false, apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), oldM.GetName(), errs)
+	}
+	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, true); err != nil {
+		return nil, false, err
+	}
+	return obj, s.shouldDeleteDuringUpdate(ctx, obj, old), nil
+}
+
+// shouldDeleteDuringUpdate: an update that removes the last finalizer of an
+// object whose deletion was requested (with no grace period left) completes
+// that deletion, as in kube; for resources with a DeleteStrategy only once
+// the strategy no longer keeps the object (namespaces: spec finalizers).
+func (s *Store) shouldDeleteDuringUpdate(ctx context.Context, obj, old runtime.Object) bool {
+	newM, oldM := accessor(obj), accessor(old)
+	grace := oldM.GetDeletionGracePeriodSeconds()
+	if len(newM.GetFinalizers()) > 0 || oldM.GetDeletionTimestamp() == nil || grace == nil || *grace != 0 {
+		return false
+	}
+	if ds, ok := s.strategy.(DeleteStrategy); ok && ds.PrepareForDelete(ctx, obj.DeepCopyObject()) {
+		return false
+	}
+	return true
+}

@@ -1,0 +1,40 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// Config configures an API server.
+type Config struct {
+	// Listen is the address to serve on; port 0 picks a free port.
+	Listen string
+	// DataDir holds the embedded etcd's data (when EtcdServers is empty).
+	DataDir string
+	// EtcdServers are the client URLs of an external etcd cluster; empty
+	// means run etcd embedded in DataDir.
+	EtcdServers []string
+	// UnsafeNoFsync makes the embedded etcd skip fsync. Tests only.
+	UnsafeNoFsync bool
+	// Logger is the server's logger; nil means slog.Default().
+	Logger *slog.Logger
+	// ShutdownTimeout bounds the graceful shutdown of open requests.
+	ShutdownTimeout time.Duration
+}
+
+func (c *Config) setDefaults() error {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:6443"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 10 * time.Second
+	}
+	if len(c.EtcdServers) == 0 && c.DataDir == "" {
+		return errors.New("server config: DataDir or EtcdServers is required")
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/corekube/corekube/admission"
+	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/events"
+	"github.com/corekube/corekube/registry/leases"
+	"github.com/corekube/corekube/registry/namespaces"
+	"github.com/corekube/corekube/registry/nodes"
+	"github.com/corekube/corekube/registry/poddisruptionbudgets"
+	"github.com/corekube/corekube/registry/pods"
+	"github.com/corekube/corekube/storage"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// newAPI builds the Store of every served resource and the API that
+// serves them: the one table of what corekube serves.
+func newAPI(st storage.Interface) (*handlers.API, *registry.Store) {
+	var nsStore *registry.Store
+	chain := &admission.Chain{
+		Mutators: []admission.Mutator{
+			&admission.NamespaceLifecycle{Get: func(ctx context.Context, name string) (*v1.Namespace, error) {
+				obj, err := nsStore.Get(ctx, "", name, &metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				return obj.(*v1.Namespace), nil
+			}},
+		},
+	}
+	opts := registry.Options{Admission: chain}
+	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
+
+	nsStore = store(namespaces.NewStrategy())
+	podStore := registry.NewStore(st, pods.NewStrategy(), registry.Options{Admission: chain, ReturnDeletedObject: true})
+	nodeStore := store(nodes.NewStrategy())
+	pdbStore := store(poddisruptionbudgets.NewStrategy())
+
+	api := handlers.NewAPI(
+		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{
+			"status":   {Store: nsStore.Subresource("status", namespaces.NewStatusStrategy())},
+			"finalize": {Store: nsStore.Subresource("finalize", namespaces.NewFinalizeStrategy()), UpdateOnly: true},
+		}},
+		&handlers.Resource{Store: podStore, Subresources: map[string]handlers.Subresource{
+			"status":  {Store: podStore.Subresource("status", pods.NewStatusStrategy())},
+			"binding": {Creater: pods.NewBindingREST(podStore)},
+		}},
+		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
+			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},
+		}},
+		&handlers.Resource{Store: store(events.NewStrategy())},
+		&handlers.Resource{Store: store(leases.NewStrategy())},
+		&handlers.Resource{Store: pdbStore, Subresources: map[string]handlers.Subresource{
+			"status": {Store: pdbStore.Subresource("status", poddisruptionbudgets.NewStatusStrategy())},
+		}},
+	)
+	return api, nsStore
+}
+
+// systemNamespaces exist in every cluster, as in kube.
+var systemNamespaces = []string{
+	metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, v1.NamespaceNodeLease,
+}
+
+// ensureSystemNamespaces creates the system namespaces that do not exist.
+func ensureSystemNamespaces(ctx context.Context, nsStore *registry.Store) error {
+	for _, name := range systemNamespaces {
+		ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		_, err := nsStore.Create(ctx, "", ns, registry.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/corekube/corekube/handlers"
+	"github.com/go-chi/chi/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+const defaultReadHeaderTimeout = 10 * time.Second
+
+// routes mounts every endpoint behind the filters.
+func (s *Server) routes(api *handlers.API) http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverer, s.logRequests)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		handlers.NotFound(w, r)
+	})
+
+	checks := []healthCheck{
+		{name: "ping", check: func(context.Context) error { return nil }},
+		{name: "etcd", check: s.storage.Healthy},
+	}
+	r.Get("/healthz", healthHandler("healthz", checks))
+	r.Get("/livez", healthHandler("livez", checks[:1]))
+	r.Get("/readyz", healthHandler("readyz", checks))
+	r.Get("/version", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Version)
+	})
+
+	disc := handlers.NewDiscovery(api)
+	r.HandleFunc("/api", disc.Versions)
+	r.HandleFunc("/api/", disc.Versions)
+	r.HandleFunc("/api/v1", func(w http.ResponseWriter, r *http.Request) { disc.Resources(w, r, "", "v1") })
+	r.Handle("/api/v1/*", api)
+	r.HandleFunc("/apis", disc.Groups)
+	r.HandleFunc("/apis/", disc.Groups)
+	r.HandleFunc("/apis/{group}", func(w http.ResponseWriter, r *http.Request) {
+		disc.Group(w, r, chi.URLParam(r, "group"))
+	})
+	r.HandleFunc("/apis/{group}/{version}", func(w http.ResponseWriter, r *http.Request) {
+		disc.Resources(w, r, chi.URLParam(r, "group"), chi.URLParam(r, "version"))
+	})
+	r.Handle("/apis/{group}/{version}/*", api)
+	return r
+}
+
+// recoverer turns a panic in a handler into a 500 Status and a log line
+// with the stack, instead of a dropped connection.
+func (s *Server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				handlers.WriteError(w, r, apierrors.NewInternalError(fmt.Errorf("panic: %v", v)))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// logRequests logs each request at debug level.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		next.ServeHTTP(w, r)
+		if s.log.Enabled(r.Context(), slog.LevelDebug) {
+			s.log.Debug("request", "method", r.Method, "uri", r.RequestURI, "duration", time.Since(start))
+		}
+	})
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/corekube/corekube/storage"
+	etcdstore "github.com/corekube/corekube/storage/etcd"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Server is a running API server.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	listener net.Listener
+	http     *http.Server
+	storage  storage.Interface
+	closers  []func() error
+
+	// stopRequests ends the context of every request, so that watches
+	// return at shutdown instead of holding it up.
+	stopRequests context.CancelFunc
+
+	wg      sync.WaitGroup
+	serveMu sync.Mutex
+	served  error
+}
+
+// Start starts etcd (or connects to it), ensures the system namespaces
+// exist and starts serving. It returns once the server answers requests;
+// ctx bounds only the start-up.
+func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+
+	client, err := s.connectEtcd(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.storage = etcdstore.New(client)
+	api, nsStore := newAPI(s.storage)
+	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
+		return nil, err
+	}
+
+	s.listener, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	baseCtx, stopRequests := context.WithCancel(context.Background())
+	s.stopRequests = stopRequests
+	s.http = &http.Server{
+		Handler:           s.routes(api),
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ReadHeaderTimeout: defaultReadHeaderTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.serveMu.Lock()
+			s.served = err
+			s.serveMu.Unlock()
+		}
+	}()
+	s.log.Info("corekube API server ready", "url", s.URL())
+	return s, nil
+}
+
+// connectEtcd starts the embedded etcd or dials the external cluster.
+func (s *Server) connectEtcd(ctx context.Context) (*clientv3.Client, error) {
+	if len(s.cfg.EtcdServers) > 0 {
+		client, err := etcdstore.NewClient(s.cfg.EtcdServers)
+		if err != nil {
+			return nil, fmt.Errorf("connect to etcd %v: %w", s.cfg.EtcdServers, err)
+		}
+		s.closers = append(s.closers, client.Close)
+		return client, nil
+	}
+	e, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{
+		Dir:           s.cfg.DataDir,
+		UnsafeNoFsync: s.cfg.UnsafeNoFsync,
+		Logger:        s.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd: %w", err)
+	}
+	s.closers = append(s.closers, e.Close)
+	return e.Client(), nil
+}
+
+// URL is the server's base URL.
+func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// Storage is the server's storage (for tests and benchmarks).
+func (s *Server) Storage() storage.Interface { return s.storage }
+
+// Shutdown stops accepting requests, waits for open ones up to the
+// configured timeout (watches are cut), then stops etcd.
+func (s *Server) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
+	defer cancel()
+	s.stopRequests()
+	err := s.http.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = s.http.Close()
+	}
+	s.wg.Wait()
+	return errors.Join(err, s.close(), s.serveErr())
+}
+
+func (s *Server) serveErr() error {
+	s.serveMu.Lock()
+	defer s.serveMu.Unlock()
+	return s.served
+}
+
+func (s *Server) close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}

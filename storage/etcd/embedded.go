@@ -1,0 +1,237 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+)
+
+// EmbeddedConfig configures an in-process, single-member etcd.
+type EmbeddedConfig struct {
+	// Dir is the data directory. It is created if missing; an existing one
+	// is reopened with its data.
+	Dir string
+	// ClientURL is where etcd serves clients. The default,
+	// "http://127.0.0.1:0", picks a free port; Endpoints reports the one
+	// actually bound.
+	ClientURL string
+	// PeerURL is where etcd listens for peers. A single member never dials
+	// it, so the default "http://127.0.0.1:0" only exists because etcd
+	// insists on having one.
+	PeerURL string
+	// UnsafeNoFsync skips fsync: fast, and loses data on power failure.
+	// Tests only.
+	UnsafeNoFsync bool
+	// WatchProgressInterval is how often idle watches get a progress
+	// notification; zero keeps etcd's default (10 minutes).
+	WatchProgressInterval time.Duration
+	// Logger receives etcd's errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Embedded is a running in-process etcd and a client connected to it.
+type Embedded struct {
+	etcd      *embed.Etcd
+	client    *clientv3.Client
+	endpoints []string
+	lock      *fileutil.LockedFile
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+const (
+	defaultLocalURL = "http://127.0.0.1:0"
+	// quotaBytes is the backend size above which etcd refuses writes. etcd's
+	// default (2 GiB) is small for a cluster's worth of objects; 8 GiB is
+	// etcd's recommended maximum.
+	quotaBytes = 8 << 30
+)
+
+// StartEmbedded starts a single-member etcd in cfg.Dir and waits until it
+// serves requests or ctx ends.
+func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
+	e, err := startEmbedded(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start embedded etcd in %q: %w", cfg.Dir, err)
+	}
+	return e, nil
+}
+
+func startEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("no data directory")
+	}
+	ecfg, err := embedConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	// etcd waits forever for a data directory another etcd has open; fail
+	// fast instead.
+	lock, err := fileutil.TryLockFile(filepath.Join(cfg.Dir, "corekube.lock"), os.O_WRONLY|os.O_CREATE, fileutil.PrivateFileMode)
+	if err != nil {
+		return nil, fmt.Errorf("lock data directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
+
+	e, err := embed.StartEtcd(ecfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			e.Close()
+		}
+	}()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+
+	// The listeners know the ports the kernel picked for ":0" URLs.
+	endpoints := make([]string, len(e.Clients))
+	for i, l := range e.Clients {
+		endpoints[i] = "http://" + l.Addr().String()
+	}
+	client, err := newClient(endpoints, zapLogger(cfg.Logger))
+	if err != nil {
+		return nil, err
+	}
+	return &Embedded{etcd: e, client: client, endpoints: endpoints, lock: lock}, nil
+}
+
+func embedConfig(cfg EmbeddedConfig) (*embed.Config, error) {
+	clientURL, err := parseURL(cfg.ClientURL)
+	if err != nil {
+		return nil, fmt.Errorf("client URL: %w", err)
+	}
+	peerURL, err := parseURL(cfg.PeerURL)
+	if err != nil {
+		return nil, fmt.Errorf("peer URL: %w", err)
+	}
+
+	ecfg := embed.NewConfig()
+	ecfg.Name = "corekube"
+	ecfg.Dir = cfg.Dir
+	// With port 0 the advertised URLs name no real port. Nothing dials
+	// them: clients use Endpoints, and a lone member has no peers.
+	ecfg.ListenClientUrls = []url.URL{*clientURL}
+	ecfg.AdvertiseClientUrls = []url.URL{*clientURL}
+	ecfg.ListenPeerUrls = []url.URL{*peerURL}
+	ecfg.AdvertisePeerUrls = []url.URL{*peerURL}
+	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
+	// Only read for a fresh Dir; an existing member ignores it.
+	ecfg.ClusterState = embed.ClusterStateFlagNew
+
+	// A lone member must still win an election before it serves, which
+	// takes one to two election timeouts (etcd skips ahead on a fresh start
+	// but not on a restart). Heartbeats only matter between peers, so short
+	// timeouts cost nothing but 50 idle ticks a second, and start etcd in
+	// well under a second instead of up to two (at the default 1s).
+	ecfg.TickMs = 20
+	ecfg.ElectionMs = 200
+
+	ecfg.UnsafeNoFsync = cfg.UnsafeNoFsync
+	ecfg.QuotaBackendBytes = quotaBytes
+	// corekube compacts by itself; etcd must not drop history under it.
+	ecfg.AutoCompactionRetention = "0"
+	if cfg.WatchProgressInterval > 0 {
+		ecfg.ExperimentalWatchProgressNotifyInterval = cfg.WatchProgressInterval
+	}
+
+	// Nothing but the gRPC API: no metrics or pprof listeners, no JSON gateway.
+	ecfg.Metrics = "basic"
+	ecfg.ListenMetricsUrls = nil
+	ecfg.EnablePprof = false
+	ecfg.EnableGRPCGateway = false
+
+	ecfg.Logger = "zap"
+	ecfg.LogLevel = "error"
+	ecfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zapLogger(cfg.Logger))
+	return ecfg, nil
+}
+
+func parseURL(s string) (*url.URL, error) {
+	if s == "" {
+		s = defaultLocalURL
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme != "http" || u.Port() == "" {
+		return nil, fmt.Errorf("%q: want http://host:port", s)
+	}
+	return u, nil
+}
+
+// Client returns the client connected to this etcd. It is closed by Close.
+func (e *Embedded) Client() *clientv3.Client { return e.client }
+
+// Endpoints returns the client URLs etcd serves on, with real ports.
+func (e *Embedded) Endpoints() []string { return e.endpoints }
+
+// Err reports fatal errors of the running server, for callers that want to
+// stop when etcd does.
+func (e *Embedded) Err() <-chan error { return e.etcd.Err() }
+
+// Close closes the client, stops etcd and waits until it has stopped. It
+// may be called more than once.
+func (e *Embedded) Close() error {
+	e.closeOnce.Do(func() {
+		// The client goes first: its open watch streams would otherwise
+		// hold etcd's graceful shutdown until its timeout.
+		err := e.client.Close()
+		e.etcd.Close() // not idempotent: it closes the Err channel
+		e.lock.Close()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			e.closeErr = fmt.Errorf("close embedded etcd client: %w", err)
+		}
+	})
+	return e.closeErr
+}
+
+// NewClient returns a client for an external etcd cluster (--etcd-servers).
+// It connects lazily: an unreachable cluster shows up as ErrUnavailable
+// from Store.Healthy rather than as an error here.
+func NewClient(endpoints []string) (*clientv3.Client, error) {
+	return newClient(endpoints, zapLogger(nil))
+}
+
+func newClient(endpoints []string, lg *zap.Logger) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("new etcd client: no endpoints")
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          5 * time.Second,
+		DialKeepAliveTime:    30 * time.Second,
+		DialKeepAliveTimeout: 10 * time.Second,
+		Logger:               lg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new etcd client for %v: %w", endpoints, err)
+	}
+	return client, nil
+}

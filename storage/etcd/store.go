@@ -1,0 +1,462 @@
+// Package etcd implements storage.Interface over etcd v3, and runs an
+// embedded single-member etcd for clusters that bring no etcd of their own.
+//
+// It is the only package that imports the etcd client. Keys are stored
+// as given, values as opaque bytes, and the storage revision of a key is
+// its etcd mod revision.
+package etcd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/corekube/corekube/storage"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+var _ storage.Interface = (*Store)(nil)
+
+// Store is a storage.Interface backed by etcd. It is safe for concurrent use.
+type Store struct {
+	client        *clientv3.Client
+	listBatch     int64
+	healthTimeout time.Duration
+}
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithListBatch sets how many keys a filtered List reads per etcd request
+// (default 500). Larger batches mean fewer round trips and more memory.
+func WithListBatch(n int64) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.listBatch = n
+		}
+	}
+}
+
+// WithHealthTimeout bounds the read Healthy makes (default 2s).
+func WithHealthTimeout(d time.Duration) Option {
+	return func(s *Store) {
+		if d > 0 {
+			s.healthTimeout = d
+		}
+	}
+}
+
+// New returns a Store using client. The caller keeps ownership of client
+// and closes it after the Store is no longer used.
+func New(client *clientv3.Client, opts ...Option) *Store {
+	s := &Store{client: client, listBatch: 500, healthTimeout: 2 * time.Second}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+// Get returns the current value of key with a linearizable read.
+func (s *Store) Get(ctx context.Context, key string) (storage.KV, error) {
+	kv, err := s.get(ctx, key)
+	if err != nil {
+		return storage.KV{}, fmt.Errorf("get %s: %w", key, err)
+	}
+	return kv, nil
+}
+
+// get is Get without the error context, for methods that add their own.
+func (s *Store) get(ctx context.Context, key string) (storage.KV, error) {
+	resp, err := s.client.Get(ctx, key)
+	if err != nil {
+		return storage.KV{}, translate(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return storage.KV{}, storage.ErrNotFound
+	}
+	return toKV(resp.Kvs[0]), nil
+}
+
+// Create stores value under key unless the key exists.
+func (s *Store) Create(ctx context.Context, key string, value []byte) (storage.KV, error) {
+	// No Else branch: the existing value is of no use to the caller.
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(value))).
+		Commit()
+	if err != nil {
+		return storage.KV{}, fmt.Errorf("create %s: %w", key, translate(err))
+	}
+	if !resp.Succeeded {
+		return storage.KV{}, fmt.Errorf("create %s: %w", key, storage.ErrAlreadyExists)
+	}
+	return storage.KV{Key: key, Value: value, Revision: resp.Header.Revision}, nil
+}
+
+// GuaranteedUpdate implements storage.Interface. Each attempt is one
+// transaction that either writes or, when another writer got there first,
+// returns the newer value to retry with.
+func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc) (storage.KV, error) {
+	cur, err := s.get(ctx, key)
+	if err != nil {
+		return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
+	}
+	for {
+		value, err := tryUpdate(cur)
+		if err != nil {
+			return storage.KV{}, err // unchanged, so callers can errors.As it
+		}
+		if bytes.Equal(value, cur.Value) {
+			return cur, nil
+		}
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.Revision)).
+			Then(clientv3.OpPut(key, string(value))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return storage.KV{}, fmt.Errorf("update %s: %w", key, translate(err))
+		}
+		if resp.Succeeded {
+			return storage.KV{Key: key, Value: value, Revision: resp.Header.Revision}, nil
+		}
+		if cur, err = elseKV(resp); err != nil {
+			return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
+		}
+	}
+}
+
+// Delete implements storage.Interface. Like GuaranteedUpdate it retries
+// with the value a lost compare-and-swap returns.
+func (s *Store) Delete(ctx context.Context, key string, precondition func(current storage.KV) error) (storage.KV, error) {
+	cur, err := s.get(ctx, key)
+	if err != nil {
+		return storage.KV{}, fmt.Errorf("delete %s: %w", key, err)
+	}
+	for {
+		if precondition != nil {
+			if err := precondition(cur); err != nil {
+				return storage.KV{}, err // unchanged, like tryUpdate's
+			}
+		}
+		// The compare pins the deleted value to cur, so there is no need to
+		// ask etcd for it (WithPrevKV) again.
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.Revision)).
+			Then(clientv3.OpDelete(key)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return storage.KV{}, fmt.Errorf("delete %s: %w", key, translate(err))
+		}
+		if resp.Succeeded {
+			cur.Revision = resp.Header.Revision
+			return cur, nil
+		}
+		if cur, err = elseKV(resp); err != nil {
+			return storage.KV{}, fmt.Errorf("delete %s: %w", key, err)
+		}
+	}
+}
+
+// elseKV returns the key read by the OpGet in the Else branch of a failed
+// compare-and-swap.
+func elseKV(resp *clientv3.TxnResponse) (storage.KV, error) {
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		return storage.KV{}, storage.ErrNotFound
+	}
+	return toKV(kvs[0]), nil
+}
+
+// List implements storage.Interface.
+func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+	if !strings.HasSuffix(prefix, "/") {
+		return storage.ListResult{}, fmt.Errorf("list %s: prefix must end in %q", prefix, "/")
+	}
+	start := prefix
+	if opts.StartKey != "" {
+		if !strings.HasPrefix(opts.StartKey, prefix) {
+			return storage.ListResult{}, fmt.Errorf("list %s: start key %s is not under the prefix", prefix, opts.StartKey)
+		}
+		start = opts.StartKey
+	}
+	var (
+		res storage.ListResult
+		err error
+	)
+	if opts.Predicate == nil {
+		res, err = s.listPage(ctx, start, prefix, opts)
+	} else {
+		res, err = s.listFiltered(ctx, start, prefix, opts)
+	}
+	if err != nil {
+		if opts.Revision != 0 {
+			return storage.ListResult{}, fmt.Errorf("list %s at revision %d: %w", prefix, opts.Revision, err)
+		}
+		return storage.ListResult{}, fmt.Errorf("list %s: %w", prefix, err)
+	}
+	return res, nil
+}
+
+// listPage reads one page with a single range request; etcd returns keys in
+// ascending order and counts the whole range, which gives the remaining
+// item count for free.
+func (s *Store) listPage(ctx context.Context, start, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+	resp, err := s.client.Get(ctx, start, rangeOpts(prefix, opts.Revision, opts.Limit)...)
+	if err != nil {
+		return storage.ListResult{}, translate(err)
+	}
+	res := storage.ListResult{Items: make([]storage.KV, len(resp.Kvs)), Revision: readRevision(opts.Revision, resp)}
+	for i, kv := range resp.Kvs {
+		res.Items[i] = toKV(kv)
+	}
+	if resp.More && len(resp.Kvs) > 0 {
+		res.NextKey = after(res.Items[len(res.Items)-1].Key)
+		remaining := resp.Count - int64(len(resp.Kvs))
+		res.RemainingItemCount = &remaining
+	}
+	return res, nil
+}
+
+// listFiltered reads batches at one pinned revision until it has
+// opts.Limit matches or the range is exhausted.
+func (s *Store) listFiltered(ctx context.Context, start, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+	batch := max(opts.Limit, s.listBatch)
+	res := storage.ListResult{Revision: opts.Revision}
+	for {
+		resp, err := s.client.Get(ctx, start, rangeOpts(prefix, res.Revision, batch)...)
+		if err != nil {
+			return storage.ListResult{}, translate(err)
+		}
+		// Later batches must see the same snapshot as the first.
+		res.Revision = readRevision(res.Revision, resp)
+		for i, ekv := range resp.Kvs {
+			kv := toKV(ekv)
+			ok, err := opts.Predicate(kv)
+			if err != nil {
+				return storage.ListResult{}, err
+			}
+			if !ok {
+				continue
+			}
+			res.Items = append(res.Items, kv)
+			if int64(len(res.Items)) == opts.Limit {
+				if i < len(resp.Kvs)-1 || resp.More {
+					res.NextKey = after(kv.Key)
+				}
+				return res, nil
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return res, nil
+		}
+		start = after(string(resp.Kvs[len(resp.Kvs)-1].Key))
+	}
+}
+
+func rangeOpts(prefix string, rev, limit int64) []clientv3.OpOption {
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(prefix))}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	if limit > 0 {
+		opts = append(opts, clientv3.WithLimit(limit))
+	}
+	return opts
+}
+
+// readRevision is the revision a range was served at: the requested one, or
+// for a latest read the header's.
+func readRevision(requested int64, resp *clientv3.GetResponse) int64 {
+	if requested > 0 {
+		return requested
+	}
+	return resp.Header.Revision
+}
+
+// after returns the smallest key greater than key.
+func after(key string) string { return key + "\x00" }
+
+// Watch implements storage.Interface. A zero fromRevision is resolved to
+// the current revision before Watch returns, so the caller sees every
+// change made after the call.
+func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
+	if fromRevision == 0 {
+		rev, err := s.CurrentRevision(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("watch %s: %w", prefix, err)
+		}
+		fromRevision = rev
+	}
+	// WithRequireLeader makes etcd cancel the watch when its member loses
+	// the leader instead of leaving it silently stale.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wch := s.client.Watch(wctx, prefix,
+		clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify(),
+		clientv3.WithRev(fromRevision+1))
+
+	// Buffered so that bursts, such as a replay of history, do not cost a
+	// goroutine handoff per event. (clientv3 buffers without bound behind
+	// it, so a slow consumer never stalls other watches.)
+	out := make(chan storage.Event, 100)
+	go func() {
+		defer close(out)
+		defer cancel() // releases the etcd watch when we stop early
+		w := watcher{ctx: ctx, out: out, prefix: prefix, from: fromRevision}
+		w.run(wch)
+	}()
+	return out, nil
+}
+
+type watcher struct {
+	ctx    context.Context
+	out    chan<- storage.Event
+	prefix string
+	from   int64
+}
+
+func (w *watcher) run(wch clientv3.WatchChan) {
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case resp, ok := <-wch:
+			if !ok {
+				// etcd also closes the channel when ctx ends; only a close
+				// nobody asked for is an error.
+				if w.ctx.Err() == nil {
+					w.fail(fmt.Errorf("%w: watch channel closed", storage.ErrUnavailable))
+				}
+				return
+			}
+			if !w.handle(resp) {
+				return
+			}
+		}
+	}
+}
+
+// handle forwards one etcd response and reports whether to go on.
+func (w *watcher) handle(resp clientv3.WatchResponse) bool {
+	switch {
+	case resp.CompactRevision != 0:
+		w.fail(fmt.Errorf("compacted at revision %d: %w", resp.CompactRevision, storage.ErrCompacted))
+		return false
+	case resp.Err() != nil:
+		w.fail(translate(resp.Err()))
+		return false
+	case resp.IsProgressNotify():
+		return w.send(storage.Event{Type: storage.Progress, KV: storage.KV{Revision: resp.Header.Revision}})
+	}
+	for _, ev := range resp.Events {
+		if !w.send(toEvent(ev)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *watcher) fail(err error) {
+	w.send(storage.Event{Type: storage.Error, Err: fmt.Errorf("watch %s from revision %d: %w", w.prefix, w.from, err)})
+}
+
+// send delivers e unless ctx ends first; it reports whether it did.
+func (w *watcher) send(e storage.Event) bool {
+	select {
+	case w.out <- e:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}
+
+func toEvent(ev *clientv3.Event) storage.Event {
+	var prev []byte
+	if ev.PrevKv != nil {
+		prev = ev.PrevKv.Value
+	}
+	switch {
+	case ev.Type == mvccpb.DELETE:
+		return storage.Event{
+			Type:      storage.Deleted,
+			KV:        storage.KV{Key: string(ev.Kv.Key), Value: prev, Revision: ev.Kv.ModRevision},
+			PrevValue: prev,
+		}
+	case ev.IsCreate():
+		return storage.Event{Type: storage.Added, KV: toKV(ev.Kv)}
+	default:
+		return storage.Event{Type: storage.Modified, KV: toKV(ev.Kv), PrevValue: prev}
+	}
+}
+
+// CurrentRevision returns the latest revision with a linearizable read of
+// a single key's count, the cheapest request that carries it.
+func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+	resp, err := s.client.Get(ctx, "/", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("current revision: %w", translate(err))
+	}
+	return resp.Header.Revision, nil
+}
+
+// Compact discards history before revision. Compacting at or below an
+// earlier compaction succeeds: the history is gone either way.
+func (s *Store) Compact(ctx context.Context, revision int64) error {
+	_, err := s.client.Compact(ctx, revision)
+	if err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		return fmt.Errorf("compact at revision %d: %w", revision, translate(err))
+	}
+	return nil
+}
+
+// Healthy makes a linearizable read, which needs a leader and a quorum,
+// within the health timeout (or ctx's deadline if sooner).
+func (s *Store) Healthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
+	defer cancel()
+	if _, err := s.client.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("health check: %w: %w", storage.ErrUnavailable, err)
+	}
+	return nil
+}
+
+func toKV(kv *mvccpb.KeyValue) storage.KV {
+	return storage.KV{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision}
+}
+
+// translate maps etcd client errors onto the storage sentinels, keeping the
+// original error in the chain for logs and errors.Is.
+func translate(err error) error {
+	var sentinel error
+	switch {
+	case errors.Is(err, rpctypes.ErrCompacted):
+		sentinel = storage.ErrCompacted
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		sentinel = storage.ErrFutureRevision
+	case errors.Is(err, context.DeadlineExceeded), unavailable(err):
+		sentinel = storage.ErrUnavailable
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %w", sentinel, err)
+}
+
+// unavailable reports gRPC errors that mean etcd could not serve the
+// request now (no leader, timeouts, connection lost) as opposed to
+// rejecting it.
+func unavailable(err error) bool {
+	code := status.Code(err)
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		code = ee.Code()
+	}
+	return code == codes.Unavailable || code == codes.DeadlineExceeded
+}

@@ -1,0 +1,128 @@
+// Package storage defines the storage contract the registry is built on: a
+// key/value store with revisions, compare-and-swap updates, consistent
+// paginated lists and watches. Values are opaque bytes (serialized objects);
+// the registry owns encoding. The etcd implementation lives in storage/etcd
+// and is the only importer of the etcd client.
+package storage
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors. Implementations wrap them (fmt.Errorf("...: %w", ErrX))
+// and callers test with errors.Is. The registry maps them to Kubernetes
+// Status errors in exactly one place.
+var (
+	// ErrNotFound: the key does not exist.
+	ErrNotFound = errors.New("storage: key not found")
+	// ErrAlreadyExists: Create found the key already present.
+	ErrAlreadyExists = errors.New("storage: key already exists")
+	// ErrConflict: a precondition on the current value failed (used by
+	// callers' tryUpdate / precondition funcs; GuaranteedUpdate retries
+	// revision races itself and never returns it for those).
+	ErrConflict = errors.New("storage: conflict")
+	// ErrCompacted: the requested revision has been compacted away.
+	ErrCompacted = errors.New("storage: revision compacted")
+	// ErrFutureRevision: the requested revision is newer than the store's
+	// current revision.
+	ErrFutureRevision = errors.New("storage: revision is in the future")
+	// ErrUnavailable: the backend could not be reached in time.
+	ErrUnavailable = errors.New("storage: backend unavailable")
+)
+
+// KV is one stored value and the revision that last modified it (etcd's
+// mod revision). Revision is what the API calls metadata.resourceVersion.
+type KV struct {
+	Key      string
+	Value    []byte
+	Revision int64
+}
+
+// ListOptions select a page of keys under a prefix.
+type ListOptions struct {
+	// Revision reads the state as of that revision. 0 means the most recent
+	// state (a linearizable read).
+	Revision int64
+	// StartKey, if set, is the first key (inclusive) of this page; it must be
+	// under the prefix. Used for continue tokens.
+	StartKey string
+	// Limit caps the number of items returned; 0 means no limit. With a
+	// Predicate, Limit counts matching items: the store keeps reading until
+	// it has Limit matches or the prefix is exhausted.
+	Limit int64
+	// Predicate filters items; nil accepts everything.
+	Predicate func(kv KV) (bool, error)
+}
+
+// ListResult is one page of a list.
+type ListResult struct {
+	Items []KV
+	// Revision is the revision the page was read at; later pages of the same
+	// list must pass it as ListOptions.Revision.
+	Revision int64
+	// NextKey is where the next page starts; empty when the list is complete.
+	NextKey string
+	// RemainingItemCount is the number of keys after this page, when known
+	// (only without a Predicate); nil otherwise.
+	RemainingItemCount *int64
+}
+
+// EventType says what happened to a key.
+type EventType string
+
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	// Error carries Err (for example ErrCompacted); the channel closes after it.
+	Error EventType = "ERROR"
+	// Progress reports that the store has seen everything up to Revision.
+	Progress EventType = "PROGRESS"
+)
+
+// Event is one change seen by a watch. For Deleted, KV.Value is the value
+// before deletion and KV.Revision the revision of the delete.
+type Event struct {
+	Type EventType
+	KV   KV
+	// PrevValue is the value before this change (nil for Added).
+	PrevValue []byte
+	Err       error
+}
+
+// UpdateFunc computes a new value from the current one. Returning an error
+// aborts the update and GuaranteedUpdate returns that error unchanged.
+// Returning a value equal to current.Value makes the update a no-op.
+type UpdateFunc func(current KV) (newValue []byte, err error)
+
+// Interface is the contract every storage backend satisfies. All methods are
+// safe for concurrent use.
+type Interface interface {
+	// Get returns the current value of key, or ErrNotFound.
+	Get(ctx context.Context, key string) (KV, error)
+	// List returns a page of the keys under prefix (prefix must end in "/").
+	List(ctx context.Context, prefix string, opts ListOptions) (ListResult, error)
+	// Create stores value under key if the key does not exist, else
+	// ErrAlreadyExists. The returned KV carries the new revision.
+	Create(ctx context.Context, key string, value []byte) (KV, error)
+	// GuaranteedUpdate reads key, calls tryUpdate and writes the result with
+	// a compare-and-swap on the read revision, retrying on races. If the key
+	// does not exist it returns ErrNotFound without calling tryUpdate.
+	GuaranteedUpdate(ctx context.Context, key string, tryUpdate UpdateFunc) (KV, error)
+	// Delete removes key after precondition (may be nil) accepts its current
+	// value, with a compare-and-swap so the checked value is the deleted
+	// one. It returns the deleted value with the revision of the delete.
+	Delete(ctx context.Context, key string, precondition func(current KV) error) (KV, error)
+	// Watch streams every change under prefix after revision fromRevision
+	// (exclusive; 0 means from now). The channel is closed when ctx ends or
+	// after an Error event. Progress events are sent when the backend reports
+	// progress with no changes.
+	Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan Event, error)
+	// CurrentRevision returns the store's latest revision.
+	CurrentRevision(ctx context.Context) (int64, error)
+	// Compact discards history before revision.
+	Compact(ctx context.Context, revision int64) error
+	// Healthy returns nil when the backend answers a read in time.
+	Healthy(ctx context.Context) error
+}

@@ -1,0 +1,716 @@
+// Package storagetest is a conformance suite that every storage.Interface
+// implementation must pass. Backends call RunConformance from their tests.
+package storagetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corekube/corekube/storage"
+)
+
+// timeout bounds every wait for a watch event or a channel close.
+const timeout = 5 * time.Second
+
+// RunConformance runs the suite. newStore is called once per subtest and
+// may return the same store every time: each subtest works under a key
+// prefix of its own. Most subtests run in parallel; the compaction ones
+// run last and alone, because compaction discards history store-wide. So
+// the store must not be shared with tests running in parallel with this
+// one.
+func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Interface) {
+	t.Run("Parallel", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			fn   func(t *testing.T, s storage.Interface, prefix string)
+		}{
+			{"CreateGet", testCreateGet},
+			{"UpdateChangesValue", testUpdateChangesValue},
+			{"UpdateNoOp", testUpdateNoOp},
+			{"UpdateErrorUnchanged", testUpdateErrorUnchanged},
+			{"UpdateNotFound", testUpdateNotFound},
+			{"UpdateRetriesOnRace", testUpdateRetriesOnRace},
+			{"UpdateKeyDeletedDuringUpdate", testUpdateKeyDeleted},
+			{"UpdateConcurrent", testUpdateConcurrent},
+			{"DeletePrecondition", testDeletePrecondition},
+			{"DeletePreconditionFails", testDeletePreconditionFails},
+			{"DeleteNotFound", testDeleteNotFound},
+			{"DeleteRetriesOnRace", testDeleteRetriesOnRace},
+			{"ListPrefix", testListPrefix},
+			{"ListPagingAtPinnedRevision", testListPaging},
+			{"ListPredicate", testListPredicate},
+			{"ListFutureRevision", testListFutureRevision},
+			{"WatchFromRevision", testWatchFromRevision},
+			{"WatchFromNow", testWatchFromNow},
+			{"WatchClosesOnCancel", testWatchClosesOnCancel},
+			{"CurrentRevisionMonotonic", testCurrentRevision},
+			{"Healthy", testHealthy},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				tc.fn(t, newStore(t), newPrefix())
+			})
+		}
+	})
+	// t.Run returns only after the parallel group above has finished.
+	t.Run("Compaction", func(t *testing.T) {
+		testCompaction(t, newStore(t), newPrefix())
+	})
+}
+
+var (
+	runID     = time.Now().UnixNano()
+	prefixSeq atomic.Int64
+)
+
+// newPrefix returns a prefix no other subtest, nor an earlier run against
+// a persistent store, has used.
+func newPrefix() string {
+	return fmt.Sprintf("/storagetest/%x-%d/", runID, prefixSeq.Add(1))
+}
+
+func testCreateGet(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	key := prefix + "a"
+	kv, err := s.Create(ctx, key, []byte("v1"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if kv.Key != key || string(kv.Value) != "v1" || kv.Revision <= 0 {
+		t.Fatalf("Create returned %+v", kv)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, kv) {
+		t.Errorf("Get = %+v, want %+v", got, kv)
+	}
+	if _, err := s.Create(ctx, key, []byte("v2")); !errors.Is(err, storage.ErrAlreadyExists) {
+		t.Errorf("second Create: err = %v, want ErrAlreadyExists", err)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, kv) {
+		t.Errorf("Get after failed Create = %+v, want %+v", got, kv)
+	}
+	if _, err := s.Get(ctx, prefix+"missing"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get missing: err = %v, want ErrNotFound", err)
+	}
+}
+
+func testUpdateChangesValue(t *testing.T, s storage.Interface, prefix string) {
+	key := prefix + "a"
+	old := mustCreate(t, s, key, "v1")
+	kv, err := s.GuaranteedUpdate(t.Context(), key, func(cur storage.KV) ([]byte, error) {
+		if !equalKV(cur, old) {
+			t.Errorf("tryUpdate got %+v, want %+v", cur, old)
+		}
+		return []byte("v2"), nil
+	})
+	if err != nil {
+		t.Fatalf("GuaranteedUpdate: %v", err)
+	}
+	if string(kv.Value) != "v2" || kv.Revision <= old.Revision {
+		t.Fatalf("GuaranteedUpdate returned %+v, want v2 after revision %d", kv, old.Revision)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, kv) {
+		t.Errorf("Get = %+v, want %+v", got, kv)
+	}
+}
+
+func testUpdateNoOp(t *testing.T, s storage.Interface, prefix string) {
+	key := prefix + "a"
+	old := mustCreate(t, s, key, "v1")
+	kv, err := s.GuaranteedUpdate(t.Context(), key, func(cur storage.KV) ([]byte, error) {
+		return slices.Clone(cur.Value), nil
+	})
+	if err != nil {
+		t.Fatalf("GuaranteedUpdate: %v", err)
+	}
+	if !equalKV(kv, old) {
+		t.Errorf("no-op GuaranteedUpdate returned %+v, want unchanged %+v", kv, old)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, old) {
+		t.Errorf("Get after no-op = %+v, want %+v (no write)", got, old)
+	}
+}
+
+// apiError stands for the API Status errors callers return from tryUpdate
+// and preconditions, which they expect back untouched.
+type apiError struct{ reason string }
+
+func (e *apiError) Error() string { return "api error: " + e.reason }
+
+func testUpdateErrorUnchanged(t *testing.T, s storage.Interface, prefix string) {
+	key := prefix + "a"
+	old := mustCreate(t, s, key, "v1")
+	want := &apiError{reason: "conflict"}
+	_, err := s.GuaranteedUpdate(t.Context(), key, func(storage.KV) ([]byte, error) {
+		return nil, want
+	})
+	if err != want {
+		t.Errorf("GuaranteedUpdate err = %v (%T), want the tryUpdate error unchanged", err, err)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, old) {
+		t.Errorf("Get after failed update = %+v, want %+v", got, old)
+	}
+}
+
+func testUpdateNotFound(t *testing.T, s storage.Interface, prefix string) {
+	_, err := s.GuaranteedUpdate(t.Context(), prefix+"missing", func(storage.KV) ([]byte, error) {
+		t.Error("tryUpdate called for a missing key")
+		return []byte("x"), nil
+	})
+	if !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("err = %v, want ErrNotFound", err)
+	}
+}
+
+// testUpdateRetriesOnRace makes a competing write land between the read
+// and the compare-and-swap: tryUpdate must run again on the newer value.
+func testUpdateRetriesOnRace(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	key := prefix + "a"
+	mustCreate(t, s, key, "v1")
+	var seen []string
+	kv, err := s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		seen = append(seen, string(cur.Value))
+		if len(seen) == 1 {
+			mustUpdate(t, s, key, "v2")
+		}
+		return append(slices.Clone(cur.Value), '+'), nil
+	})
+	if err != nil {
+		t.Fatalf("GuaranteedUpdate: %v", err)
+	}
+	if want := []string{"v1", "v2"}; !slices.Equal(seen, want) {
+		t.Errorf("tryUpdate saw %q, want %q", seen, want)
+	}
+	if string(kv.Value) != "v2+" {
+		t.Errorf("value = %q, want %q", kv.Value, "v2+")
+	}
+	if got := mustGet(t, s, key); !equalKV(got, kv) {
+		t.Errorf("Get = %+v, want %+v", got, kv)
+	}
+}
+
+func testUpdateKeyDeleted(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	key := prefix + "a"
+	mustCreate(t, s, key, "v1")
+	calls := 0
+	_, err := s.GuaranteedUpdate(ctx, key, func(storage.KV) ([]byte, error) {
+		calls++
+		if _, err := s.Delete(ctx, key, nil); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+		return []byte("v2"), nil
+	})
+	if !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("err = %v, want ErrNotFound", err)
+	}
+	if calls != 1 {
+		t.Errorf("tryUpdate called %d times, want 1", calls)
+	}
+	if _, err := s.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get: err = %v, want ErrNotFound (the update must not recreate the key)", err)
+	}
+}
+
+func testUpdateConcurrent(t *testing.T, s storage.Interface, prefix string) {
+	const n = 20
+	key := prefix + "counter"
+	mustCreate(t, s, key, "0")
+	var (
+		wg    sync.WaitGroup
+		tries atomic.Int64
+	)
+	for range n {
+		wg.Go(func() {
+			_, err := s.GuaranteedUpdate(t.Context(), key, func(cur storage.KV) ([]byte, error) {
+				tries.Add(1)
+				i, err := strconv.Atoi(string(cur.Value))
+				if err != nil {
+					return nil, err
+				}
+				return []byte(strconv.Itoa(i + 1)), nil
+			})
+			if err != nil {
+				t.Errorf("GuaranteedUpdate: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := mustGet(t, s, key); string(got.Value) != strconv.Itoa(n) {
+		t.Errorf("counter = %s, want %d", got.Value, n)
+	}
+	t.Logf("%d increments took %d tryUpdate calls", n, tries.Load())
+}
+
+func testDeletePrecondition(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	key := prefix + "a"
+	mustCreate(t, s, key, "v1")
+	cur := mustUpdate(t, s, key, "v2")
+	called := false
+	kv, err := s.Delete(ctx, key, func(got storage.KV) error {
+		called = true
+		if !equalKV(got, cur) {
+			t.Errorf("precondition got %+v, want %+v", got, cur)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if !called {
+		t.Error("precondition not called")
+	}
+	if kv.Key != key || string(kv.Value) != "v2" || kv.Revision <= cur.Revision {
+		t.Errorf("Delete returned %+v, want the last value v2 with a revision after %d", kv, cur.Revision)
+	}
+	if _, err := s.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get after Delete: err = %v, want ErrNotFound", err)
+	}
+
+	// A nil precondition deletes unconditionally.
+	mustCreate(t, s, key, "v3")
+	if kv, err := s.Delete(ctx, key, nil); err != nil || string(kv.Value) != "v3" {
+		t.Errorf("Delete(nil precondition) = %+v, %v; want v3", kv, err)
+	}
+}
+
+func testDeletePreconditionFails(t *testing.T, s storage.Interface, prefix string) {
+	key := prefix + "a"
+	old := mustCreate(t, s, key, "v1")
+	want := &apiError{reason: "uid mismatch"}
+	_, err := s.Delete(t.Context(), key, func(storage.KV) error { return want })
+	if err != want {
+		t.Errorf("Delete err = %v (%T), want the precondition error unchanged", err, err)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, old) {
+		t.Errorf("Get after refused Delete = %+v, want %+v", got, old)
+	}
+}
+
+func testDeleteNotFound(t *testing.T, s storage.Interface, prefix string) {
+	_, err := s.Delete(t.Context(), prefix+"missing", func(storage.KV) error {
+		t.Error("precondition called for a missing key")
+		return nil
+	})
+	if !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("err = %v, want ErrNotFound", err)
+	}
+}
+
+// testDeleteRetriesOnRace changes the key between the precondition and the
+// delete: the precondition must be checked again, on the value deleted.
+func testDeleteRetriesOnRace(t *testing.T, s storage.Interface, prefix string) {
+	key := prefix + "a"
+	mustCreate(t, s, key, "v1")
+	var seen []string
+	var v2 storage.KV
+	kv, err := s.Delete(t.Context(), key, func(cur storage.KV) error {
+		seen = append(seen, string(cur.Value))
+		if len(seen) == 1 {
+			v2 = mustUpdate(t, s, key, "v2")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if want := []string{"v1", "v2"}; !slices.Equal(seen, want) {
+		t.Errorf("precondition saw %q, want %q", seen, want)
+	}
+	if string(kv.Value) != "v2" || kv.Revision <= v2.Revision {
+		t.Errorf("Delete returned %+v, want v2 with a revision after %d", kv, v2.Revision)
+	}
+}
+
+func testListPrefix(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	// Created out of order; the nested key is under the prefix too. The
+	// sibling shares the prefix minus its slash and must not show up.
+	var want []storage.KV
+	for _, k := range []string{"c", "a", "sub/x", "b"} {
+		want = append(want, mustCreate(t, s, prefix+k, "value of "+k))
+	}
+	mustCreate(t, s, strings.TrimSuffix(prefix, "/")+"x/sibling", "no")
+	slices.SortFunc(want, func(a, b storage.KV) int { return strings.Compare(a.Key, b.Key) })
+
+	res, err := s.List(ctx, prefix, storage.ListOptions{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	assertKVs(t, res.Items, want)
+	if res.Revision < want[len(want)-1].Revision {
+		t.Errorf("Revision = %d, want at least %d", res.Revision, want[len(want)-1].Revision)
+	}
+	if res.NextKey != "" || res.RemainingItemCount != nil {
+		t.Errorf("complete list has NextKey %q, RemainingItemCount %v", res.NextKey, res.RemainingItemCount)
+	}
+
+	empty, err := s.List(ctx, prefix+"nothing/", storage.ListOptions{})
+	if err != nil || len(empty.Items) != 0 || empty.Revision == 0 {
+		t.Errorf("List of an empty prefix = %+v, %v; want no items and a revision", empty, err)
+	}
+}
+
+// testListPaging pages through a snapshot while writers change the prefix
+// underneath: pages read at the first page's revision see none of it.
+func testListPaging(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	var snapshot []storage.KV
+	for i := range 25 {
+		snapshot = append(snapshot, mustCreate(t, s, fmt.Sprintf("%sk%02d", prefix, i), fmt.Sprintf("v%d", i)))
+	}
+
+	first, err := s.List(ctx, prefix, storage.ListOptions{Limit: 10})
+	if err != nil {
+		t.Fatalf("List page 1: %v", err)
+	}
+
+	stop, wrote := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { churn(ctx, t, s, prefix, stop, wrote) })
+	defer func() { close(stop); wg.Wait() }()
+	select {
+	case <-wrote: // pages 2 and 3 are read after concurrent writes
+	case <-time.After(timeout):
+		t.Fatal("writer made no progress")
+	}
+
+	pages := []storage.ListResult{first}
+	wantRemaining := []int64{15, 5}
+	for next := first; next.NextKey != ""; {
+		if len(pages) > 3 {
+			t.Fatalf("more than 3 pages of 10 for 25 keys")
+		}
+		next, err = s.List(ctx, prefix, storage.ListOptions{Revision: first.Revision, StartKey: next.NextKey, Limit: 10})
+		if err != nil {
+			t.Fatalf("List page %d: %v", len(pages)+1, err)
+		}
+		pages = append(pages, next)
+	}
+	var items []storage.KV
+	for i, p := range pages {
+		items = append(items, p.Items...)
+		if p.Revision != first.Revision {
+			t.Errorf("page %d read at revision %d, want %d", i+1, p.Revision, first.Revision)
+		}
+		if i < len(wantRemaining) {
+			if len(p.Items) != 10 || p.RemainingItemCount == nil || *p.RemainingItemCount != wantRemaining[i] {
+				t.Errorf("page %d: %d items, RemainingItemCount %v; want 10 and %d", i+1, len(p.Items), p.RemainingItemCount, wantRemaining[i])
+			}
+		} else if p.RemainingItemCount != nil {
+			t.Errorf("last page RemainingItemCount = %d, want nil", *p.RemainingItemCount)
+		}
+	}
+	assertKVs(t, items, snapshot)
+}
+
+// churn updates, deletes and creates keys under prefix until stop closes,
+// closing wrote once it has done one of each.
+func churn(ctx context.Context, t *testing.T, s storage.Interface, prefix string, stop <-chan struct{}, wrote chan<- struct{}) {
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if _, err := s.GuaranteedUpdate(ctx, fmt.Sprintf("%sk%02d", prefix, i%25), func(cur storage.KV) ([]byte, error) {
+			return append(slices.Clone(cur.Value), '!'), nil
+		}); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("churn update: %v", err)
+			return
+		}
+		if _, err := s.Delete(ctx, fmt.Sprintf("%sk%02d", prefix, (i+7)%25), nil); err != nil && !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("churn delete: %v", err)
+			return
+		}
+		if _, err := s.Create(ctx, fmt.Sprintf("%sk%02d-new%d", prefix, i%25, i), []byte("new")); err != nil {
+			t.Errorf("churn create: %v", err)
+			return
+		}
+		if i == 0 {
+			close(wrote)
+		}
+	}
+}
+
+func testListPredicate(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	var want []storage.KV
+	for i := range 30 {
+		parity := []string{"even", "odd"}[i%2]
+		kv := mustCreate(t, s, fmt.Sprintf("%sk%02d", prefix, i), parity)
+		if parity == "even" {
+			want = append(want, kv)
+		}
+	}
+	even := func(kv storage.KV) (bool, error) { return string(kv.Value) == "even", nil }
+
+	all, err := s.List(ctx, prefix, storage.ListOptions{Predicate: even})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	assertKVs(t, all.Items, want)
+	if all.NextKey != "" || all.RemainingItemCount != nil {
+		t.Errorf("complete filtered list has NextKey %q, RemainingItemCount %v", all.NextKey, all.RemainingItemCount)
+	}
+
+	const limit = 4
+	var items []storage.KV
+	opts := storage.ListOptions{Limit: limit, Predicate: even}
+	for page := 1; ; page++ {
+		if page > 10 {
+			t.Fatal("filtered paging does not end")
+		}
+		res, err := s.List(ctx, prefix, opts)
+		if err != nil {
+			t.Fatalf("List page %d: %v", page, err)
+		}
+		if res.RemainingItemCount != nil {
+			t.Errorf("page %d: RemainingItemCount = %d with a predicate, want nil", page, *res.RemainingItemCount)
+		}
+		if res.NextKey != "" && len(res.Items) != limit {
+			t.Errorf("page %d: %d items before the end, want exactly %d", page, len(res.Items), limit)
+		}
+		if opts.Revision != 0 && res.Revision != opts.Revision {
+			t.Errorf("page %d: revision %d, want %d", page, res.Revision, opts.Revision)
+		}
+		items = append(items, res.Items...)
+		if res.NextKey == "" {
+			break
+		}
+		opts.StartKey, opts.Revision = res.NextKey, res.Revision
+	}
+	assertKVs(t, items, want)
+
+	wantErr := errors.New("predicate failed")
+	_, err = s.List(ctx, prefix, storage.ListOptions{Predicate: func(storage.KV) (bool, error) { return false, wantErr }})
+	if !errors.Is(err, wantErr) {
+		t.Errorf("List with a failing predicate: err = %v, want %v", err, wantErr)
+	}
+}
+
+func testListFutureRevision(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	mustCreate(t, s, prefix+"a", "v")
+	rev := mustCurrentRevision(t, s)
+	_, err := s.List(ctx, prefix, storage.ListOptions{Revision: rev + 1_000_000})
+	if !errors.Is(err, storage.ErrFutureRevision) {
+		t.Errorf("List at a future revision: err = %v, want ErrFutureRevision", err)
+	}
+}
+
+// testWatchFromRevision replays history from a revision, then follows live
+// changes.
+func testWatchFromRevision(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	from := mustCreate(t, s, prefix+"a", "before").Revision
+	key := prefix + "b"
+	added := mustCreate(t, s, key, "v1")
+	mustCreate(t, s, strings.TrimSuffix(prefix, "/")+"x/b", "sibling") // not under prefix
+	modified := mustUpdate(t, s, key, "v2")
+	deleted, err := s.Delete(ctx, key, nil)
+	if err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+
+	ch, err := s.Watch(ctx, prefix, from)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	expectEvent(t, ch, storage.Event{Type: storage.Added, KV: added})
+	expectEvent(t, ch, storage.Event{Type: storage.Modified, KV: modified, PrevValue: []byte("v1")})
+	expectEvent(t, ch, storage.Event{Type: storage.Deleted, KV: deleted, PrevValue: []byte("v2")})
+
+	live := mustCreate(t, s, prefix+"c", "live")
+	expectEvent(t, ch, storage.Event{Type: storage.Added, KV: live})
+}
+
+func testWatchFromNow(t *testing.T, s storage.Interface, prefix string) {
+	mustCreate(t, s, prefix+"old", "v")
+	ch, err := s.Watch(t.Context(), prefix, 0)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	// Anything written after Watch returns is seen; nothing before is.
+	kv := mustCreate(t, s, prefix+"new", "v")
+	expectEvent(t, ch, storage.Event{Type: storage.Added, KV: kv})
+}
+
+func testWatchClosesOnCancel(t *testing.T, s storage.Interface, prefix string) {
+	ctx, cancel := context.WithCancel(t.Context())
+	ch, err := s.Watch(ctx, prefix, 0)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	kv := mustCreate(t, s, prefix+"a", "v")
+	expectEvent(t, ch, storage.Event{Type: storage.Added, KV: kv})
+	// Events still unread when ctx ends may be delivered or dropped, but
+	// the channel must close either way.
+	for i := range 10 {
+		mustUpdate(t, s, prefix+"a", strconv.Itoa(i))
+	}
+	cancel()
+	expectClosed(t, ch)
+}
+
+func testCurrentRevision(t *testing.T, s storage.Interface, prefix string) {
+	before := mustCurrentRevision(t, s)
+	kv := mustCreate(t, s, prefix+"a", "v")
+	after := mustCurrentRevision(t, s)
+	if !(before < kv.Revision && kv.Revision <= after) {
+		t.Errorf("revisions not monotonic: before %d, write %d, after %d", before, kv.Revision, after)
+	}
+}
+
+func testHealthy(t *testing.T, s storage.Interface, _ string) {
+	if err := s.Healthy(t.Context()); err != nil {
+		t.Errorf("Healthy: %v", err)
+	}
+}
+
+// testCompaction checks reads of compacted history. It must run alone.
+func testCompaction(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	mustCreate(t, s, prefix+"a", "v1")
+	mustUpdate(t, s, prefix+"a", "v2")
+	rev := mustUpdate(t, s, prefix+"a", "v3").Revision
+	if err := s.Compact(ctx, rev); err != nil {
+		t.Fatalf("Compact: %v", err)
+	}
+	for _, r := range []int64{rev, rev - 1} {
+		if err := s.Compact(ctx, r); err != nil {
+			t.Errorf("Compact(%d) after Compact(%d): %v, want nil", r, rev, err)
+		}
+	}
+
+	if _, err := s.List(ctx, prefix, storage.ListOptions{Revision: rev - 1}); !errors.Is(err, storage.ErrCompacted) {
+		t.Errorf("List below the compacted revision: err = %v, want ErrCompacted", err)
+	}
+	res, err := s.List(ctx, prefix, storage.ListOptions{Revision: rev})
+	if err != nil || len(res.Items) != 1 || string(res.Items[0].Value) != "v3" {
+		t.Errorf("List at the compacted revision = %+v, %v; want v3", res, err)
+	}
+
+	ch, err := s.Watch(ctx, prefix, rev-2)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	e := recv(t, ch)
+	if e.Type != storage.Error || !errors.Is(e.Err, storage.ErrCompacted) {
+		t.Errorf("watch from a compacted revision got %+v, want an Error event with ErrCompacted", e)
+	}
+	expectClosed(t, ch)
+}
+
+func mustCreate(t *testing.T, s storage.Interface, key, value string) storage.KV {
+	t.Helper()
+	kv, err := s.Create(t.Context(), key, []byte(value))
+	if err != nil {
+		t.Fatalf("Create %s: %v", key, err)
+	}
+	return kv
+}
+
+func mustGet(t *testing.T, s storage.Interface, key string) storage.KV {
+	t.Helper()
+	kv, err := s.Get(t.Context(), key)
+	if err != nil {
+		t.Fatalf("Get %s: %v", key, err)
+	}
+	return kv
+}
+
+func mustUpdate(t *testing.T, s storage.Interface, key, value string) storage.KV {
+	t.Helper()
+	kv, err := s.GuaranteedUpdate(t.Context(), key, func(storage.KV) ([]byte, error) { return []byte(value), nil })
+	if err != nil {
+		t.Fatalf("GuaranteedUpdate %s: %v", key, err)
+	}
+	return kv
+}
+
+func mustCurrentRevision(t *testing.T, s storage.Interface) int64 {
+	t.Helper()
+	rev, err := s.CurrentRevision(t.Context())
+	if err != nil {
+		t.Fatalf("CurrentRevision: %v", err)
+	}
+	return rev
+}
+
+func equalKV(a, b storage.KV) bool {
+	return a.Key == b.Key && bytes.Equal(a.Value, b.Value) && a.Revision == b.Revision
+}
+
+func assertKVs(t *testing.T, got, want []storage.KV) {
+	t.Helper()
+	if !slices.EqualFunc(got, want, equalKV) {
+		t.Errorf("got %d items:\n%s\nwant %d:\n%s", len(got), formatKVs(got), len(want), formatKVs(want))
+	}
+}
+
+func formatKVs(kvs []storage.KV) string {
+	var b strings.Builder
+	for _, kv := range kvs {
+		fmt.Fprintf(&b, "\t%s=%q@%d\n", kv.Key, kv.Value, kv.Revision)
+	}
+	return b.String()
+}
+
+// recv returns the next change or Error event, skipping Progress events,
+// which a backend may send at any time.
+func recv(t *testing.T, ch <-chan storage.Event) storage.Event {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				t.Fatal("watch channel closed, want an event")
+			}
+			if e.Type != storage.Progress {
+				return e
+			}
+		case <-deadline:
+			t.Fatalf("no watch event within %v", timeout)
+		}
+	}
+}
+
+func expectEvent(t *testing.T, ch <-chan storage.Event, want storage.Event) {
+	t.Helper()
+	got := recv(t, ch)
+	if got.Type != want.Type || !equalKV(got.KV, want.KV) || !bytes.Equal(got.PrevValue, want.PrevValue) || got.Err != nil {
+		t.Fatalf("watch event = %s, want %s", formatEvent(got), formatEvent(want))
+	}
+}
+
+func formatEvent(e storage.Event) string {
+	return fmt.Sprintf("%s %s=%q@%d prev=%q err=%v", e.Type, e.KV.Key, e.KV.Value, e.KV.Revision, e.PrevValue, e.Err)
+}
+
+// expectClosed drains ch until it is closed.
+func expectClosed(t *testing.T, ch <-chan storage.Event) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("watch channel not closed within %v", timeout)
+		}
+	}
+}
