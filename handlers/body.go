@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -34,15 +36,55 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// bodyToJSON converts a body in its declared Content-Type to JSON.
-func bodyToJSON(r *http.Request, body []byte) ([]byte, error) {
+// protobufMediaType is kube's protobuf encoding, which kubectl and client-go
+// use to send built-in types.
+const protobufMediaType = "application/vnd.kubernetes.protobuf"
+
+// protobufCodec decodes kube's protobuf envelope into the k8s.io/api types.
+var protobufCodec = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
+// requestMediaType returns the body's media type; no Content-Type is JSON.
+func requestMediaType(r *http.Request) (string, error) {
 	ct := r.Header.Get("Content-Type")
-	mt := "application/json"
-	if ct != "" {
-		var err error
-		if mt, _, err = mime.ParseMediaType(ct); err != nil {
-			return nil, errUnsupportedMediaType(ct)
+	if ct == "" {
+		return "application/json", nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return "", errUnsupportedMediaType(ct)
+	}
+	return mt, nil
+}
+
+// decodeRequestObject decodes a body of any accepted media type into into.
+func decodeRequestObject(w http.ResponseWriter, r *http.Request, body []byte, into runtime.Object, gvk schema.GroupVersionKind, fv fieldValidation) error {
+	mt, err := requestMediaType(r)
+	if err != nil {
+		return err
+	}
+	if mt == protobufMediaType {
+		out, actual, err := protobufCodec.Decode(body, &gvk, into)
+		if err != nil {
+			return badRequest("the object provided is unrecognized (must be of type %s): %v", gvk.Kind, err)
 		}
+		if out != into || *actual != gvk {
+			return badRequest("%s in version %q cannot be handled as a %s: unknown conversion", actual.Kind, actual.Version, gvk.Kind)
+		}
+		into.GetObjectKind().SetGroupVersionKind(gvk)
+		return nil
+	}
+	data, err := bodyToJSON(r, body)
+	if err != nil {
+		return err
+	}
+	return decodeObject(w, data, into, gvk, fv)
+}
+
+// bodyToJSON converts a JSON or YAML body to JSON.
+func bodyToJSON(r *http.Request, body []byte) ([]byte, error) {
+	mt, err := requestMediaType(r)
+	if err != nil {
+		return nil, err
 	}
 	switch mt {
 	case "application/json", "*/*":
@@ -54,13 +96,13 @@ func bodyToJSON(r *http.Request, body []byte) ([]byte, error) {
 		}
 		return data, nil
 	default:
-		return nil, errUnsupportedMediaType(ct)
+		return nil, errUnsupportedMediaType(r.Header.Get("Content-Type"))
 	}
 }
 
 func errUnsupportedMediaType(ct string) error {
 	return newStatusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
-		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got %q)", ct))
+		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, %s (got %q)", protobufMediaType, ct))
 }
 
 // fieldValidation is the fieldValidation query parameter.
@@ -138,4 +180,31 @@ func groupOrCore(g string) string {
 		return "core"
 	}
 	return g
+}
+
+// decodeDeleteOptions decodes a DELETE body. DeleteOptions exist in every
+// group version (v1, meta.k8s.io/v1, policy/v1, ...), so any apiVersion
+// is accepted.
+func decodeDeleteOptions(r *http.Request, body []byte, opts *metav1.DeleteOptions) error {
+	mt, err := requestMediaType(r)
+	if err != nil {
+		return err
+	}
+	if mt == protobufMediaType {
+		if _, _, err := protobufCodec.Decode(body, nil, opts); err != nil {
+			return badRequest("the body of the request is not valid DeleteOptions: %v", err)
+		}
+		return nil
+	}
+	data, err := bodyToJSON(r, body)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, opts); err != nil {
+		return badRequest("the body of the request is not valid DeleteOptions: %v", jsonErrorText(err))
+	}
+	if opts.Kind != "" && opts.Kind != "DeleteOptions" {
+		return badRequest("%s cannot be handled as DeleteOptions", opts.Kind)
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -92,11 +91,7 @@ func (q *request) decodeBody(into runtime.Object, gvk schema.GroupVersionKind) e
 	if err != nil {
 		return err
 	}
-	data, err := bodyToJSON(q.r, body)
-	if err != nil {
-		return err
-	}
-	return decodeObject(q.w, data, into, gvk, fv)
+	return decodeRequestObject(q.w, q.r, body, into, gvk, fv)
 }
 
 // dryRun parses the dryRun parameter: only "All" is valid.
@@ -223,12 +218,8 @@ func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 		return nil, err
 	}
 	if len(body) > 0 {
-		data, err := bodyToJSON(q.r, body)
-		if err != nil {
+		if err := decodeDeleteOptions(q.r, body, opts); err != nil {
 			return nil, err
-		}
-		if err := json.Unmarshal(data, opts); err != nil {
-			return nil, badRequest("the body of the request is not valid DeleteOptions: %v", jsonErrorText(err))
 		}
 	}
 	query := q.r.URL.Query()
