@@ -35,6 +35,11 @@ func newUpCommand() *cobra.Command {
 				return fmt.Errorf("create data dir: %w", err)
 			}
 			cfg.DataDir, _ = filepath.Abs(cfg.DataDir)
+			if nodes > 0 {
+				// Node agents are not part of this build yet; say so rather
+				// than pretend.
+				slog.Warn("--nodes: simulated node agents are not implemented yet; running without nodes", "nodes", nodes)
+			}
 			return runServer(cmd.Context(), server.Config{
 				Listen:  cfg.Listen,
 				DataDir: filepath.Join(cfg.DataDir, "etcd"),

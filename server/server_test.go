@@ -1,0 +1,71 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	etcdstore "github.com/corekube/corekube/storage/etcd"
+)
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestExternalEtcd runs the server on an external etcd (--etcd-servers) and
+// checks that /readyz and /healthz report it becoming unreachable while
+// /livez stays ok.
+func TestExternalEtcd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	etcd, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+
+	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+
+	if code, body := get(t, srv.URL()+"/readyz"); code != 200 || body != "ok" {
+		t.Fatalf("/readyz = %d %q, want 200 ok", code, body)
+	}
+	if code, body := get(t, srv.URL()+"/api/v1/namespaces/kube-system"); code != 200 || !strings.Contains(body, `"phase":"Active"`) {
+		t.Fatalf("kube-system on external etcd: %d %s", code, body)
+	}
+
+	if err := etcd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/readyz", "/healthz"} {
+		code, body := get(t, srv.URL()+path+"?verbose")
+		if code != http.StatusInternalServerError || !strings.Contains(body, "[-]etcd failed") {
+			t.Errorf("%s with etcd down = %d %q, want 500 with [-]etcd failed", path, code, body)
+		}
+	}
+	if code, _ := get(t, srv.URL()+"/livez"); code != 200 {
+		t.Errorf("/livez with etcd down = %d, want 200", code)
+	}
+}
+
+func TestConfigRequiresStorage(t *testing.T) {
+	if _, err := Start(context.Background(), Config{Listen: "127.0.0.1:0"}); err == nil {
+		t.Fatal("Start without DataDir or EtcdServers succeeded")
+	}
+}
