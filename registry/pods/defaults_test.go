@@ -54,10 +54,10 @@ func TestImagePullPolicyDefault(t *testing.T) {
 		{"busybox@" + digest, "", v1.PullIfNotPresent},
 		{"busybox:latest@" + digest, "latest", v1.PullAlways},
 		{"busybox:1.0@" + digest, "1.0", v1.PullIfNotPresent},
-		{"busybox@sha256:abc", "", v1.PullIfNotPresent},         // bad digest: parse error
-		{"Busybox", "", v1.PullIfNotPresent},                    // upper-case repository: parse error
-		{"Example.com/busybox", "latest", v1.PullAlways},        // upper case is fine in a domain
-		{"busybox:LATEST", "LATEST", v1.PullIfNotPresent},       // tags are case sensitive
+		{"busybox@sha256:abc", "", v1.PullIfNotPresent},   // bad digest: parse error
+		{"Busybox", "", v1.PullIfNotPresent},              // upper-case repository: parse error
+		{"Example.com/busybox", "latest", v1.PullAlways},  // upper case is fine in a domain
+		{"busybox:LATEST", "LATEST", v1.PullIfNotPresent}, // tags are case sensitive
 		{"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "", v1.PullIfNotPresent},
 		{"", "", v1.PullIfNotPresent},
 		{"busy box", "", v1.PullIfNotPresent},

@@ -49,7 +49,7 @@ func rl(kv ...string) v1.ResourceList {
 func errSummary(errs field.ErrorList) []string {
 	out := make([]string, 0, len(errs))
 	for _, e := range errs {
-		out = append(out, fmt.Sprintf("%s %s", e.Type, e.Field))
+		out = append(out, fmt.Sprintf("%s %s", string(e.Type), e.Field))
 	}
 	return out
 }

@@ -44,9 +44,9 @@ func validatePodSpec(spec *v1.PodSpec, podName string, fldPath *field.Path, opts
 		}
 	}
 	allErrs = append(allErrs, validatePodResourceClaims(spec.ResourceClaims, fldPath.Child("resourceClaims"))...)
-	allErrs = append(allErrs, validateContainers(spec.Containers, vols, claimNames, gracePeriod, fldPath.Child("containers"), opts, spec.RestartPolicy, hostUsers)...)
-	allErrs = append(allErrs, validateInitContainers(spec.InitContainers, spec.Containers, vols, claimNames, gracePeriod, fldPath.Child("initContainers"), opts, spec.RestartPolicy, hostUsers)...)
-	allErrs = append(allErrs, validateEphemeralContainers(spec.EphemeralContainers, spec.Containers, spec.InitContainers, vols, claimNames, fldPath.Child("ephemeralContainers"), opts, spec.RestartPolicy, hostUsers)...)
+	allErrs = append(allErrs, validateContainers(spec.Containers, vols, claimNames, gracePeriod, fldPath.Child("containers"), opts, hostUsers)...)
+	allErrs = append(allErrs, validateInitContainers(spec.InitContainers, spec.Containers, vols, claimNames, gracePeriod, fldPath.Child("initContainers"), opts, hostUsers)...)
+	allErrs = append(allErrs, validateEphemeralContainers(spec.EphemeralContainers, spec.Containers, spec.InitContainers, vols, claimNames, fldPath.Child("ephemeralContainers"), opts, hostUsers)...)
 
 	// hostNetwork: hostPort must equal containerPort.
 	if spec.HostNetwork {
@@ -195,7 +195,7 @@ func visitContainersWithPath(spec *v1.PodSpec, specPath *field.Path, f func(*v1.
 
 // ---- containers ----
 
-func validateContainers(containers []v1.Container, vols map[string]v1.VolumeSource, claims sets.Set[string], gracePeriod *int64, fldPath *field.Path, opts options, restartPolicy v1.RestartPolicy, hostUsers bool) field.ErrorList {
+func validateContainers(containers []v1.Container, vols map[string]v1.VolumeSource, claims sets.Set[string], gracePeriod *int64, fldPath *field.Path, opts options, hostUsers bool) field.ErrorList {
 	if len(containers) == 0 {
 		return field.ErrorList{field.Required(fldPath, "")}
 	}
@@ -223,7 +223,7 @@ func validateContainers(containers []v1.Container, vols map[string]v1.VolumeSour
 	return append(allErrs, checkHostPortConflicts(containers, fldPath)...)
 }
 
-func validateInitContainers(containers, regular []v1.Container, vols map[string]v1.VolumeSource, claims sets.Set[string], gracePeriod *int64, fldPath *field.Path, opts options, restartPolicy v1.RestartPolicy, hostUsers bool) field.ErrorList {
+func validateInitContainers(containers, regular []v1.Container, vols map[string]v1.VolumeSource, claims sets.Set[string], gracePeriod *int64, fldPath *field.Path, opts options, hostUsers bool) field.ErrorList {
 	var allErrs field.ErrorList
 	names := sets.New[string]()
 	for _, c := range regular {
@@ -276,7 +276,7 @@ func validateInitContainers(containers, regular []v1.Container, vols map[string]
 	return allErrs
 }
 
-func validateEphemeralContainers(ecs []v1.EphemeralContainer, containers, initContainers []v1.Container, vols map[string]v1.VolumeSource, claims sets.Set[string], fldPath *field.Path, opts options, restartPolicy v1.RestartPolicy, hostUsers bool) field.ErrorList {
+func validateEphemeralContainers(ecs []v1.EphemeralContainer, containers, initContainers []v1.Container, vols map[string]v1.VolumeSource, claims sets.Set[string], fldPath *field.Path, opts options, hostUsers bool) field.ErrorList {
 	var allErrs field.ErrorList
 	if len(ecs) == 0 {
 		return allErrs
@@ -295,7 +295,9 @@ func validateEphemeralContainers(ecs []v1.EphemeralContainer, containers, initCo
 		p := fldPath.Index(i)
 		c := (*v1.Container)(&ec.EphemeralContainerCommon)
 		allErrs = append(allErrs, validateContainerCommon(c, vols, claims, p, opts, hostUsers)...)
-		allErrs = append(allErrs, validateImageWhitespace([]v1.Container{*c}, fldPath)...)
+		if len(c.Image) != len(strings.TrimSpace(c.Image)) {
+			allErrs = append(allErrs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
+		}
 		if all.Has(ec.Name) {
 			allErrs = append(allErrs, field.Duplicate(p.Child("name"), ec.Name))
 		} else {

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/corekube/corekube/test/testserver"
+)
+
+// listFixture is what the LIST benchmarks read: namespaces with n pods,
+// every tenth labelled app=selected and the others app=other.
+var listFixture = []struct {
+	namespace string
+	pods      int
+}{
+	{"list-10k", 10000},
+	{"list-5k", 5000}, // the size kube-apiserver's reference figures are for
+}
+
+// listServer holds only the list fixture, so that /api/v1/pods lists
+// exactly its 15,000 pods whatever else the benchmark process ran. The
+// pods are created through the API (16 clients) so that they are stored
+// exactly as real pods are: defaulted, with uid, timestamps and status.
+var listServer = &lazyServer{setup: func(srv *testserver.Server) error {
+	client := newClient()
+	defer client.CloseIdleConnections()
+	ctx := context.Background()
+	start := time.Now()
+	total := 0
+	for _, f := range listFixture {
+		if err := createNamespace(client, srv.URL(), f.namespace); err != nil {
+			return err
+		}
+		_, bodies := podBodies(f.namespace, f.pods, func(i int) string {
+			if i%10 == 0 {
+				return "selected"
+			}
+			return "other"
+		})
+		url := srv.URL() + "/api/v1/namespaces/" + f.namespace + "/pods"
+		if _, _, err := runPool(concurrency, len(bodies), func(i int) error {
+			return post(ctx, client, url, bodies[i], http.StatusCreated)
+		}); err != nil {
+			return err
+		}
+		total += f.pods
+	}
+	fmt.Printf("list fixture: %d pods created through the API in %v\n", total, time.Since(start).Round(time.Millisecond))
+	return nil
+}}
+
+// BenchmarkPodList measures one LIST request (GET, whole JSON body read)
+// by one client: a namespace of 10,000 pods with and without the label
+// selector app=selected (1,000 match), the same for 5,000 pods (500
+// match), and across namespaces (/api/v1/pods, 15,000 pods). One op is
+// one LIST.
+func BenchmarkPodList(b *testing.B) {
+	skipShort(b)
+	srv := listServer.get(b)
+	const selected = "?labelSelector=app%3Dselected"
+	for _, c := range []struct {
+		name  string
+		path  string
+		items int
+	}{
+		{"ns10000", "/api/v1/namespaces/list-10k/pods", 10000},
+		{"ns10000-selector1000", "/api/v1/namespaces/list-10k/pods" + selected, 1000},
+		{"ns5000", "/api/v1/namespaces/list-5k/pods", 5000},
+		{"ns5000-selector500", "/api/v1/namespaces/list-5k/pods" + selected, 500},
+		{"all15000", "/api/v1/pods", 15000},
+		{"all15000-selector1500", "/api/v1/pods" + selected, 1500},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchList(b, srv.URL()+c.path, c.items) })
+	}
+}
+
+func benchList(b *testing.B, url string, items int) {
+	client := newClient()
+	defer client.CloseIdleConnections()
+	checkList(b, client, url, items)
+
+	var size int64
+	b.ResetTimer()
+	for range b.N {
+		n, err := get(client, url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = n
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed())/float64(time.Millisecond)/float64(b.N), "ms/op")
+	b.ReportMetric(float64(size), "body-bytes")
+	b.ReportMetric(float64(items), "items")
+}
+
+// get reads the whole answer to a GET and returns its size.
+func get(c *http.Client, url string) (int64, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return 0, fmt.Errorf("GET %s: %d: %s", url, resp.StatusCode, msg)
+	}
+	return io.Copy(io.Discard, resp.Body)
+}
+
+// checkList makes sure, outside the timed loop, that url lists exactly
+// items pods.
+func checkList(b *testing.B, c *http.Client, url string, items int) {
+	b.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Kind  string            `json:"kind"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		b.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || list.Kind != "PodList" || len(list.Items) != items {
+		b.Fatalf("GET %s: %d, kind %q, %d items; want 200, PodList, %d items", url, resp.StatusCode, list.Kind, len(list.Items), items)
+	}
+}

@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corekube/corekube/test/testserver"
+)
+
+// childEnv, when set, makes the test binary run one start-up/memory
+// measurement instead of the tests (see startup_test.go).
+const childEnv = "COREKUBE_BENCH_CHILD"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(childEnv); mode != "" {
+		os.Exit(runChild(mode))
+	}
+	// No set-up here: servers and fixtures are started lazily by the
+	// benchmarks that need them, so plain `go test` and `go test -short`
+	// start nothing.
+	code := m.Run()
+	runCleanups()
+	os.Exit(code)
+}
+
+// skipShort skips the heavy benchmarks under -short.
+func skipShort(b *testing.B) {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("benchmark with an embedded etcd: skipped under -short")
+	}
+}
+
+// procTB is the testing.TB of servers that live as long as the process
+// (shared by several benchmarks): Cleanup runs at the end of TestMain and
+// Fatal panics with a fatalError that startServer turns into an error.
+// Methods testserver does not use are left to the embedded nil TB.
+type procTB struct {
+	testing.TB
+	mu       sync.Mutex
+	cleanups []func()
+}
+
+type fatalError string
+
+func (e fatalError) Error() string { return string(e) }
+
+func (t *procTB) Helper()                         {}
+func (t *procTB) Name() string                    { return "bench" }
+func (t *procTB) Log(args ...any)                 { fmt.Fprintln(os.Stderr, args...) }
+func (t *procTB) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+func (t *procTB) Error(args ...any)               { t.Log(args...) }
+func (t *procTB) Errorf(format string, args ...any) {
+	t.Logf(format, args...)
+}
+func (t *procTB) Fatal(args ...any) { panic(fatalError(fmt.Sprint(args...))) }
+func (t *procTB) Fatalf(format string, args ...any) {
+	panic(fatalError(fmt.Sprintf(format, args...)))
+}
+func (t *procTB) Cleanup(f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cleanups = append(t.cleanups, f)
+}
+
+func (t *procTB) runCleanups() {
+	t.mu.Lock()
+	cs := t.cleanups
+	t.cleanups = nil
+	t.mu.Unlock()
+	for i := len(cs) - 1; i >= 0; i-- {
+		cs[i]()
+	}
+}
+
+var (
+	procTBsMu sync.Mutex
+	procTBs   []*procTB
+)
+
+func runCleanups() {
+	procTBsMu.Lock()
+	defer procTBsMu.Unlock()
+	for i := len(procTBs) - 1; i >= 0; i-- {
+		procTBs[i].runCleanups()
+	}
+}
+
+// startServer starts a test server (testserver.Start: 127.0.0.1:0, a fresh
+// temporary directory, embedded etcd without fsync) that lives until the
+// process ends.
+func startServer() (srv *testserver.Server, err error) {
+	tb := &procTB{}
+	procTBsMu.Lock()
+	procTBs = append(procTBs, tb)
+	procTBsMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fatalError)
+			if !ok {
+				panic(r)
+			}
+			err = f
+		}
+	}()
+	return testserver.Start(tb), nil
+}
+
+// lazyServer is a process-wide server with a fixture, set up by the first
+// benchmark that asks for it.
+type lazyServer struct {
+	once  sync.Once
+	srv   *testserver.Server
+	err   error
+	setup func(srv *testserver.Server) error
+}
+
+func (l *lazyServer) get(b *testing.B) *testserver.Server {
+	b.Helper()
+	l.once.Do(func() {
+		l.srv, l.err = startServer()
+		if l.err == nil && l.setup != nil {
+			l.err = l.setup(l.srv)
+		}
+	})
+	if l.err != nil {
+		b.Fatalf("set-up: %v", l.err)
+	}
+	return l.srv
+}
+
+// newClient returns an HTTP client tuned for 16+ concurrent requests to one
+// host: enough idle connections that none is closed and re-dialled.
+func newClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        128,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+		Timeout: 60 * time.Second,
+	}
+}
+
+// post sends body to url and reads the whole answer; a status other than
+// want is an error that quotes the answer.
+func post(ctx context.Context, c *http.Client, url string, body []byte, want int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != want {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		return fmt.Errorf("POST %s: %d, want %d: %s", url, resp.StatusCode, want, msg)
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	return err
+}
+
+// createNamespace creates namespace name through the API.
+func createNamespace(c *http.Client, base, name string) error {
+	body, _ := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
+	})
+	return post(context.Background(), c, base+"/api/v1/namespaces", body, http.StatusCreated)
+}
+
+// runPool runs fn for items 0..n-1 on exactly workers goroutines and
+// returns each item's latency, sorted, the wall time and the first error.
+func runPool(workers, n int, fn func(i int) error) (lat []time.Duration, wall time.Duration, err error) {
+	var (
+		next     atomic.Int64
+		errOnce  sync.Once
+		firstErr error
+		failed   atomic.Bool
+		wg       sync.WaitGroup
+	)
+	perWorker := make([][]time.Duration, workers)
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			own := make([]time.Duration, 0, n/workers+1)
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					break
+				}
+				t0 := time.Now()
+				if err := fn(i); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					failed.Store(true)
+					break
+				}
+				own = append(own, time.Since(t0))
+			}
+			perWorker[w] = own
+		}()
+	}
+	wg.Wait()
+	wall = time.Since(start)
+	lat = make([]time.Duration, 0, n)
+	for _, own := range perWorker {
+		lat = append(lat, own...)
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, wall, firstErr
+}
+
+// percentile returns the p-th percentile (nearest rank) of sorted lat.
+func percentile(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	rank := int(float64(len(lat))*p/100+0.999999) - 1
+	rank = max(0, min(rank, len(lat)-1))
+	return lat[rank]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// childResult is what one child process measured.
+type childResult struct {
+	// Ready is when testserver.Start returned (wall clock, for the
+	// parent's exec-to-ready figure); ReadyMS how long the call took.
+	Ready   time.Time `json:"ready"`
+	ReadyMS float64   `json:"readyMS"`
+	// RSS (VmRSS) and live Go heap after start plus idleWait, and after
+	// creating memPods pods plus idleWait.
+	IdleRSSKiB      int64   `json:"idleRSSKiB"`
+	IdleHeapKiB     int64   `json:"idleHeapKiB"`
+	PodsRSSKiB      int64   `json:"podsRSSKiB"`
+	PodsHeapKiB     int64   `json:"podsHeapKiB"`
+	PeakRSSKiB      int64   `json:"peakRSSKiB"`
+	CreatesPerSec   float64 `json:"createsPerSec"`
+	GoroutinesIdle  int     `json:"goroutinesIdle"`
+	GoroutinesAfter int     `json:"goroutinesAfter"`
+}
+
+const (
+	childMode     = "startup-memory"
+	childPrefix   = "BENCH-CHILD-RESULT "
+	memPods       = 5000
+	idleWait      = time.Second
+	memNamespace  = "bench-memory"
+	childDeadline = 2 * time.Minute
+)
+
+// BenchmarkStartup runs, per op, a fresh process (this test binary,
+// re-executed) that starts a server on an empty directory
+// (testserver.Start: embedded etcd + API server on 127.0.0.1:0) and
+// reports how long Start took until ready, its RSS idle, and its RSS after
+// creating 5,000 pods over HTTP. RSS is VmRSS of that one process: the
+// test binary, the API server and the embedded etcd together.
+func BenchmarkStartup(b *testing.B) {
+	skipShort(b)
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum childResult
+	var execToReady time.Duration
+	b.ResetTimer()
+	for range b.N {
+		cmd := exec.Command(exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"="+childMode)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("child: %v\n%s%s", err, stdout.String(), stderr.String())
+		}
+		r, err := parseChild(stdout.Bytes())
+		if err != nil {
+			b.Fatalf("child: %v\n%s%s", err, stdout.String(), stderr.String())
+		}
+		execToReady += r.Ready.Sub(t0)
+		sum.ReadyMS += r.ReadyMS
+		sum.IdleRSSKiB += r.IdleRSSKiB
+		sum.IdleHeapKiB += r.IdleHeapKiB
+		sum.PodsRSSKiB += r.PodsRSSKiB
+		sum.PodsHeapKiB += r.PodsHeapKiB
+		sum.PeakRSSKiB += r.PeakRSSKiB
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	mib := func(kib int64) float64 { return float64(kib) / 1024 / n }
+	b.ReportMetric(sum.ReadyMS/n, "ready-ms")
+	b.ReportMetric(ms(execToReady)/n, "exec-to-ready-ms")
+	b.ReportMetric(mib(sum.IdleRSSKiB), "idle-rss-MiB")
+	b.ReportMetric(mib(sum.IdleHeapKiB), "idle-heap-MiB")
+	b.ReportMetric(mib(sum.PodsRSSKiB), "5000pods-rss-MiB")
+	b.ReportMetric(mib(sum.PodsHeapKiB), "5000pods-heap-MiB")
+	b.ReportMetric(mib(sum.PeakRSSKiB), "peak-rss-MiB")
+}
+
+func parseChild(out []byte) (childResult, error) {
+	var r childResult
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), childPrefix); ok {
+			return r, json.Unmarshal([]byte(line), &r)
+		}
+	}
+	return r, fmt.Errorf("no %q line in the child's output", strings.TrimSpace(childPrefix))
+}
+
+// runChild is the child process: it measures and prints one childResult.
+func runChild(mode string) int {
+	if mode != childMode {
+		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", childEnv, mode)
+		return 2
+	}
+	r, err := measureChild()
+	runCleanups()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	data, _ := json.Marshal(r)
+	fmt.Printf("%s%s\n", childPrefix, data)
+	return 0
+}
+
+func measureChild() (childResult, error) {
+	var r childResult
+	go func() {
+		time.Sleep(childDeadline)
+		fmt.Fprintln(os.Stderr, "child: deadline exceeded")
+		os.Exit(3)
+	}()
+
+	t0 := time.Now()
+	srv, err := startServer()
+	if err != nil {
+		return r, err
+	}
+	r.Ready = time.Now()
+	r.ReadyMS = ms(r.Ready.Sub(t0))
+
+	time.Sleep(idleWait)
+	if r.IdleRSSKiB, _, err = procStatus(); err != nil {
+		return r, err
+	}
+	r.IdleHeapKiB = liveHeapKiB()
+	r.GoroutinesIdle = runtime.NumGoroutine()
+
+	client := newClient()
+	defer client.CloseIdleConnections()
+	if err := createNamespace(client, srv.URL(), memNamespace); err != nil {
+		return r, err
+	}
+	_, bodies := podBodies("mem", memPods, func(int) string { return "web" })
+	url := srv.URL() + "/api/v1/namespaces/" + memNamespace + "/pods"
+	ctx := context.Background()
+	_, wall, err := runPool(concurrency, len(bodies), func(i int) error {
+		return post(ctx, client, url, bodies[i], http.StatusCreated)
+	})
+	if err != nil {
+		return r, err
+	}
+	r.CreatesPerSec = float64(len(bodies)) / wall.Seconds()
+	bodies = nil
+	client.CloseIdleConnections()
+
+	time.Sleep(idleWait)
+	if r.PodsRSSKiB, r.PeakRSSKiB, err = procStatus(); err != nil {
+		return r, err
+	}
+	r.PodsHeapKiB = liveHeapKiB()
+	r.GoroutinesAfter = runtime.NumGoroutine()
+	return r, nil
+}
+
+// procStatus reads VmRSS and VmHWM (peak RSS) from /proc/self/status.
+func procStatus() (rss, peak int64, err error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			continue
+		}
+		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/self/status %s: %w", k, err)
+		}
+		switch k {
+		case "VmRSS":
+			rss = n
+		case "VmHWM":
+			peak = n
+		}
+	}
+	if rss == 0 {
+		return 0, 0, fmt.Errorf("no VmRSS in /proc/self/status")
+	}
+	return rss, peak, nil
+}
+
+// liveHeapKiB is the Go heap still reachable after a collection, taken
+// after RSS has been read (the collection does not change RSS at once).
+func liveHeapKiB() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc / 1024)
+}
