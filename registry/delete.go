@@ -13,6 +13,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -32,6 +33,12 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1
 		return nil, false, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("DeleteOptions").GroupKind(), "", errs)
 	}
 	dryRun := len(opts.DryRun) > 0
+	// Mutating admission runs once, before the object is read, as in
+	// kube's delete handler (NamespaceLifecycle refuses deleting the
+	// system namespaces there).
+	if err := s.admit(ctx, admission.Delete, name, namespace, nil, nil, dryRun, false); err != nil {
+		return nil, false, err
+	}
 	for attempt := 0; attempt < maxDeleteAttempts; attempt++ {
 		out, deleted, err = s.deleteOnce(ctx, namespace, name, opts, dryRun)
 		if !errors.Is(err, errRaced) {
@@ -160,8 +167,22 @@ func bumpGeneration(m metav1.Object) {
 	}
 }
 
+// checkPreconditions is the early check of kube's rest.BeforeDelete, which
+// names the resource by its kind ("Pod", "PodDisruptionBudget.policy").
+// Namespaces (a DeleteStrategy) keep the wording of kube's namespace
+// storage, which checks first.
 func (s *Store) checkPreconditions(m metav1.Object, p *metav1.Preconditions) error {
 	if p == nil {
+		return nil
+	}
+	if _, ok := s.strategy.(DeleteStrategy); !ok {
+		byKind := schema.GroupResource{Group: s.info.Group, Resource: s.info.Kind}
+		if p.UID != nil && *p.UID != m.GetUID() {
+			return apierrors.NewConflict(byKind, m.GetName(), fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.GetUID()))
+		}
+		if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+			return apierrors.NewConflict(byKind, m.GetName(), fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, m.GetResourceVersion()))
+		}
 		return nil
 	}
 	if p.UID != nil && *p.UID != m.GetUID() {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -195,15 +196,24 @@ func decodeContinue(token string) (rev int64, start string, err error) {
 		return 0, "", fmt.Errorf("continue key is not valid: %w", err)
 	}
 	if c.APIVersion != "meta.k8s.io/v1" {
-		return 0, "", fmt.Errorf("continue key is not valid: server does not recognize this encoded key")
+		return 0, "", fmt.Errorf("continue key is not valid: server does not recognize this encoded version %q", c.APIVersion)
 	}
 	if c.ResourceVersion == 0 {
 		return 0, "", fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
 	}
-	if c.StartKey == "" || strings.HasPrefix(c.StartKey, "/") || strings.Contains(c.StartKey, "..") {
-		return 0, "", fmt.Errorf("continue key is not valid: invalid start key %q", c.StartKey)
+	if c.StartKey == "" {
+		return 0, "", fmt.Errorf("continue key is not valid: encoded start key empty (version meta.k8s.io/v1)")
 	}
-	return c.ResourceVersion, c.StartKey, nil
+	// As kube: the start key is relative to the list prefix, with or
+	// without a leading "/"; path.Clean keeps it from escaping the prefix.
+	key := c.StartKey
+	if !strings.HasPrefix(key, "/") {
+		key = "/" + key
+	}
+	if cleaned := path.Clean(key); cleaned != key {
+		return 0, "", fmt.Errorf("continue key is not valid: %s", c.StartKey)
+	}
+	return c.ResourceVersion, key[1:], nil
 }
 
 // continueExpired is kube's 410 for a continue token whose revision has

@@ -116,8 +116,12 @@ func (w *watcher) run(ctx context.Context, initial []storage.KV, rev int64, init
 func (w *watcher) translate(ev storage.Event) (watch.Event, bool, error) {
 	switch ev.Type {
 	case storage.Error:
+		if compacted := (*storage.CompactedError)(nil); errors.As(ev.Err, &compacted) {
+			return watch.Event{}, false, apierrors.NewResourceExpired(
+				fmt.Sprintf("too old resource version: %d (%d)", compacted.Requested, compacted.Compacted))
+		}
 		if errors.Is(ev.Err, storage.ErrCompacted) {
-			return watch.Event{}, false, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %v", ev.Err))
+			return watch.Event{}, false, apierrors.NewResourceExpired("too old resource version")
 		}
 		return watch.Event{}, false, ev.Err
 	case storage.Progress:

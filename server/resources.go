@@ -6,6 +6,7 @@ import (
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/openapi"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/registry/events"
 	"github.com/corekube/corekube/registry/leases"
@@ -61,6 +62,30 @@ func newAPI(st storage.Interface) (*handlers.API, *registry.Store) {
 		}},
 	)
 	return api, nsStore
+}
+
+// openAPIResources describes the served resources for the OpenAPI
+// documents: types from the strategies, subresource verbs as
+// handlers.Subresource serves them.
+func openAPIResources(api *handlers.API) []openapi.Resource {
+	var out []openapi.Resource
+	for _, res := range api.Resources() {
+		st := res.Store.Strategy()
+		info := res.Store.Info()
+		r := openapi.Resource{Info: info, Object: st.New(), List: st.NewList(), DeleteReturnsObject: res.Store.ReturnsDeletedObject()}
+		for name, sub := range res.Subresources {
+			s := openapi.Subresource{Name: name, Verbs: []string{"get", "patch", "update"}, Kind: info.GroupVersion().WithKind(info.Kind), Object: st.New()}
+			switch {
+			case sub.Creater != nil:
+				s.Verbs, s.Kind, s.Object = []string{"create"}, sub.Creater.GroupVersionKind(), sub.Creater.New()
+			case sub.UpdateOnly:
+				s.Verbs = []string{"update"}
+			}
+			r.Subresources = append(r.Subresources, s)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // systemNamespaces exist in every cluster, as in kube.

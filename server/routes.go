@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/openapi"
 	"github.com/go-chi/chi/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -50,6 +51,19 @@ func (s *Server) routes(api *handlers.API) http.Handler {
 		disc.Resources(w, r, chi.URLParam(r, "group"), chi.URLParam(r, "version"))
 	})
 	r.Handle("/apis/{group}/{version}/*", api)
+
+	if oa, err := openapi.Build(openAPIResources(api)); err != nil {
+		s.log.Error("build the OpenAPI documents; /openapi is not served", "err", err)
+	} else {
+		go func() {
+			if err := oa.Warm(); err != nil {
+				s.log.Error("encode the OpenAPI documents", "err", err)
+			}
+		}()
+		r.HandleFunc("/openapi/v2", oa.ServeV2)
+		r.HandleFunc("/openapi/v3", oa.ServeV3Index)
+		r.HandleFunc("/openapi/v3/*", oa.ServeV3)
+	}
 	return r
 }
 

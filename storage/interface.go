@@ -8,6 +8,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Sentinel errors. Implementations wrap them (fmt.Errorf("...: %w", ErrX))
@@ -126,3 +127,16 @@ type Interface interface {
 	// Healthy returns nil when the backend answers a read in time.
 	Healthy(ctx context.Context) error
 }
+
+// CompactedError is the ErrCompacted of a watch or read at Requested when
+// history before Compacted is gone; errors.Is(err, ErrCompacted) holds.
+type CompactedError struct {
+	Requested, Compacted int64
+}
+
+func (e *CompactedError) Error() string {
+	return fmt.Sprintf("revision %d is older than the compacted revision %d: %v", e.Requested, e.Compacted, ErrCompacted)
+}
+
+// Unwrap makes errors.Is(err, ErrCompacted) true.
+func (e *CompactedError) Unwrap() error { return ErrCompacted }

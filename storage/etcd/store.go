@@ -348,7 +348,7 @@ func (w *watcher) run(wch clientv3.WatchChan) {
 func (w *watcher) handle(resp clientv3.WatchResponse) bool {
 	switch {
 	case resp.CompactRevision != 0:
-		w.fail(fmt.Errorf("compacted at revision %d: %w", resp.CompactRevision, storage.ErrCompacted))
+		w.fail(&storage.CompactedError{Requested: w.from, Compacted: resp.CompactRevision})
 		return false
 	case resp.Err() != nil:
 		w.fail(translate(resp.Err()))

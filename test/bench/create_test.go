@@ -2,11 +2,12 @@ package bench
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
 
-	"github.com/corekube/corekube/test/testserver"
+	"github.com/corekube/corekube/server"
 )
 
 // concurrency is the number of clients of the create benchmarks.
@@ -14,25 +15,39 @@ const concurrency = 16
 
 const createNamespaceName = "bench-create"
 
-// createServer hosts both create benchmarks: pods over HTTP in
-// bench-create, raw storage creates under /registry/pods/rawbench/.
-var createServer = &lazyServer{setup: func(srv *testserver.Server) error {
-	return createNamespace(newClient(), srv.URL(), createNamespaceName)
-}}
+func setupCreate(srv *server.Server) error {
+	c := newClient()
+	defer c.CloseIdleConnections()
+	return createNamespace(c, srv.URL(), createNamespaceName)
+}
+
+var (
+	// createServer hosts the create benchmarks: pods over HTTP in
+	// bench-create, raw storage creates under /registry/pods/rawbench/, on
+	// the test harness's server (etcd without fsync).
+	createServer = &lazyServer{setup: setupCreate}
+	// createServerFsync is the same with fsync on, as `corekube up` runs.
+	createServerFsync = &lazyServer{start: startFsyncServer, setup: setupCreate}
+)
 
 // BenchmarkPodCreate compares pod creates over HTTP (the whole stack:
 // HTTP, decoding, admission, defaulting, validation, encoding, etcd
 // transaction, response) with raw storage creates of the same bodies
 // (storage.Interface.Create: one etcd transaction each), both by exactly 16
 // concurrent clients on the same embedded etcd. One op is one create.
+//
+// http and storage use the test harness (testserver.Start, etcd without
+// fsync); fsync-http and fsync-storage the same server with fsync on.
 func BenchmarkPodCreate(b *testing.B) {
 	skipShort(b)
-	b.Run("http", benchCreateHTTP)
-	b.Run("storage", benchCreateStorage)
+	b.Run("http", func(b *testing.B) { benchCreateHTTP(b, createServer) })
+	b.Run("storage", func(b *testing.B) { benchCreateStorage(b, createServer) })
+	b.Run("fsync-http", func(b *testing.B) { benchCreateHTTP(b, createServerFsync) })
+	b.Run("fsync-storage", func(b *testing.B) { benchCreateStorage(b, createServerFsync) })
 }
 
-func benchCreateHTTP(b *testing.B) {
-	srv := createServer.get(b)
+func benchCreateHTTP(b *testing.B, ls *lazyServer) {
+	srv := ls.get(b)
 	client := newClient()
 	defer client.CloseIdleConnections()
 	url := srv.URL() + "/api/v1/namespaces/" + createNamespaceName + "/pods"
@@ -59,8 +74,8 @@ func benchCreateHTTP(b *testing.B) {
 	b.ReportMetric(float64(len(kv.Value)), "stored-bytes")
 }
 
-func benchCreateStorage(b *testing.B) {
-	srv := createServer.get(b)
+func benchCreateStorage(b *testing.B, ls *lazyServer) {
+	srv := ls.get(b)
 	st := srv.Storage()
 	names, bodies := podBodies("raw", b.N, func(int) string { return "web" })
 	keys := make([]string, len(names))
@@ -83,8 +98,8 @@ func benchCreateStorage(b *testing.B) {
 	b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
 }
 
-// warmConnections opens the concurrency connections the benchmark will use,
-// so that the measured run does not pay for dialling.
+// warmConnections opens the connections the benchmark will use, so that
+// the measured run does not pay for dialling.
 func warmConnections(b *testing.B, c *http.Client, url string) {
 	b.Helper()
 	var wg sync.WaitGroup
@@ -98,6 +113,7 @@ func warmConnections(b *testing.B, c *http.Client, url string) {
 				errs <- err
 				return
 			}
+			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		}()
 	}

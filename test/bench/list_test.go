@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corekube/corekube/test/testserver"
+	"github.com/corekube/corekube/server"
 )
 
 // listFixture is what the LIST benchmarks read: namespaces with n pods,
@@ -26,7 +26,7 @@ var listFixture = []struct {
 // exactly its 15,000 pods whatever else the benchmark process ran. The
 // pods are created through the API (16 clients) so that they are stored
 // exactly as real pods are: defaulted, with uid, timestamps and status.
-var listServer = &lazyServer{setup: func(srv *testserver.Server) error {
+var listServer = &lazyServer{setup: func(srv *server.Server) error {
 	client := newClient()
 	defer client.CloseIdleConnections()
 	ctx := context.Background()

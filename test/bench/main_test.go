@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/testserver"
 )
 
@@ -97,39 +99,80 @@ func runCleanups() {
 	}
 }
 
-// startServer starts a test server (testserver.Start: 127.0.0.1:0, a fresh
-// temporary directory, embedded etcd without fsync) that lives until the
-// process ends.
-func startServer() (srv *testserver.Server, err error) {
+// newProcTB returns a procTB whose cleanups run at the end of the process.
+func newProcTB() *procTB {
 	tb := &procTB{}
 	procTBsMu.Lock()
 	procTBs = append(procTBs, tb)
 	procTBsMu.Unlock()
-	defer func() {
-		if r := recover(); r != nil {
-			f, ok := r.(fatalError)
-			if !ok {
-				panic(r)
-			}
-			err = f
+	return tb
+}
+
+// recoverFatal turns a procTB Fatal into *err.
+func recoverFatal(err *error) {
+	if r := recover(); r != nil {
+		f, ok := r.(fatalError)
+		if !ok {
+			panic(r)
 		}
-	}()
-	return testserver.Start(tb), nil
+		*err = f
+	}
+}
+
+// startServer starts a test server (testserver.Start: 127.0.0.1:0, a fresh
+// temporary directory, embedded etcd without fsync) that lives until the
+// process ends.
+func startServer() (srv *server.Server, err error) {
+	defer recoverFatal(&err)
+	return testserver.Start(newProcTB()).Server, nil
+}
+
+// startFsyncServer starts a server like testserver.Start does but with
+// fsync on, as `corekube up` runs, to show what durability costs.
+func startFsyncServer() (srv *server.Server, err error) {
+	tb := newProcTB()
+	dir, err := os.MkdirTemp("", "corekube-bench-fsync-")
+	if err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err = server.Start(ctx, server.Config{
+		Listen:  "127.0.0.1:0",
+		DataDir: dir,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() {
+		if err := srv.Shutdown(context.Background()); err != nil {
+			tb.Errorf("shutdown: %v", err)
+		}
+	})
+	return srv, nil
 }
 
 // lazyServer is a process-wide server with a fixture, set up by the first
 // benchmark that asks for it.
 type lazyServer struct {
-	once  sync.Once
-	srv   *testserver.Server
-	err   error
-	setup func(srv *testserver.Server) error
+	start func() (*server.Server, error) // nil: startServer
+	setup func(srv *server.Server) error
+
+	once sync.Once
+	srv  *server.Server
+	err  error
 }
 
-func (l *lazyServer) get(b *testing.B) *testserver.Server {
+func (l *lazyServer) get(b *testing.B) *server.Server {
 	b.Helper()
 	l.once.Do(func() {
-		l.srv, l.err = startServer()
+		start := l.start
+		if start == nil {
+			start = startServer
+		}
+		l.srv, l.err = start()
 		if l.err == nil && l.setup != nil {
 			l.err = l.setup(l.srv)
 		}

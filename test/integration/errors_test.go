@@ -65,6 +65,44 @@ func TestNotFoundErrors(t *testing.T) {
 	}
 	_, err = cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/namespaces", ns, "foos").DoRaw(t.Context())
 	checkStatusErr(t, err, 404, metav1.StatusReasonNotFound, "the server could not find the requested resource")
+
+	// Listing in a namespace that does not exist is an empty list, as in
+	// kube, with "items":[] rather than null.
+	r := doRaw(t, "GET", "/api/v1/namespaces/no-such-namespace/pods", nil)
+	if r.Code != 200 || !strings.Contains(string(r.Body), `"items":[]`) {
+		t.Errorf("list in a missing namespace: %d %s", r.Code, r.Body)
+	}
+}
+
+// TestMethodNotAllowed: verbs a path does not serve are 405.
+func TestMethodNotAllowed(t *testing.T) {
+	ns := newNamespace(t)
+	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), newPod("p", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := mustJSON(t, newPod("p", nil))
+	for _, c := range []struct{ method, path string }{
+		{"PUT", "/api/v1/namespaces/" + ns + "/pods"},
+		{"PATCH", "/api/v1/namespaces/" + ns + "/pods"},
+		{"POST", "/api/v1/namespaces/" + ns + "/pods/p"},
+		{"GET", "/api/v1/namespaces/" + ns + "/pods/p/binding"},
+		{"DELETE", "/api/v1/namespaces/" + ns + "/pods/p/status"},
+		{"POST", "/api/v1/namespaces/" + ns + "/pods/p/status"},
+		{"DELETE", "/api/v1"},
+		{"POST", "/apis/policy/v1"},
+	} {
+		r := doRaw(t, c.method, c.path, body, "Content-Type", "application/merge-patch+json")
+		if c.method != "PATCH" {
+			r = doRaw(t, c.method, c.path, body)
+		}
+		st := statusMap(t, r.Body)
+		if r.Code != 405 || st["reason"] != "MethodNotAllowed" || st["message"] != "the server does not allow this method on the requested resource" {
+			t.Errorf("%s %s: %d %s", c.method, c.path, r.Code, r.Body)
+		}
+	}
+	if p, err := cs.CoreV1().Pods(ns).Get(t.Context(), "p", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Errorf("405s touched the pod: %v", err)
+	}
 }
 
 // TestInvalidErrors covers 422 Invalid answers and their causes.

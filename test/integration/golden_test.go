@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
@@ -104,4 +105,54 @@ func TestGoldenErrors(t *testing.T) {
 		}
 		checkGolden(t, doRaw(t, "DELETE", "/api/v1/namespaces/gold/pods/gp1", nil), "404-delete-missing-pod")
 	})
+}
+
+// TestGoldenSuccessCodes checks the status codes and shapes of successful
+// writes against the recording: 201 on create (also dry run, which has a
+// uid and creationTimestamp but no resourceVersion), 200 on PUT, 201 on a
+// PUT that creates.
+func TestGoldenSuccessCodes(t *testing.T) {
+	ns := newNamespace(t)
+	base := "/api/v1/namespaces/" + ns + "/pods"
+
+	dry := doRaw(t, "POST", base+"?dryRun=All",
+		[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"dry"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`))
+	if dry.Code != http.StatusCreated {
+		t.Fatalf("dry-run create: %d %s", dry.Code, dry.Body)
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(dry.Body, &pod); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Kind != "Pod" || pod.APIVersion != "v1" || pod.UID == "" || pod.CreationTimestamp.IsZero() || pod.ResourceVersion != "" ||
+		pod.Namespace != ns || pod.Status.Phase != v1.PodPending || pod.Spec.RestartPolicy != v1.RestartPolicyAlways {
+		t.Errorf("dry-run create answered %s", dry.Body)
+	}
+	if r := doRaw(t, "GET", base+"/dry", nil); r.Code != http.StatusNotFound {
+		t.Errorf("GET after a dry-run create: %d", r.Code)
+	}
+
+	created := doRaw(t, "POST", base, []byte(goldPodBody))
+	if created.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", created.Code, created.Body)
+	}
+	if err := json.Unmarshal(created.Body, &pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Labels["v"] = "1"
+	put := doRaw(t, "PUT", base+"/gp1", mustJSON(t, &pod))
+	var updated v1.Pod
+	if err := json.Unmarshal(put.Body, &updated); err != nil || put.Code != http.StatusOK || updated.Labels["v"] != "1" ||
+		updated.ResourceVersion == pod.ResourceVersion || updated.Kind != "Pod" {
+		t.Errorf("PUT with the current resourceVersion: %d %s", put.Code, put.Body)
+	}
+
+	leasePath := "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases/fresh"
+	leaseBody := []byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"fresh"},"spec":{"holderIdentity":"h"}}`)
+	if r := doRaw(t, "PUT", leasePath, leaseBody); r.Code != http.StatusCreated {
+		t.Errorf("PUT creating a lease: %d %s", r.Code, r.Body)
+	}
+	if r := doRaw(t, "PUT", leasePath, leaseBody); r.Code != http.StatusOK {
+		t.Errorf("PUT updating a lease: %d %s", r.Code, r.Body)
+	}
 }

@@ -1,0 +1,164 @@
+package integration
+
+import (
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// twoContainers is a pod whose containers a strategic merge patch merges
+// by name.
+func twoContainers(name string) *v1.Pod {
+	p := newPod(name, map[string]string{"keep": "me"})
+	p.Spec.Containers = []v1.Container{
+		{Name: "app", Image: "busybox:1.35", Env: []v1.EnvVar{{Name: "A", Value: "1"}}},
+		{Name: "sidecar", Image: "nginx:1.24"},
+	}
+	p.Spec.Tolerations = []v1.Toleration{{Key: "a", Operator: v1.TolerationOpExists}}
+	return p
+}
+
+func TestStrategicMergePatch(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	if _, err := pods.Create(t.Context(), twoContainers("smp"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Containers merge by name: only sidecar's image changes; app and its
+	// env stay.
+	out, err := pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"sidecar","image":"nginx:1.25"}]}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Spec.Containers) != 2 || out.Spec.Containers[0].Name != "app" || out.Spec.Containers[0].Image != "busybox:1.35" ||
+		len(out.Spec.Containers[0].Env) != 1 || out.Spec.Containers[1].Image != "nginx:1.25" {
+		t.Errorf("containers after strategic merge: %+v", out.Spec.Containers)
+	}
+
+	// Env merges by name inside a container.
+	out, err = pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,
+		[]byte(`{"metadata":{"labels":{"added":"1"}},"spec":{"containers":[{"name":"app","image":"busybox:1.36"}]}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Spec.Containers[0].Image != "busybox:1.36" || out.Labels["keep"] != "me" || out.Labels["added"] != "1" {
+		t.Errorf("after second patch: image %s labels %v", out.Spec.Containers[0].Image, out.Labels)
+	}
+
+	// Tolerations are an atomic list for strategic merge: a patch replaces
+	// it, so adding one means sending the old ones too (kube allows only
+	// additions).
+	out, err = pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"tolerations":[{"key":"a","operator":"Exists"},{"key":"b","operator":"Exists"}]}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("adding a toleration: %v", err)
+	}
+	if len(out.Spec.Tolerations) != 2 {
+		t.Errorf("tolerations %+v", out.Spec.Tolerations)
+	}
+	_, err = pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"tolerations":[{"key":"c","operator":"Exists"}]}}`), metav1.PatchOptions{})
+	st := checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, "")
+	checkCauses(t, st, map[string]metav1.CauseType{"spec.tolerations": metav1.CauseTypeForbidden})
+
+	// Labels removed with null; $patch directives work.
+	out, err = pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,
+		[]byte(`{"metadata":{"labels":{"added":null}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out.Labels["added"]; ok || out.Labels["keep"] != "me" {
+		t.Errorf("labels after null: %v", out.Labels)
+	}
+	out, err = pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,
+		[]byte(`{"metadata":{"labels":{"$patch":"replace","only":"this"}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Labels) != 1 || out.Labels["only"] != "this" {
+		t.Errorf("labels after $patch replace: %v", out.Labels)
+	}
+
+	// Deleting a container by name is a spec change kube forbids: 422.
+	_, err = pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"sidecar","$patch":"delete"}]}}`), metav1.PatchOptions{})
+	st = checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, `Pod "smp" is invalid: spec.containers: Forbidden: pod updates may not add or remove containers`)
+	checkCauses(t, st, map[string]metav1.CauseType{"spec.containers": metav1.CauseTypeForbidden})
+}
+
+func TestMergePatchReplacesLists(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	if _, err := pods.Create(t.Context(), twoContainers("mp"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A JSON merge patch replaces the whole containers list: dropping
+	// "app" is a forbidden spec change, where the same body as a strategic
+	// merge patch was fine.
+	body := []byte(`{"spec":{"containers":[{"name":"sidecar","image":"nginx:1.25"}]}}`)
+	_, err := pods.Patch(t.Context(), "mp", types.MergePatchType, body, metav1.PatchOptions{})
+	st := checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, `Pod "mp" is invalid: spec.containers: Forbidden: pod updates may not add or remove containers`)
+	checkCauses(t, st, map[string]metav1.CauseType{"spec.containers": metav1.CauseTypeForbidden})
+	// The same list with both containers and a new image is fine.
+	if _, err := pods.Patch(t.Context(), "mp", types.MergePatchType,
+		[]byte(`{"spec":{"containers":[{"name":"app","image":"busybox:1.35","env":[{"name":"A","value":"1"}]},{"name":"sidecar","image":"nginx:1.25"}]}}`),
+		metav1.PatchOptions{}); err != nil {
+		t.Errorf("merge patch with the full list: %v", err)
+	}
+
+	// Merge patch of maps merges; null deletes.
+	out, err := pods.Patch(t.Context(), "mp", types.MergePatchType, []byte(`{"metadata":{"labels":{"keep":null,"new":"1"},"annotations":{"a":"b"}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out.Labels["keep"]; ok || out.Labels["new"] != "1" || out.Annotations["a"] != "b" {
+		t.Errorf("labels %v annotations %v", out.Labels, out.Annotations)
+	}
+}
+
+func TestJSONPatch(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	if _, err := pods.Create(t.Context(), twoContainers("jp"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := pods.Patch(t.Context(), "jp", types.JSONPatchType, []byte(`[
+		{"op":"test","path":"/spec/containers/1/name","value":"sidecar"},
+		{"op":"replace","path":"/spec/containers/1/image","value":"nginx:1.26"},
+		{"op":"add","path":"/metadata/annotations","value":{"x":"1"}},
+		{"op":"copy","from":"/metadata/annotations/x","path":"/metadata/labels/copied"},
+		{"op":"remove","path":"/metadata/labels/keep"}
+	]`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Spec.Containers[1].Image != "nginx:1.26" || out.Annotations["x"] != "1" || out.Labels["copied"] != "1" {
+		t.Errorf("after JSON patch: image %s annotations %v labels %v", out.Spec.Containers[1].Image, out.Annotations, out.Labels)
+	}
+	if _, ok := out.Labels["keep"]; ok {
+		t.Error("removed label still there")
+	}
+
+	// A failing test op applies nothing.
+	before := out
+	_, err = pods.Patch(t.Context(), "jp", types.JSONPatchType, []byte(`[
+		{"op":"add","path":"/metadata/labels/partial","value":"1"},
+		{"op":"test","path":"/spec/containers/1/name","value":"nope"}
+	]`), metav1.PatchOptions{})
+	if err == nil {
+		t.Fatal("a failing JSON patch test op succeeded")
+	}
+	checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, "")
+	got, err := pods.Get(t.Context(), "jp", metav1.GetOptions{})
+	if err != nil || got.ResourceVersion != before.ResourceVersion || got.Labels["partial"] != "" {
+		t.Errorf("failed patch changed the pod: %v", err)
+	}
+	// A patch that makes the object invalid is 422 at the field.
+	_, err = pods.Patch(t.Context(), "jp", types.JSONPatchType, []byte(`[{"op":"add","path":"/metadata/labels/bad key","value":"1"}]`), metav1.PatchOptions{})
+	st := checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, "")
+	checkCauses(t, st, map[string]metav1.CauseType{"metadata.labels": metav1.CauseTypeFieldValueInvalid})
+}

@@ -1,0 +1,247 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// nextEvent returns the next non-bookmark event, failing after 10s.
+func nextEvent(t testing.TB, w watch.Interface) watch.Event {
+	t.Helper()
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			if ev.Type == watch.Bookmark {
+				continue
+			}
+			return ev
+		case <-timeout.C:
+			t.Fatal("timed out waiting for a watch event")
+		}
+	}
+}
+
+func eventName(ev watch.Event) string {
+	if m, ok := ev.Object.(metav1.Object); ok {
+		return m.GetName()
+	}
+	return ""
+}
+
+func TestWatchSelectors(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	list, err := pods.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: "app=a", ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	// Not matching: nothing. Starts matching: ADDED. Changes while
+	// matching: MODIFIED. Stops matching: DELETED.
+	createPods(t, ns, map[string]string{"app": "b"}, "w1")
+	patch := func(app string) {
+		t.Helper()
+		if _, err := pods.Patch(t.Context(), "w1", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"`+app+`"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch("a")
+	if _, err := pods.Patch(t.Context(), "w1", types.MergePatchType, []byte(`{"metadata":{"annotations":{"n":"1"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch("c")
+	createPods(t, ns, map[string]string{"app": "a"}, "w2")
+	want := []struct {
+		typ  watch.EventType
+		name string
+	}{{watch.Added, "w1"}, {watch.Modified, "w1"}, {watch.Deleted, "w1"}, {watch.Added, "w2"}}
+	for i, w1 := range want {
+		ev := nextEvent(t, w)
+		if ev.Type != w1.typ || eventName(ev) != w1.name {
+			t.Fatalf("event %d: %s %s, want %s %s", i, ev.Type, eventName(ev), w1.typ, w1.name)
+		}
+	}
+	// The DELETED for "stopped matching" carried the new state.
+}
+
+func TestWatchInitialEvents(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	createPods(t, ns, nil, "i1", "i2")
+	for _, rv := range []string{"", "0"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for i := 0; i < 2; i++ {
+			ev := nextEvent(t, w)
+			if ev.Type != watch.Added {
+				t.Errorf("rv=%q: initial event %s, want ADDED", rv, ev.Type)
+			}
+			got[eventName(ev)] = true
+		}
+		if !got["i1"] || !got["i2"] {
+			t.Errorf("rv=%q: initial events for %v", rv, got)
+		}
+		w.Stop()
+		cancel()
+	}
+
+	// Watch list (sendInitialEvents): ADDED for what exists, then a
+	// BOOKMARK marked k8s.io/initial-events-end.
+	list, err := pods.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	w, err := pods.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var types []watch.EventType
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			types = append(types, ev.Type)
+			if ev.Type != watch.Bookmark {
+				continue
+			}
+			m := ev.Object.(metav1.Object)
+			if m.GetAnnotations()["k8s.io/initial-events-end"] != "true" {
+				t.Errorf("bookmark without initial-events-end: %v", m.GetAnnotations())
+			}
+			rv, _ := strconv.ParseInt(m.GetResourceVersion(), 10, 64)
+			min, _ := strconv.ParseInt(list.ResourceVersion, 10, 64)
+			if rv < min {
+				t.Errorf("bookmark resourceVersion %d older than the list's %d", rv, min)
+			}
+			if len(types) != 3 || types[0] != watch.Added || types[1] != watch.Added {
+				t.Errorf("events %v, want ADDED ADDED BOOKMARK", types)
+			}
+			return
+		case <-ctx.Done():
+			t.Fatalf("no initial-events-end bookmark; events %v", types)
+		}
+	}
+}
+
+func TestWatchAcrossNamespaces(t *testing.T) {
+	ns1, ns2 := newNamespace(t), newNamespace(t)
+	list, err := cs.CoreV1().Pods("").List(t.Context(), metav1.ListOptions{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, FieldSelector: "metadata.namespace=" + ns2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	createPods(t, ns1, nil, "x1")
+	createPods(t, ns2, nil, "x2")
+	ev := nextEvent(t, w)
+	if ev.Type != watch.Added || eventName(ev) != "x2" || ev.Object.(*v1.Pod).Namespace != ns2 {
+		t.Errorf("event %s %s, want ADDED x2 in %s", ev.Type, eventName(ev), ns2)
+	}
+}
+
+func TestWatchTimeoutAndExpiry(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+
+	// timeoutSeconds ends the watch.
+	w, err := pods.Watch(t.Context(), metav1.ListOptions{TimeoutSeconds: ptr(int64(1)), ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	closed := false
+	for !closed {
+		select {
+		case _, ok := <-w.ResultChan():
+			closed = !ok
+		case <-deadline.C:
+			t.Fatal("watch with timeoutSeconds=1 still open after 10s")
+		}
+	}
+
+	// A watch from a compacted revision gets one ERROR event: 410 Expired.
+	createPods(t, ns, nil, "old")
+	list, err := pods.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two writes: the watch starts after the list's revision, which must
+	// be compacted too.
+	createPods(t, ns, nil, "newer", "newest")
+	compactNow(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	w, err = pods.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	select {
+	case ev := <-w.ResultChan():
+		st, ok := ev.Object.(*metav1.Status)
+		if ev.Type != watch.Error || !ok || st.Code != 410 || st.Reason != metav1.StatusReasonExpired {
+			t.Errorf("first event %s %+v, want ERROR with a 410 Expired Status", ev.Type, ev.Object)
+		} else if want := regexp.MustCompile(`^too old resource version: ` + list.ResourceVersion + ` \(\d+\)$`); !want.MatchString(st.Message) {
+			t.Errorf("410 message %q, want kube's %q", st.Message, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("no event from a watch at a compacted revision")
+	}
+
+	// Raw: the stream is 200, one JSON event per line.
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL()+"/api/v1/namespaces/"+ns+"/pods?watch=1&resourceVersion="+list.ResourceVersion, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Errorf("watch answered %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	if !sc.Scan() {
+		t.Fatal("no line in the watch stream")
+	}
+	var line struct {
+		Type   string        `json:"type"`
+		Object metav1.Status `json:"object"`
+	}
+	if err := json.Unmarshal(sc.Bytes(), &line); err != nil || line.Type != "ERROR" || line.Object.Code != 410 || line.Object.Reason != "Expired" {
+		t.Errorf("raw event %s", sc.Bytes())
+	}
+}
