@@ -93,7 +93,10 @@ var atomicStructs = map[string]bool{
 
 // listTypeOverrides are the lists whose +listType/+listMapKey markers differ
 // from what their patch tags suggest, keyed by declaring type and JSON
-// field name. A nil key list means "atomic".
+// field name. A nil key list means "atomic". With them, listType below
+// reproduces every marker of core/v1, policy/v1, coordination/v1 and
+// meta/v1 in k8s.io/api v0.32.
+
 var listTypeOverrides = map[string][]string{
 	"io.k8s.api.core.v1.Container.ports":                   {"containerPort", "protocol"},
 	"io.k8s.api.core.v1.EphemeralContainerCommon.ports":    {"containerPort", "protocol"},
@@ -110,7 +113,9 @@ var atomicMaps = map[string]bool{
 
 // optionalFields are the fields kube marks +optional although their JSON
 // tag has no omitempty (kube-openapi: a field is required unless it is
-// omitempty or +optional; only omitempty is visible at run time).
+// omitempty or +optional; only omitempty is visible at run time). This is
+// every such field of core/v1, policy/v1, coordination/v1 and meta/v1 in
+// k8s.io/api v0.32.
 var optionalFields = map[string]bool{
 	"io.k8s.api.core.v1.ContainerImage.names":                            true,
 	"io.k8s.api.core.v1.Event.reportingComponent":                        true,

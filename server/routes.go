@@ -40,16 +40,20 @@ func (s *Server) routes(api *handlers.API) http.Handler {
 	disc := handlers.NewDiscovery(api)
 	r.HandleFunc("/api", disc.Versions)
 	r.HandleFunc("/api/", disc.Versions)
-	r.HandleFunc("/api/v1", func(w http.ResponseWriter, r *http.Request) { disc.Resources(w, r, "", "v1") })
+	coreResources := func(w http.ResponseWriter, r *http.Request) { disc.Resources(w, r, "", "v1") }
+	r.HandleFunc("/api/v1", coreResources)
+	r.HandleFunc("/api/v1/", coreResources)
 	r.Handle("/api/v1/*", api)
 	r.HandleFunc("/apis", disc.Groups)
 	r.HandleFunc("/apis/", disc.Groups)
-	r.HandleFunc("/apis/{group}", func(w http.ResponseWriter, r *http.Request) {
-		disc.Group(w, r, chi.URLParam(r, "group"))
-	})
-	r.HandleFunc("/apis/{group}/{version}", func(w http.ResponseWriter, r *http.Request) {
+	group := func(w http.ResponseWriter, r *http.Request) { disc.Group(w, r, chi.URLParam(r, "group")) }
+	r.HandleFunc("/apis/{group}", group)
+	r.HandleFunc("/apis/{group}/", group)
+	groupVersion := func(w http.ResponseWriter, r *http.Request) {
 		disc.Resources(w, r, chi.URLParam(r, "group"), chi.URLParam(r, "version"))
-	})
+	}
+	r.HandleFunc("/apis/{group}/{version}", groupVersion)
+	r.HandleFunc("/apis/{group}/{version}/", groupVersion)
 	r.Handle("/apis/{group}/{version}/*", api)
 
 	if oa, err := openapi.Build(openAPIResources(api)); err != nil {
