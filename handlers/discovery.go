@@ -41,6 +41,10 @@ func (d *Discovery) Versions(w http.ResponseWriter, r *http.Request) {
 	if !allowGet(w, r) {
 		return
 	}
+	if v := aggregatedVersion(r); v != "" {
+		d.serveAggregated(w, r, v, true)
+		return
+	}
 	writeObject(w, r, http.StatusOK, &metav1.APIVersions{
 		TypeMeta: metav1.TypeMeta{Kind: "APIVersions"},
 		Versions: []string{"v1"},
@@ -55,9 +59,15 @@ func (d *Discovery) Groups(w http.ResponseWriter, r *http.Request) {
 	if !allowGet(w, r) {
 		return
 	}
+	if v := aggregatedVersion(r); v != "" {
+		d.serveAggregated(w, r, v, false)
+		return
+	}
 	list := &metav1.APIGroupList{TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []metav1.APIGroup{}}
 	for _, gv := range d.groupVersions() {
-		list.Groups = append(list.Groups, apiGroup(gv))
+		g := apiGroup(gv)
+		g.TypeMeta = metav1.TypeMeta{} // kube leaves it out inside the list
+		list.Groups = append(list.Groups, g)
 	}
 	writeObject(w, r, http.StatusOK, list)
 }
@@ -91,6 +101,8 @@ func (d *Discovery) Resources(w http.ResponseWriter, r *http.Request, group, ver
 	list.GroupVersion = version
 	if group != "" {
 		list.GroupVersion = group + "/" + version
+	} else {
+		list.APIVersion = "" // kube's /api/v1 has none
 	}
 	for _, res := range d.api.Resources() {
 		info := res.Store.Info()

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -138,4 +139,17 @@ type NameValidationStrategy interface {
 // and returns true if the object must stay stored for now.
 type DeleteStrategy interface {
 	PrepareForDelete(ctx context.Context, obj runtime.Object) (pending bool)
+}
+
+// TableConvertor is implemented by strategies that print their objects as
+// kube's server-side printers do: the meta.k8s.io Table that kubectl get
+// shows. Resources without it get kube's default table (Name, Created At).
+type TableConvertor interface {
+	// TableColumns returns the column definitions in order; columns that
+	// only `kubectl get -o wide` shows have Priority 1.
+	TableColumns() []metav1.TableColumnDefinition
+	// TableRow returns the row of one object: one cell per column (string,
+	// int64 or bool) and, where kube sets them, row conditions. Ages count
+	// to now. The caller fills in the row's object.
+	TableRow(obj runtime.Object, now time.Time) (metav1.TableRow, error)
 }
