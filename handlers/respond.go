@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -24,37 +25,44 @@ const (
 	mediaYAML
 )
 
-// notAcceptable is kube's 406 wording, less the encodings corekube does not
-// serve.
+// errNotAcceptable is kube's 406, word for word (kube lists the encodings
+// of its serializers, protobuf included).
 var errNotAcceptable = newStatusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-	"only the following media types are accepted: application/json, application/yaml")
+	"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf")
 
 // negotiate picks the response encoding from the Accept header, kube style:
 // the first acceptable entry wins; an Accept header with nothing acceptable
 // is 406.
 func negotiate(r *http.Request) (mediaType, error) {
+	mt, _, err := negotiateTarget(r)
+	return mt, err
+}
+
+// negotiateTarget is negotiate that also returns the form (Table,
+// PartialObjectMetadata[List]) the accepted entry asks for with its as, g
+// and v parameters; nil for the object itself (see table.go).
+func negotiateTarget(r *http.Request) (mediaType, *schema.GroupVersionKind, error) {
 	accept := r.Header.Get("Accept")
 	if accept == "" {
-		return mediaJSON, nil
+		return mediaJSON, nil, nil
 	}
 	for _, part := range strings.Split(accept, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
 		if err != nil {
 			continue
 		}
-		if _, ok := params["as"]; ok {
-			// Tables and partial metadata: not served yet; a client that
-			// asks for them lists a plain type after them.
+		target, ok := acceptTarget(params)
+		if !ok {
 			continue
 		}
 		switch mt {
 		case "application/json", "application/*", "*/*":
-			return mediaJSON, nil
+			return mediaJSON, target, nil
 		case "application/yaml":
-			return mediaYAML, nil
+			return mediaYAML, target, nil
 		}
 	}
-	return mediaJSON, errNotAcceptable
+	return mediaJSON, nil, errNotAcceptable
 }
 
 // prettyAgents get indented JSON, as kube gives them.

@@ -28,7 +28,16 @@ func (q *request) ctx() context.Context { return q.r.Context() }
 
 func (q *request) fail(err error) { WriteError(q.w, q.r, err) }
 
-func (q *request) respond(code int, obj runtime.Object) { writeObject(q.w, q.r, code, obj) }
+// respond answers obj in the negotiated form (table.go): the object
+// itself, a Table or PartialObjectMetadata.
+func (q *request) respond(code int, obj runtime.Object) {
+	out, err := q.transform(obj)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	writeObject(q.w, q.r, code, out)
+}
 
 func (q *request) gvk() schema.GroupVersionKind {
 	info := q.store.Info()

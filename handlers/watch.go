@@ -37,6 +37,11 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 		q.fail(err)
 		return
 	}
+	fixup, err := q.watchTransform()
+	if err != nil {
+		q.fail(err)
+		return
+	}
 	flusher, _ := q.w.(http.Flusher)
 	q.w.Header().Set("Content-Type", "application/json")
 	q.w.Header().Set("Cache-Control", "no-cache, private")
@@ -46,7 +51,7 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 	}
 	enc := json.NewEncoder(q.w)
 	for ev := range events {
-		if err := enc.Encode(watchEvent{Type: ev.Type, Object: ev.Object}); err != nil {
+		if err := enc.Encode(watchEvent{Type: ev.Type, Object: fixup(ev.Object)}); err != nil {
 			slog.Debug("watch client went away", "path", q.r.URL.Path, "err", err)
 			return
 		}

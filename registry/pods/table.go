@@ -153,7 +153,7 @@ func summarize(pod *v1.Pod, now time.Time) podSummary {
 		}
 		// A pod with a container still running is not Completed.
 		if reason == "Completed" && running {
-			if conditionTrue(pod, v1.PodReady) {
+			if hasReadyCondition(pod) {
 				reason = "Running"
 			} else {
 				reason = "NotReady"
@@ -197,6 +197,16 @@ func conditionTrue(pod *v1.Pod, t v1.PodConditionType) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == t {
 			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// hasReadyCondition reports whether any Ready condition is True.
+func hasReadyCondition(pod *v1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
+			return true
 		}
 	}
 	return false

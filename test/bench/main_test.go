@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -120,17 +121,16 @@ func recoverFatal(err *error) {
 }
 
 // startServer starts a test server (testserver.Start: 127.0.0.1:0, a fresh
-// temporary directory, embedded etcd without fsync) that lives until the
-// process ends.
-func startServer() (srv *server.Server, err error) {
+// temporary directory, embedded etcd without fsync) that lives until tb's
+// cleanups run.
+func startServer(tb *procTB) (srv *server.Server, err error) {
 	defer recoverFatal(&err)
-	return testserver.Start(newProcTB()).Server, nil
+	return testserver.Start(tb).Server, nil
 }
 
 // startFsyncServer starts a server like testserver.Start does but with
 // fsync on, as `corekube up` runs, to show what durability costs.
-func startFsyncServer() (srv *server.Server, err error) {
-	tb := newProcTB()
+func startFsyncServer(tb *procTB) (srv *server.Server, err error) {
 	dir, err := os.MkdirTemp("", "corekube-bench-fsync-")
 	if err != nil {
 		return nil, err
@@ -154,33 +154,66 @@ func startFsyncServer() (srv *server.Server, err error) {
 	return srv, nil
 }
 
-// lazyServer is a process-wide server with a fixture, set up by the first
-// benchmark that asks for it.
+// lazyServer is a server with a fixture, set up by the first benchmark that
+// asks for it and kept for the benchmarks after it (and -count repeats).
+// Only one lazyServer runs at a time: starting one stops the others, so
+// that a benchmark never pays for the heap (etcd index, raft log) and the
+// background work of another benchmark's server in the same process.
 type lazyServer struct {
-	start func() (*server.Server, error) // nil: startServer
+	start func(tb *procTB) (*server.Server, error) // nil: startServer
 	setup func(srv *server.Server) error
 
-	once sync.Once
-	srv  *server.Server
-	err  error
+	tb  *procTB
+	srv *server.Server
 }
+
+var (
+	lazyMu      sync.Mutex
+	lazyRunning *lazyServer
+)
 
 func (l *lazyServer) get(b *testing.B) *server.Server {
 	b.Helper()
-	l.once.Do(func() {
-		start := l.start
-		if start == nil {
-			start = startServer
-		}
-		l.srv, l.err = start()
-		if l.err == nil && l.setup != nil {
-			l.err = l.setup(l.srv)
-		}
-	})
-	if l.err != nil {
-		b.Fatalf("set-up: %v", l.err)
+	lazyMu.Lock()
+	defer lazyMu.Unlock()
+	if lazyRunning == l {
+		return l.srv
 	}
-	return l.srv
+	stopLazyServerLocked()
+	start := l.start
+	if start == nil {
+		start = startServer
+	}
+	l.tb = newProcTB()
+	srv, err := start(l.tb)
+	if err == nil && l.setup != nil {
+		err = l.setup(srv)
+	}
+	if err != nil {
+		l.tb.runCleanups()
+		b.Fatalf("set-up: %v", err)
+	}
+	l.srv = srv
+	lazyRunning = l
+	return srv
+}
+
+// stopLazyServer stops the running lazyServer, if any, and collects its
+// garbage.
+func stopLazyServer() {
+	lazyMu.Lock()
+	defer lazyMu.Unlock()
+	stopLazyServerLocked()
+}
+
+func stopLazyServerLocked() {
+	if lazyRunning == nil {
+		return
+	}
+	lazyRunning.tb.runCleanups()
+	lazyRunning.srv = nil
+	lazyRunning = nil
+	runtime.GC()
 }
 
 // newClient returns an HTTP client tuned for 16+ concurrent requests to one

@@ -54,6 +54,7 @@ const (
 // log lists every run.
 func BenchmarkStartup(b *testing.B) {
 	skipShort(b)
+	stopLazyServer() // nothing else running in this process while we measure
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
@@ -151,7 +152,7 @@ func measureChild() (childResult, error) {
 	}()
 
 	t0 := time.Now()
-	srv, err := startServer()
+	srv, err := startServer(newProcTB())
 	if err != nil {
 		return r, err
 	}
