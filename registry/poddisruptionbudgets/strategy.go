@@ -141,12 +141,22 @@ func (*StatusStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) 
 // evictionPolicies are sorted, as kube lists them in its error.
 var evictionPolicies = []policyv1.UnhealthyPodEvictionPolicyType{policyv1.AlwaysAllow, policyv1.IfHealthyBudget}
 
-// validateSpec is kube's ValidatePodDisruptionBudgetSpec.
+// validateSpec is kube's ValidatePodDisruptionBudgetSpec, plus two rules
+// corekube's issue 2 asks for and kube leaves out: a selector is required
+// (kube lets a nil selector through, and it then matches no pod) and
+// exactly one of minAvailable and maxUnavailable must be set (kube also
+// accepts neither, and then allows no disruption at all).
 func validateSpec(spec *policyv1.PodDisruptionBudgetSpec, allowInvalidLabelValue bool) field.ErrorList {
 	var allErrs field.ErrorList
 	path := field.NewPath("spec")
-	if spec.MinAvailable != nil && spec.MaxUnavailable != nil {
+	switch {
+	case spec.MinAvailable != nil && spec.MaxUnavailable != nil:
 		allErrs = append(allErrs, field.Invalid(path, *spec, "minAvailable and maxUnavailable cannot be both set"))
+	case spec.MinAvailable == nil && spec.MaxUnavailable == nil:
+		allErrs = append(allErrs, field.Required(path.Child("minAvailable"), "one of minAvailable or maxUnavailable must be set"))
+	}
+	if spec.Selector == nil {
+		allErrs = append(allErrs, field.Required(path.Child("selector"), ""))
 	}
 	if spec.MinAvailable != nil {
 		allErrs = append(allErrs, validateIntOrPercent(*spec.MinAvailable, path.Child("minAvailable"))...)

@@ -60,8 +60,9 @@ func TestValidate(t *testing.T) {
 		{"percent", minAvail(intstr.FromString("50%")), nil},
 		{"100 percent", maxUnavail(intstr.FromString("100%")), nil},
 		{"0 percent", maxUnavail(intstr.FromString("0%")), nil},
-		{"neither set", func(s *policyv1.PodDisruptionBudgetSpec) { s.MinAvailable = nil }, nil},
-		{"nil selector", func(s *policyv1.PodDisruptionBudgetSpec) { s.Selector = nil }, nil},
+		// corekube requires what kube leaves optional (issue 2).
+		{"neither set", func(s *policyv1.PodDisruptionBudgetSpec) { s.MinAvailable = nil }, []string{"FieldValueRequired spec.minAvailable"}},
+		{"nil selector", func(s *policyv1.PodDisruptionBudgetSpec) { s.Selector = nil }, []string{"FieldValueRequired spec.selector"}},
 		{"empty selector", func(s *policyv1.PodDisruptionBudgetSpec) { s.Selector = &metav1.LabelSelector{} }, nil},
 		{"both set", func(s *policyv1.PodDisruptionBudgetSpec) { s.MaxUnavailable = ptr.To(intstr.FromInt32(1)) }, []string{invalid + " spec"}},
 		{"negative min", minAvail(intstr.FromInt32(-1)), []string{invalid + " spec.minAvailable"}},
