@@ -122,6 +122,10 @@ type Interface interface {
 	Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan Event, error)
 	// CurrentRevision returns the store's latest revision.
 	CurrentRevision(ctx context.Context) (int64, error)
+	// RequestProgress asks every open watch to report (with a Progress
+	// event) the revision it has seen, even when nothing under its prefix
+	// changed: a cache uses it to prove it has caught up.
+	RequestProgress(ctx context.Context) error
 	// Compact discards history before revision.
 	Compact(ctx context.Context, revision int64) error
 	// Healthy returns nil when the backend answers a read in time.

@@ -460,3 +460,13 @@ func unavailable(err error) bool {
 	}
 	return code == codes.Unavailable || code == codes.DeadlineExceeded
 }
+
+// RequestProgress implements storage.Interface. etcd answers on the watch
+// stream the request's context selects; every watch here is opened with
+// WithRequireLeader, so the same metadata reaches the same stream.
+func (s *Store) RequestProgress(ctx context.Context) error {
+	if err := s.client.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
+		return translate(fmt.Errorf("request watch progress: %w", err))
+	}
+	return nil
+}

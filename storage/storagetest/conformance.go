@@ -52,6 +52,7 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Interface)
 			{"WatchFromRevision", testWatchFromRevision},
 			{"WatchFromNow", testWatchFromNow},
 			{"WatchClosesOnCancel", testWatchClosesOnCancel},
+			{"WatchRequestProgress", testWatchRequestProgress},
 			{"CurrentRevisionMonotonic", testCurrentRevision},
 			{"Healthy", testHealthy},
 		} {
@@ -711,6 +712,41 @@ func expectClosed(t *testing.T, ch <-chan storage.Event) {
 			}
 		case <-deadline:
 			t.Fatalf("watch channel not closed within %v", timeout)
+		}
+	}
+}
+
+// testWatchRequestProgress: after a write elsewhere, RequestProgress makes
+// a watch that saw nothing report a revision at least that write's.
+func testWatchRequestProgress(t *testing.T, s storage.Interface, prefix string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := s.Watch(ctx, prefix+"watched/", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := s.Create(ctx, prefix+"elsewhere/k", []byte("v"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(timeout)
+	for {
+		if err := s.RequestProgress(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case e, ok := <-ch:
+			if !ok {
+				t.Fatal("watch closed")
+			}
+			if e.Type != storage.Progress {
+				t.Fatalf("unexpected event %s", formatEvent(e))
+			}
+			if e.KV.Revision >= kv.Revision {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no progress event at revision >= %d within %v", kv.Revision, timeout)
 		}
 	}
 }

@@ -45,10 +45,11 @@ func skipShort(b *testing.B) {
 	}
 }
 
-// procTB is the testing.TB of servers that live as long as the process
-// (shared by several benchmarks): Cleanup runs at the end of TestMain and
-// Fatal panics with a fatalError that startServer turns into an error.
-// Methods testserver does not use are left to the embedded nil TB.
+// procTB is the testing.TB of servers shared by several benchmarks (and
+// -count repeats), which a *testing.B cannot own: Cleanup runs when the
+// server is stopped (stopLazyServer) or at the end of TestMain, and Fatal
+// panics with a fatalError that startServer turns into an error. Methods
+// testserver does not use are left to the embedded nil TB.
 type procTB struct {
 	testing.TB
 	mu       sync.Mutex
@@ -70,6 +71,15 @@ func (t *procTB) Errorf(format string, args ...any) {
 func (t *procTB) Fatal(args ...any) { panic(fatalError(fmt.Sprint(args...))) }
 func (t *procTB) Fatalf(format string, args ...any) {
 	panic(fatalError(fmt.Sprintf(format, args...)))
+}
+func (t *procTB) Context() context.Context { return context.Background() }
+func (t *procTB) TempDir() string {
+	dir, err := os.MkdirTemp("", "corekube-bench-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 func (t *procTB) Cleanup(f func()) {
 	t.mu.Lock()
@@ -100,7 +110,8 @@ func runCleanups() {
 	}
 }
 
-// newProcTB returns a procTB whose cleanups run at the end of the process.
+// newProcTB returns a procTB whose cleanups run at the end of the process at
+// the latest.
 func newProcTB() *procTB {
 	tb := &procTB{}
 	procTBsMu.Lock()

@@ -96,8 +96,8 @@ func BenchmarkStartup(b *testing.B) {
 	b.ReportMetric(med(func(r childResult) float64 { return mib(r.PodsHeapKiB) }), "5000pods-heap-MiB")
 	b.ReportMetric(med(func(r childResult) float64 { return mib(r.PeakRSSKiB) }), "peak-rss-MiB")
 	for i, r := range runs {
-		b.Logf("run %d: ready %.1f ms (exec to ready %.1f ms), RSS idle %.1f MiB, after %d pods %.1f MiB (peak %.1f MiB), live heap %.1f / %.1f MiB, %.0f creates/s, goroutines %d / %d",
-			i+1, r.ReadyMS, execToReady[i], mib(r.IdleRSSKiB), memPods, mib(r.PodsRSSKiB), mib(r.PeakRSSKiB),
+		b.Logf("b.N=%d, process %d: ready %.1f ms (exec to ready %.1f ms), RSS idle %.1f MiB, after %d pods %.1f MiB (peak %.1f MiB), live heap %.1f / %.1f MiB, %.0f creates/s, goroutines %d / %d",
+			b.N, i+1, r.ReadyMS, execToReady[i], mib(r.IdleRSSKiB), memPods, mib(r.PodsRSSKiB), mib(r.PeakRSSKiB),
 			mib(r.IdleHeapKiB), mib(r.PodsHeapKiB), r.CreatesPerSec, r.GoroutinesIdle, r.GoroutinesAfter)
 	}
 }

@@ -1,0 +1,421 @@
+// Package watch is corekube's watch cache. For each resource one goroutine
+// owns one etcd watch and keeps, in memory, the current state of every
+// object and a sliding window of recent events. LIST and WATCH are served
+// from it: an object is decoded (and serialized) once per revision, not once
+// per reader, and watchers never open etcd watches of their own.
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/corekube/corekube/storage"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Object is one object at one revision, decoded once and shared by every
+// reader. Nothing may modify Object after it is cached.
+type Object struct {
+	Key      string
+	Revision int64
+	Object   runtime.Object
+	Labels   labels.Set
+	Fields   fields.Set
+
+	jsonOnce sync.Once
+	json     []byte
+	jsonErr  error
+}
+
+// JSON returns the object's JSON encoding, computed once.
+func (o *Object) JSON() ([]byte, error) {
+	o.jsonOnce.Do(func() { o.json, o.jsonErr = json.Marshal(o.Object) })
+	return o.json, o.jsonErr
+}
+
+// DecodeFunc turns a stored value into an object (with its resourceVersion
+// set from kv.Revision) and the labels and fields selectors match on.
+type DecodeFunc func(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error)
+
+// EventType says what happened to an object.
+type EventType string
+
+// Event types, as the watch API names them.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+	Bookmark EventType = "BOOKMARK"
+)
+
+// event is one change in the window. For Deleted, obj is the last state
+// with the revision of the delete.
+type event struct {
+	typ  EventType
+	obj  *Object
+	prev *Object // nil for Added
+}
+
+func (e *event) revision() int64 { return e.obj.Revision }
+
+// Config configures a Cache.
+type Config struct {
+	Storage storage.Interface
+	// Prefix is the resource's key prefix, ending in "/".
+	Prefix string
+	Decode DecodeFunc
+	// WindowSize is how many recent events are kept for watches that start
+	// from a past resourceVersion.
+	WindowSize int
+	// WatcherBuffer bounds the events queued for one watcher; a watcher
+	// that falls further behind is closed (its client relists).
+	WatcherBuffer int
+	// BookmarkInterval is how often watchers that allow bookmarks get one.
+	BookmarkInterval time.Duration
+	Logger           *slog.Logger
+}
+
+// Cache is the watch cache of one resource.
+type Cache struct {
+	cfg Config
+	log *slog.Logger
+
+	mu sync.RWMutex
+	// advanced is closed (and replaced) whenever rev moves or ready flips.
+	advanced chan struct{}
+	ready    bool
+	items    map[string]*Object
+	rev      int64 // the state reflects every change up to rev
+	// window holds the most recent events in revision order; every event
+	// after floor is in it.
+	window   []*event
+	start, n int
+	floor    int64
+	watchers map[*watcher]struct{}
+
+	slowWatchersClosed int64
+}
+
+// New returns a cache; Run fills and maintains it.
+func New(cfg Config) *Cache {
+	if cfg.WindowSize <= 0 {
+		cfg.WindowSize = 10000
+	}
+	if cfg.WatcherBuffer <= 0 {
+		cfg.WatcherBuffer = 1000
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Cache{
+		cfg:      cfg,
+		log:      cfg.Logger.With("cache", cfg.Prefix),
+		advanced: make(chan struct{}),
+		items:    map[string]*Object{},
+		window:   make([]*event, cfg.WindowSize),
+		watchers: map[*watcher]struct{}{},
+	}
+}
+
+// Run lists the resource, then follows its etcd watch until ctx ends. When
+// the watch breaks (etcd compaction, leader loss) it lists again; watchers
+// of the old state are closed so that their clients relist too.
+func (c *Cache) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := c.listAndWatch(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		c.log.Warn("watch cache restarting", "err", err, "after", backoff)
+		c.reset()
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	c.reset()
+	return nil
+}
+
+func (c *Cache) listAndWatch(ctx context.Context) error {
+	items := map[string]*Object{}
+	opts := storage.ListOptions{Limit: 1000}
+	var rev int64
+	for {
+		page, err := c.cfg.Storage.List(ctx, c.cfg.Prefix, opts)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
+		}
+		for _, kv := range page.Items {
+			obj, err := c.decode(kv)
+			if err != nil {
+				return err
+			}
+			items[kv.Key] = obj
+		}
+		rev = page.Revision
+		if page.NextKey == "" {
+			break
+		}
+		opts.StartKey, opts.Revision = page.NextKey, page.Revision
+	}
+	events, err := c.cfg.Storage.Watch(ctx, c.cfg.Prefix, rev)
+	if err != nil {
+		return fmt.Errorf("watch %s: %w", c.cfg.Prefix, err)
+	}
+	c.mu.Lock()
+	c.items, c.rev, c.floor, c.n, c.start, c.ready = items, rev, rev, 0, 0, true
+	c.signalLocked()
+	c.mu.Unlock()
+
+	bookmarks := time.NewTicker(c.cfg.BookmarkInterval)
+	defer bookmarks.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-bookmarks.C:
+			c.bookmark()
+		case ev, ok := <-events:
+			if !ok {
+				return errors.New("etcd watch closed")
+			}
+			if err := c.apply(ev); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (c *Cache) decode(kv storage.KV) (*Object, error) {
+	obj, l, f, err := c.cfg.Decode(kv)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+	}
+	return &Object{Key: kv.Key, Revision: kv.Revision, Object: obj, Labels: l, Fields: f}, nil
+}
+
+// apply adds one storage event to the state and the window and hands it to
+// the watchers.
+func (c *Cache) apply(se storage.Event) error {
+	switch se.Type {
+	case storage.Error:
+		return se.Err
+	case storage.Progress:
+		c.mu.Lock()
+		if se.KV.Revision > c.rev {
+			c.rev = se.KV.Revision
+			c.signalLocked()
+		}
+		c.mu.Unlock()
+		return nil
+	}
+	obj, err := c.decode(se.KV)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ev := &event{obj: obj, prev: c.items[se.KV.Key]}
+	switch se.Type {
+	case storage.Deleted:
+		ev.typ = Deleted
+		delete(c.items, se.KV.Key)
+	case storage.Added:
+		ev.typ = Added
+		c.items[se.KV.Key] = obj
+	default:
+		ev.typ = Modified
+		c.items[se.KV.Key] = obj
+	}
+	c.rev = obj.Revision
+	c.push(ev)
+	for w := range c.watchers {
+		if !w.offer(ev) {
+			c.dropLocked(w, true)
+		}
+	}
+	c.signalLocked()
+	return nil
+}
+
+// push appends ev to the window, evicting the oldest event when full.
+func (c *Cache) push(ev *event) {
+	size := len(c.window)
+	if c.n == size {
+		c.floor = c.window[c.start].revision()
+		c.window[c.start] = ev
+		c.start = (c.start + 1) % size
+		return
+	}
+	c.window[(c.start+c.n)%size] = ev
+	c.n++
+}
+
+// since returns the window's events after rev, or false when events after
+// rev have already left the window.
+func (c *Cache) since(rev int64) ([]*event, bool) {
+	if rev < c.floor {
+		return nil, false
+	}
+	size := len(c.window)
+	i := sort.Search(c.n, func(i int) bool { return c.window[(c.start+i)%size].revision() > rev })
+	out := make([]*event, 0, c.n-i)
+	for ; i < c.n; i++ {
+		out = append(out, c.window[(c.start+i)%size])
+	}
+	return out, true
+}
+
+func (c *Cache) signalLocked() {
+	close(c.advanced)
+	c.advanced = make(chan struct{})
+}
+
+// reset closes every watcher and marks the cache not ready (it relists).
+func (c *Cache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.watchers {
+		c.dropLocked(w, false)
+	}
+	c.ready = false
+	c.signalLocked()
+}
+
+func (c *Cache) bookmark() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for w := range c.watchers {
+		if w.bookmarks && !w.offer(&event{typ: Bookmark, obj: &Object{Revision: c.rev}}) {
+			c.dropLocked(w, true)
+		}
+	}
+}
+
+// waitFor blocks until the cache is ready and reflects revision rev, or
+// until ctx ends or timeout passes (then it returns the current revision
+// and ErrFutureRevision). With nudge, it asks etcd for a progress report
+// while it waits: the revision may belong to a write under another prefix,
+// which this cache's watch would otherwise never hear of.
+func (c *Cache) waitFor(ctx context.Context, rev int64, timeout time.Duration, nudge bool) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var tick <-chan time.Time
+	if nudge {
+		ticker := time.NewTicker(progressRequestInterval)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	for asked := false; ; {
+		c.mu.RLock()
+		ok, ready, current, advanced := c.ready && c.rev >= rev, c.ready, c.rev, c.advanced
+		c.mu.RUnlock()
+		if ok {
+			return nil
+		}
+		if nudge && ready && !asked {
+			asked = true
+			if err := c.cfg.Storage.RequestProgress(ctx); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-advanced:
+		case <-tick:
+			asked = false
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return &TooLargeError{Requested: rev, Current: current}
+		}
+	}
+}
+
+// progressRequestInterval is how often a waiting consistent read repeats
+// its progress request.
+const progressRequestInterval = 100 * time.Millisecond
+
+// TooLargeError: the cache did not reach the requested revision in time.
+type TooLargeError struct{ Requested, Current int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("too large resource version: %d, current: %d", e.Requested, e.Current)
+}
+
+// Unwrap makes errors.Is(err, storage.ErrFutureRevision) true.
+func (e *TooLargeError) Unwrap() error { return storage.ErrFutureRevision }
+
+// Snapshot is the state of the objects under a prefix at one revision,
+// sorted by key.
+type Snapshot struct {
+	Revision int64
+	Items    []*Object
+}
+
+// SnapshotOptions select what List returns.
+type SnapshotOptions struct {
+	// Prefix narrows the list (a namespace's keys); "" is everything.
+	Prefix string
+	// MinRevision: wait until the cache has seen it (NotOlderThan).
+	MinRevision int64
+	// Consistent: first read etcd's current revision and wait for it, so
+	// the answer is as fresh as a read from etcd.
+	Consistent bool
+	// StartKey: the first key of the page (inclusive).
+	StartKey string
+	Match    func(*Object) bool
+}
+
+// waitTimeout is how long a read waits for the cache to catch up, as kube.
+const waitTimeout = 3 * time.Second
+
+// List returns the matching objects, sorted by key.
+func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
+	min := opts.MinRevision
+	if opts.Consistent {
+		rev, err := c.cfg.Storage.CurrentRevision(ctx)
+		if err != nil {
+			return Snapshot{}, err
+		}
+		min = max(min, rev)
+	}
+	if err := c.waitFor(ctx, min, waitTimeout, opts.Consistent); err != nil {
+		return Snapshot{}, err
+	}
+	prefix := c.cfg.Prefix + opts.Prefix
+	c.mu.RLock()
+	snap := Snapshot{Revision: c.rev, Items: make([]*Object, 0, len(c.items))}
+	for key, obj := range c.items {
+		if !strings.HasPrefix(key, prefix) || key < opts.StartKey {
+			continue
+		}
+		if opts.Match == nil || opts.Match(obj) {
+			snap.Items = append(snap.Items, obj)
+		}
+	}
+	c.mu.RUnlock()
+	sort.Slice(snap.Items, func(i, j int) bool { return snap.Items[i].Key < snap.Items[j].Key })
+	return snap, nil
+}
+
+// SlowWatchersClosed counts watchers closed for falling behind.
+func (c *Cache) SlowWatchersClosed() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.slowWatchersClosed
+}

@@ -1,0 +1,241 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/corekube/corekube/storage"
+	etcdstore "github.com/corekube/corekube/storage/etcd"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+var (
+	sharedOnce  sync.Once
+	sharedStore storage.Interface
+	sharedErr   error
+)
+
+// store returns a storage over one embedded etcd shared by the package.
+func store(t *testing.T) storage.Interface {
+	t.Helper()
+	sharedOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "corekube-watch-test-")
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		e, err := etcdstore.StartEmbedded(context.Background(), etcdstore.EmbeddedConfig{
+			Dir: dir, UnsafeNoFsync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		sharedStore = etcdstore.New(e.Client())
+	})
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return sharedStore
+}
+
+// decodePod decodes a value into a pod named by its key, labelled v=<value>.
+func decodePod(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
+	pod := &v1.Pod{}
+	pod.Name, pod.Labels = kv.Key, map[string]string{"v": string(kv.Value)}
+	pod.ResourceVersion = strconv.FormatInt(kv.Revision, 10)
+	return pod, labels.Set(pod.Labels), fields.Set{"metadata.name": pod.Name}, nil
+}
+
+// startCache runs a cache over a fresh prefix until the test ends.
+func startCache(t *testing.T, cfg Config) (*Cache, storage.Interface, string) {
+	t.Helper()
+	st := store(t)
+	prefix := fmt.Sprintf("/test/%s/", t.Name())
+	cfg.Storage, cfg.Prefix, cfg.Decode = st, prefix, decodePod
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	c := New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return c, st, prefix
+}
+
+func put(t *testing.T, st storage.Interface, key, value string) int64 {
+	t.Helper()
+	kv, err := st.Create(context.Background(), key, []byte(value))
+	if errors.Is(err, storage.ErrAlreadyExists) {
+		kv, err = st.GuaranteedUpdate(context.Background(), key, func(storage.KV) ([]byte, error) { return []byte(value), nil })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv.Revision
+}
+
+func next(t *testing.T, w *Watcher) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.Events():
+		if !ok {
+			t.Fatal("watch closed")
+		}
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5s")
+	}
+	return Event{}
+}
+
+func describe(ev Event) string {
+	return fmt.Sprintf("%s %s=%s", ev.Type, ev.Object.Key, ev.Object.Labels["v"])
+}
+
+func TestListIsConsistentAndSorted(t *testing.T) {
+	c, st, prefix := startCache(t, Config{})
+	for i := 3; i > 0; i-- {
+		put(t, st, fmt.Sprintf("%sns/p%d", prefix, i), "a")
+	}
+	rev := put(t, st, prefix+"other/p9", "b")
+	snap, err := c.List(context.Background(), SnapshotOptions{Consistent: true, Prefix: "ns/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Revision < rev || len(snap.Items) != 3 || snap.Items[0].Key != prefix+"ns/p1" || snap.Items[2].Key != prefix+"ns/p3" {
+		t.Fatalf("snapshot at %d (want >= %d): %d items %v", snap.Revision, rev, len(snap.Items), snap.Items)
+	}
+	match := func(o *Object) bool { return o.Labels["v"] == "b" }
+	if snap, _ := c.List(context.Background(), SnapshotOptions{Consistent: true, Match: match}); len(snap.Items) != 1 {
+		t.Fatalf("selector: %d items, want 1", len(snap.Items))
+	}
+	if _, err := c.List(context.Background(), SnapshotOptions{MinRevision: rev + 1000}); !errors.Is(err, storage.ErrFutureRevision) {
+		t.Fatalf("future revision: %v", err)
+	}
+	// A write under another prefix moves etcd's revision but not this
+	// cache's watch: a consistent read must still catch up (through a
+	// progress request) rather than time out.
+	other := put(t, st, "/elsewhere/"+t.Name(), "z")
+	snap, err = c.List(context.Background(), SnapshotOptions{Consistent: true})
+	if err != nil || snap.Revision < other {
+		t.Fatalf("consistent read after a foreign write: rev %d (want >= %d), err %v", snap.Revision, other, err)
+	}
+}
+
+func TestWatchFromRevisionSelectorTransitions(t *testing.T) {
+	c, st, prefix := startCache(t, Config{})
+	start := put(t, st, prefix+"a", "x")
+	w, err := c.Watch(context.Background(), WatchOptions{FromRevision: start, Match: func(o *Object) bool { return o.Labels["v"] == "y" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	put(t, st, prefix+"a", "y") // starts matching: ADDED
+	put(t, st, prefix+"a", "y2")
+	put(t, st, prefix+"b", "y")
+	if _, err := st.Delete(context.Background(), prefix+"b", nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ADDED " + prefix + "a=y", "DELETED " + prefix + "a=y2", "ADDED " + prefix + "b=y", "DELETED " + prefix + "b=y"}
+	for _, w0 := range want {
+		if got := describe(next(t, w)); got != w0 {
+			t.Fatalf("got %q, want %q", got, w0)
+		}
+	}
+}
+
+func TestWatchReplaysWindowAndExpires(t *testing.T) {
+	c, st, prefix := startCache(t, Config{WindowSize: 3})
+	var revs []int64
+	for i := 0; i < 5; i++ {
+		revs = append(revs, put(t, st, prefix+"k", strconv.Itoa(i)))
+	}
+	if err := c.waitFor(context.Background(), revs[4], time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(context.Background(), WatchOptions{FromRevision: revs[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for _, v := range []string{"3", "4"} {
+		if ev := next(t, w); ev.Object.Labels["v"] != v || ev.Type != Modified {
+			t.Fatalf("replay: got %s, want MODIFIED v=%s", describe(ev), v)
+		}
+	}
+	var compacted *storage.CompactedError
+	if _, err := c.Watch(context.Background(), WatchOptions{FromRevision: revs[0]}); !errors.As(err, &compacted) || compacted.Requested != revs[0] {
+		t.Fatalf("watch before the window: %v, want CompactedError", err)
+	}
+}
+
+func TestWatchInitialEventsThenChanges(t *testing.T) {
+	c, st, prefix := startCache(t, Config{})
+	put(t, st, prefix+"a", "1")
+	put(t, st, prefix+"b", "1")
+	if _, err := c.List(context.Background(), SnapshotOptions{Consistent: true}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(context.Background(), WatchOptions{SendInitial: true, InitialEventsEnd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	put(t, st, prefix+"c", "1")
+	if got := describe(next(t, w)); got != "ADDED "+prefix+"a=1" {
+		t.Fatalf("got %s", got)
+	}
+	if got := describe(next(t, w)); got != "ADDED "+prefix+"b=1" {
+		t.Fatalf("got %s", got)
+	}
+	if ev := next(t, w); ev.Type != Bookmark || !ev.InitialEventsEnd {
+		t.Fatalf("want the initial-events-end bookmark, got %+v", ev)
+	}
+	if got := describe(next(t, w)); got != "ADDED "+prefix+"c=1" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+// TestSlowWatcherIsClosed: a watcher that does not read is closed once its
+// buffer is full, and the others keep receiving.
+func TestSlowWatcherIsClosed(t *testing.T) {
+	c, st, prefix := startCache(t, Config{WatcherBuffer: 2})
+	slow, err := c.Watch(context.Background(), WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := c.Watch(context.Background(), WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Stop()
+	for i := 0; i < 10; i++ {
+		put(t, st, prefix+"k", strconv.Itoa(i))
+		if ev := next(t, fast); ev.Object.Labels["v"] != strconv.Itoa(i) {
+			t.Fatalf("fast watcher: %s", describe(ev))
+		}
+	}
+	deadline := time.After(5 * time.Second)
+	for open := true; open; {
+		select {
+		case _, open = <-slow.Events():
+		case <-deadline:
+			t.Fatal("slow watcher was not closed")
+		}
+	}
+	if c.SlowWatchersClosed() != 1 {
+		t.Fatalf("SlowWatchersClosed = %d, want 1", c.SlowWatchersClosed())
+	}
+}
+
