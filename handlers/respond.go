@@ -106,6 +106,16 @@ func writeObject(w http.ResponseWriter, r *http.Request, code int, obj any) {
 	if mt == mediaJSON {
 		data = append(data, '\n')
 	}
+	writeEncoded(w, code, data)
+}
+
+// writeJSON writes an already encoded JSON body.
+func writeJSON(w http.ResponseWriter, code int, data []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	writeEncoded(w, code, data)
+}
+
+func writeEncoded(w http.ResponseWriter, code int, data []byte) {
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(code)

@@ -68,7 +68,8 @@ func (q *request) listOptions() (*metainternalversion.ListOptions, error) {
 }
 
 func (q *request) list() {
-	if _, err := negotiate(q.r); err != nil {
+	mt, err := negotiate(q.r)
+	if err != nil {
 		q.fail(err)
 		return
 	}
@@ -81,7 +82,23 @@ func (q *request) list() {
 		q.watch(opts)
 		return
 	}
-	list, err := q.store.List(q.ctx(), q.info.Namespace, opts)
+	page, err := q.store.ListPage(q.ctx(), q.info.Namespace, opts)
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	// Plain compact JSON is assembled from the cached encodings of the
+	// items; every other form goes through the typed list.
+	if t, err := q.transformer(); err == nil && t == nil && mt == mediaJSON && !wantsPretty(q.r) {
+		data, err := page.AppendJSON(make([]byte, 0, 64*1024))
+		if err != nil {
+			q.fail(err)
+			return
+		}
+		writeJSON(q.w, http.StatusOK, append(data, '\n'))
+		return
+	}
+	list, err := page.Object()
 	if err != nil {
 		q.fail(err)
 		return

@@ -49,9 +49,20 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 	if flusher != nil {
 		flusher.Flush()
 	}
+	// Plain JSON (no Table or metadata form) reuses the cache's encoding of
+	// each object: one encoding per revision however many watchers.
+	t, err := q.transformer()
+	plain := err == nil && t == nil
 	enc := json.NewEncoder(q.w)
+	var line []byte
 	for ev := range events {
-		if err := enc.Encode(watchEvent{Type: ev.Type, Object: fixup(ev.Object)}); err != nil {
+		if data, ok := ev.JSON(); plain && ok {
+			line = append(append(append(append(line[:0], `{"type":"`...), ev.Type...), `","object":`...), data...)
+			_, err = q.w.Write(append(line, "}\n"...))
+		} else {
+			err = enc.Encode(watchEvent{Type: ev.Type, Object: fixup(ev.Object)})
+		}
+		if err != nil {
 			slog.Debug("watch client went away", "path", q.r.URL.Path, "err", err)
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/storage"
@@ -65,11 +66,9 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if err != nil {
 		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
 	}
-	out, err := s.decode(kv)
-	if err != nil {
-		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
-	}
-	return out, nil
+	// What was stored is obj itself: answer it rather than decode it back.
+	m.SetResourceVersion(strconv.FormatInt(kv.Revision, 10))
+	return obj, nil
 }
 
 // setNamespace reconciles the object's namespace with the request's.

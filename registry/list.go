@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/watch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -25,9 +27,27 @@ import (
 
 var listOptionsKind = schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}
 
+// ListPage is one page of a list. Items that come from the watch cache keep
+// their cached encoding, so that a JSON answer never re-encodes them.
+type ListPage struct {
+	store  *Store
+	items  []runtime.Object
+	cached []*watch.Object // parallel to items when they came from the cache
+	meta   metav1.ListMeta
+}
+
 // List returns the objects in namespace ("" for all namespaces) that opts
 // selects, one page at a time when opts.Limit is set.
 func (s *Store) List(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (runtime.Object, error) {
+	page, err := s.ListPage(ctx, namespace, opts)
+	if err != nil {
+		return nil, err
+	}
+	return page.Object()
+}
+
+// ListPage is List without building the typed list.
+func (s *Store) ListPage(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (*ListPage, error) {
 	if opts == nil {
 		opts = &metainternalversion.ListOptions{}
 	}
@@ -42,6 +62,9 @@ func (s *Store) List(ctx context.Context, namespace string, opts *metainternalve
 	sopts, minRevision, err := s.storageListOptions(prefix, opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Continue == "" && opts.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+		return s.listFromCache(ctx, namespace, opts, minRevision)
 	}
 
 	decoded := make(map[string]runtime.Object)
@@ -69,7 +92,7 @@ func (s *Store) List(ctx context.Context, namespace string, opts *metainternalve
 		return nil, tooLargeResourceVersion(minRevision, res.Revision)
 	}
 
-	items := make([]runtime.Object, 0, len(res.Items))
+	page := &ListPage{store: s, items: make([]runtime.Object, 0, len(res.Items))}
 	for _, kv := range res.Items {
 		obj := decoded[kv.Key]
 		if obj == nil {
@@ -77,23 +100,102 @@ func (s *Store) List(ctx context.Context, namespace string, opts *metainternalve
 				return nil, toAPIError(err, s.info.GroupResource(), "")
 			}
 		}
-		items = append(items, obj)
+		page.items = append(page.items, obj)
 	}
-	list := s.strategy.NewList()
-	if err := meta.SetList(list, items); err != nil {
+	page.meta.ResourceVersion = strconv.FormatInt(res.Revision, 10)
+	if res.NextKey != "" {
+		page.meta.Continue = encodeContinue(res.Revision, strings.TrimPrefix(res.NextKey, prefix))
+		page.meta.RemainingItemCount = res.RemainingItemCount
+	}
+	return page, nil
+}
+
+// listFromCache serves a list from the watch cache: a consistent read
+// (resourceVersion unset) once the cache has caught up with etcd, "0" at
+// once, N once the cache has seen N. A limited first page carries a
+// continue token at the cache's revision; later pages are read from etcd
+// at that revision, so the pages form one snapshot.
+func (s *Store) listFromCache(ctx context.Context, namespace string, opts *metainternalversion.ListOptions, minRevision int64) (*ListPage, error) {
+	match := cacheMatcher(opts.LabelSelector, opts.FieldSelector)
+	snap, err := s.cache.List(ctx, watch.SnapshotOptions{
+		Prefix:      s.cachePrefix(namespace),
+		MinRevision: minRevision,
+		Consistent:  opts.ResourceVersion == "",
+		Match:       match,
+	})
+	if err != nil {
+		return nil, s.cacheError(err)
+	}
+	items := snap.Items
+	page := &ListPage{store: s}
+	page.meta.ResourceVersion = strconv.FormatInt(snap.Revision, 10)
+	if limit := opts.Limit; limit > 0 && int64(len(items)) > limit {
+		page.meta.Continue = encodeContinue(snap.Revision, strings.TrimPrefix(items[limit].Key, s.listPrefix(namespace)))
+		if match == nil {
+			remaining := int64(len(items)) - limit
+			page.meta.RemainingItemCount = &remaining
+		}
+		items = items[:limit]
+	}
+	page.cached = items
+	page.items = make([]runtime.Object, len(items))
+	for i, o := range items {
+		page.items[i] = o.Object
+	}
+	return page, nil
+}
+
+// Object returns the page as the resource's typed list (e.g. *v1.PodList).
+func (p *ListPage) Object() (runtime.Object, error) {
+	list := p.store.strategy.NewList()
+	if err := meta.SetList(list, p.items); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
+	// Items of a list carry no kind or apiVersion, as in kube. SetList
+	// copied them, so the shared objects stay untouched.
+	_ = meta.EachListItem(list, func(item runtime.Object) error {
+		item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		return nil
+	})
 	lm, err := meta.ListAccessor(list)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	lm.SetResourceVersion(strconv.FormatInt(res.Revision, 10))
-	if res.NextKey != "" {
-		lm.SetContinue(encodeContinue(res.Revision, strings.TrimPrefix(res.NextKey, prefix)))
-		lm.SetRemainingItemCount(res.RemainingItemCount)
-	}
-	list.GetObjectKind().SetGroupVersionKind(s.info.GroupVersion().WithKind(s.info.ListKind))
+	lm.SetResourceVersion(p.meta.ResourceVersion)
+	lm.SetContinue(p.meta.Continue)
+	lm.SetRemainingItemCount(p.meta.RemainingItemCount)
+	list.GetObjectKind().SetGroupVersionKind(p.store.info.GroupVersion().WithKind(p.store.info.ListKind))
 	return list, nil
+}
+
+// AppendJSON appends the page's JSON encoding, the same bytes
+// json.Marshal(p.Object()) gives, reusing the items' cached encodings.
+func (p *ListPage) AppendJSON(buf []byte) ([]byte, error) {
+	head, err := json.Marshal(struct {
+		metav1.TypeMeta `json:",inline"`
+		Meta            metav1.ListMeta `json:"metadata"`
+	}{metav1.TypeMeta{Kind: p.store.info.ListKind, APIVersion: p.store.info.APIVersion()}, p.meta})
+	if err != nil {
+		return nil, err
+	}
+	buf = append(buf, head[:len(head)-1]...)
+	buf = append(buf, `,"items":[`...)
+	for i, obj := range p.items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		var data []byte
+		if p.cached != nil {
+			data, err = p.cached[i].JSON()
+		} else {
+			data, err = json.Marshal(obj)
+		}
+		if err != nil {
+			return nil, err
+		}
+		buf = appendWithoutTypeMeta(buf, data)
+	}
+	return append(buf, "]}"...), nil
 }
 
 // storageListOptions turns resourceVersion, resourceVersionMatch, limit and
@@ -234,4 +336,26 @@ func tooLargeResourceVersion(min, current int64) error {
 		Message: "Too large resource version",
 	}}
 	return err
+}
+
+// appendWithoutTypeMeta appends an object's JSON without its leading kind
+// and apiVersion (json.Marshal writes the inline TypeMeta first), the form
+// items take inside a list.
+func appendWithoutTypeMeta(buf, data []byte) []byte {
+	i := 1 // after '{'
+	for _, field := range [...]string{`"kind":"`, `"apiVersion":"`} {
+		if !bytes.HasPrefix(data[i:], []byte(field)) {
+			continue
+		}
+		end := bytes.IndexByte(data[i+len(field):], '"') // no escapes in kinds and versions
+		if end < 0 {
+			break
+		}
+		i += len(field) + end + 1
+		if i < len(data) && data[i] == ',' {
+			i++
+		}
+	}
+	buf = append(buf, '{')
+	return append(buf, data[i:]...)
 }

@@ -2,10 +2,12 @@ package registry
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/watch"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +23,11 @@ type Options struct {
 	ReturnDeletedObject bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Logger is for the watch cache; nil means slog.Default().
+	Logger *slog.Logger
+	// WatchCacheSize is how many recent events the watch cache keeps; 0
+	// means the cache's default.
+	WatchCacheSize int
 }
 
 // Store implements every REST verb of one resource over storage.Interface.
@@ -40,6 +47,8 @@ type Store struct {
 	subresource string
 
 	fieldLabels sets.Set[string]
+	// cache serves WATCH and most LISTs; Run keeps it current.
+	cache *watch.Cache
 }
 
 // NewStore returns the Store of the resource described by strategy.
@@ -53,7 +62,7 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 	for k := range fieldSet {
 		labels.Insert(k)
 	}
-	return &Store{
+	s := &Store{
 		storage:     st,
 		strategy:    strategy,
 		info:        info,
@@ -62,6 +71,8 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		update:      strategy,
 		fieldLabels: labels,
 	}
+	s.cache = watch.New(watch.Config{Storage: st, Prefix: s.prefix, Decode: s.decodeForCache, WindowSize: opts.WatchCacheSize, Logger: opts.Logger})
+	return s
 }
 
 // Subresource returns a Store for the named subresource (status, finalize)

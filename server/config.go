@@ -21,6 +21,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds the graceful shutdown of open requests.
 	ShutdownTimeout time.Duration
+	// WatchCacheSize is how many recent events each resource's watch cache
+	// keeps for watches from a past resourceVersion; 0 means the default.
+	WatchCacheSize int
 }
 
 func (c *Config) setDefaults() error {

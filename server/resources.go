@@ -22,12 +22,12 @@ import (
 
 // newAPI builds the Store of every served resource and the API that
 // serves them: the one table of what corekube serves.
-func newAPI(st storage.Interface) (*handlers.API, *registry.Store) {
+func newAPI(st storage.Interface, opts registry.Options) (*handlers.API, *registry.Store) {
 	var nsStore *registry.Store
 	chain := &admission.Chain{
 		Mutators: []admission.Mutator{
 			&admission.NamespaceLifecycle{Get: func(ctx context.Context, name string) (*v1.Namespace, error) {
-				obj, err := nsStore.Get(ctx, "", name, &metav1.GetOptions{})
+				obj, err := nsStore.GetCached(ctx, "", name)
 				if err != nil {
 					return nil, err
 				}
@@ -35,11 +35,11 @@ func newAPI(st storage.Interface) (*handlers.API, *registry.Store) {
 			}},
 		},
 	}
-	opts := registry.Options{Admission: chain}
+	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
 	nsStore = store(namespaces.NewStrategy())
-	podStore := registry.NewStore(st, pods.NewStrategy(), registry.Options{Admission: chain, ReturnDeletedObject: true})
+	podStore := registry.NewStore(st, pods.NewStrategy(), withDeletedObject(opts))
 	nodeStore := store(nodes.NewStrategy())
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
 
@@ -103,4 +103,11 @@ func ensureSystemNamespaces(ctx context.Context, nsStore *registry.Store) error 
 		}
 	}
 	return nil
+}
+
+// withDeletedObject: DELETE answers the deleted object (kube does so for
+// pods) rather than a Success Status.
+func withDeletedObject(opts registry.Options) registry.Options {
+	opts.ReturnDeletedObject = true
+	return opts
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/storage"
 	etcdstore "github.com/corekube/corekube/storage/etcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,6 +25,9 @@ type Server struct {
 	storage  storage.Interface
 	closers  []func() error
 
+	// stopCaches ends the watch caches' goroutines (after the requests).
+	stopCaches context.CancelFunc
+	caches     sync.WaitGroup
 	// stopRequests ends the context of every request, so that watches
 	// return at shutdown instead of holding it up.
 	stopRequests context.CancelFunc
@@ -51,7 +56,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.storage = etcdstore.New(client)
-	api, nsStore := newAPI(s.storage)
+	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize})
+	s.runCaches(api)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err
 	}
@@ -126,6 +132,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(err, s.close(), s.serveErr())
 }
 
+// runCaches starts one goroutine per resource that keeps its watch cache
+// current; close stops them before etcd goes.
+func (s *Server) runCaches(api *handlers.API) {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopCaches = cancel
+	for _, r := range api.Resources() {
+		s.caches.Add(1)
+		go func() {
+			defer s.caches.Done()
+			if err := r.Store.Run(ctx); err != nil {
+				s.log.Error("watch cache stopped", "resource", r.Store.Info().Resource, "err", err)
+			}
+		}()
+	}
+}
+
 func (s *Server) serveErr() error {
 	s.serveMu.Lock()
 	defer s.serveMu.Unlock()
@@ -133,6 +155,11 @@ func (s *Server) serveErr() error {
 }
 
 func (s *Server) close() error {
+	if s.stopCaches != nil {
+		s.stopCaches()
+		s.caches.Wait()
+		s.stopCaches = nil
+	}
 	var errs []error
 	for i := len(s.closers) - 1; i >= 0; i-- {
 		errs = append(errs, s.closers[i]())

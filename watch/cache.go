@@ -419,3 +419,14 @@ func (c *Cache) SlowWatchersClosed() int64 {
 	defer c.mu.RUnlock()
 	return c.slowWatchersClosed
 }
+
+// Get returns the cached object under key, if the cache is ready and has it.
+func (c *Cache) Get(key string) (*Object, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.ready {
+		return nil, false
+	}
+	obj, ok := c.items[key]
+	return obj, ok
+}

@@ -238,4 +238,3 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 		t.Fatalf("SlowWatchersClosed = %d, want 1", c.SlowWatchersClosed())
 	}
 }
-

@@ -333,12 +333,18 @@ func TestRequestBodyErrors(t *testing.T) {
 	t.Run("400 strict field validation", func(t *testing.T) {
 		body := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"strict"},"spec":{"foo":1,"containers":[{"name":"c","image":"busybox"}]}}`)
 		r := doRaw(t, "POST", base+"?fieldValidation=Strict", body)
-		if r.Code != 400 || statusMap(t, r.Body)["message"] != `strict decoding error: unknown field "spec.foo"` {
+		if r.Code != 400 || statusMap(t, r.Body)["message"] != `Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.foo"` {
 			t.Errorf("Strict: %d %s", r.Code, r.Body)
 		}
 		r = doRaw(t, "POST", base, body)
 		if r.Code != 201 || !strings.Contains(r.Header.Get("Warning"), `unknown field \"spec.foo\"`) {
 			t.Errorf("default (Warn): %d, Warning %q", r.Code, r.Header.Get("Warning"))
+		}
+		// kube's patch handler answers 422 on the field "patch" (applyPatchToObject).
+		r = doRaw(t, "PATCH", base+"/strict?fieldValidation=Strict", []byte(`{"spec":{"bar":1}}`), "Content-Type", "application/strategic-merge-patch+json")
+		if st := statusMap(t, r.Body); r.Code != 422 || st["reason"] != "Invalid" ||
+			st["message"] != ` "" is invalid: patch: Invalid value: "map[spec:map[bar:1]]": strict decoding error: unknown field "spec.bar"` {
+			t.Errorf("PATCH Strict: %d %s", r.Code, r.Body)
 		}
 	})
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/test/testserver"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -194,14 +196,13 @@ func TestWatchTimeoutAndExpiry(t *testing.T) {
 		}
 	}
 
-	// A watch from a compacted revision gets one ERROR event: 410 Expired.
+	// As in kube, a watch from a revision etcd has compacted is still
+	// served while the watch cache holds the events after it.
 	createPods(t, ns, nil, "old")
 	list, err := pods.List(t.Context(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two writes: the watch starts after the list's revision, which must
-	// be compacted too.
 	createPods(t, ns, nil, "newer", "newest")
 	compactNow(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -211,20 +212,62 @@ func TestWatchTimeoutAndExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	for _, name := range []string{"newer", "newest"} {
+		select {
+		case ev := <-w.ResultChan():
+			if pod, ok := ev.Object.(*v1.Pod); ev.Type != watch.Added || !ok || pod.Name != name {
+				t.Fatalf("watch from a compacted revision still in the cache: got %s %v, want ADDED %s", ev.Type, ev.Object, name)
+			}
+		case <-ctx.Done():
+			t.Fatal("no event from a watch at a compacted revision still in the cache")
+		}
+	}
+}
+
+// TestWatchOlderThanCacheIs410: a watch from a revision older than the
+// watch cache's window gets a 200 stream with one ERROR event, 410 Expired
+// "too old resource version: N (oldest)", as kube answers.
+func TestWatchOlderThanCacheIs410(t *testing.T) {
+	small := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.WatchCacheSize = 2; c.Logger = testLogger() })
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "expiry"}}
+	if _, err := small.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := small.Client.CoreV1().Pods("expiry")
+	first, err := pods.Create(t.Context(), newPod("p0", nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"p1", "p2", "p3"} {
+		if _, err := pods.Create(t.Context(), newPod(name, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A consistent list proves the cache has seen the writes.
+	if _, err := pods.List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: first.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	select {
 	case ev := <-w.ResultChan():
 		st, ok := ev.Object.(*metav1.Status)
 		if ev.Type != watch.Error || !ok || st.Code != 410 || st.Reason != metav1.StatusReasonExpired {
 			t.Errorf("first event %s %+v, want ERROR with a 410 Expired Status", ev.Type, ev.Object)
-		} else if want := regexp.MustCompile(`^too old resource version: ` + list.ResourceVersion + ` \(\d+\)$`); !want.MatchString(st.Message) {
+		} else if want := regexp.MustCompile(`^too old resource version: ` + first.ResourceVersion + ` \(\d+\)$`); !want.MatchString(st.Message) {
 			t.Errorf("410 message %q, want kube's %q", st.Message, want)
 		}
 	case <-ctx.Done():
-		t.Fatal("no event from a watch at a compacted revision")
+		t.Fatal("no event from a watch older than the cache")
 	}
 
 	// Raw: the stream is 200, one JSON event per line.
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL()+"/api/v1/namespaces/"+ns+"/pods?watch=1&resourceVersion="+list.ResourceVersion, nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", small.URL()+"/api/v1/namespaces/expiry/pods?watch=1&resourceVersion="+first.ResourceVersion, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -53,18 +53,29 @@ func Start(tb testing.TB) *Server {
 // StartInDir starts a server on the etcd data in dir (to test restarts).
 func StartInDir(tb testing.TB, dir string) *Server {
 	tb.Helper()
+	return StartWith(tb, dir, nil)
+}
+
+// StartWith starts a server on the etcd data in dir after configure (if
+// not nil) has adjusted its configuration.
+func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Server {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("COREKUBE_TEST_LOG") != "" {
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	srv, err := server.Start(ctx, server.Config{
+	cfg := server.Config{
 		Listen:        "127.0.0.1:0",
 		DataDir:       dir,
 		UnsafeNoFsync: true,
 		Logger:        logger,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		tb.Fatalf("start corekube: %v", err)
 	}

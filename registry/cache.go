@@ -1,0 +1,73 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/watch"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Run maintains the Store's watch cache until ctx ends. Whoever builds the
+// Store runs it; until it does, lists and watches wait for the cache.
+func (s *Store) Run(ctx context.Context) error {
+	return s.cache.Run(ctx)
+}
+
+// decodeForCache decodes a stored object once for the cache, with the
+// labels and fields selectors match on.
+func (s *Store) decodeForCache(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
+	obj, err := s.decode(kv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l, f, err := s.strategy.GetAttrs(obj)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return obj, l, f, nil
+}
+
+// cacheMatcher is Matcher over the attributes the cache keeps, so that
+// selecting never decodes. nil selects everything.
+func cacheMatcher(ls labels.Selector, fs fields.Selector) func(*watch.Object) bool {
+	if (ls == nil || ls.Empty()) && (fs == nil || fs.Empty()) {
+		return nil
+	}
+	if ls == nil {
+		ls = labels.Everything()
+	}
+	if fs == nil {
+		fs = fields.Everything()
+	}
+	return func(o *watch.Object) bool { return ls.Matches(o.Labels) && fs.Matches(o.Fields) }
+}
+
+// cachePrefix is the part of a list prefix below the resource's prefix.
+func (s *Store) cachePrefix(namespace string) string {
+	return strings.TrimPrefix(s.listPrefix(namespace), s.prefix)
+}
+
+// GetCached returns the object from the watch cache when it is there, and
+// reads etcd otherwise (a miss may be an object created an instant ago). It
+// suits lookups that tolerate a slightly stale answer, like admission's
+// namespace checks; the returned object is shared and must not be changed.
+func (s *Store) GetCached(ctx context.Context, namespace, name string) (runtime.Object, error) {
+	if obj, ok := s.cache.Get(s.key(namespace, name)); ok {
+		return obj.Object, nil
+	}
+	return s.Get(ctx, namespace, name, nil)
+}
+
+// cacheError maps the cache's errors to Status errors.
+func (s *Store) cacheError(err error) error {
+	var tooLarge *watch.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return tooLargeResourceVersion(tooLarge.Requested, tooLarge.Current)
+	}
+	return toAPIError(err, s.info.GroupResource(), "")
+}
