@@ -90,7 +90,7 @@ func (q *request) list() {
 	// Plain compact JSON is assembled from the cached encodings of the
 	// items; every other form goes through the typed list.
 	if t, err := q.transformer(); err == nil && t == nil && mt == mediaJSON && !wantsPretty(q.r) {
-		data, err := page.AppendJSON(make([]byte, 0, 64*1024))
+		data, err := page.AppendJSON(nil)
 		if err != nil {
 			q.fail(err)
 			return

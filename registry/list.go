@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -177,6 +178,18 @@ func (p *ListPage) AppendJSON(buf []byte) ([]byte, error) {
 	}{metav1.TypeMeta{Kind: p.store.info.ListKind, APIVersion: p.store.info.APIVersion()}, p.meta})
 	if err != nil {
 		return nil, err
+	}
+	if p.cached != nil {
+		// Size the buffer once: a list can be tens of megabytes.
+		size := len(buf) + len(head) + 16
+		for _, o := range p.cached {
+			data, err := o.JSON()
+			if err != nil {
+				return nil, err
+			}
+			size += len(data) + 1
+		}
+		buf = slices.Grow(buf, size)
 	}
 	buf = append(buf, head[:len(head)-1]...)
 	buf = append(buf, `,"items":[`...)
