@@ -28,6 +28,9 @@ type Options struct {
 	// WatchCacheSize is how many recent events the watch cache keeps; 0
 	// means the cache's default.
 	WatchCacheSize int
+	// BookmarkInterval is how often watches that allow bookmarks get one;
+	// 0 means the cache's default (a minute).
+	BookmarkInterval time.Duration
 }
 
 // Store implements every REST verb of one resource over storage.Interface.
@@ -71,7 +74,18 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		update:      strategy,
 		fieldLabels: labels,
 	}
-	s.cache = watch.New(watch.Config{Storage: st, Prefix: s.prefix, Decode: s.decodeForCache, WindowSize: opts.WatchCacheSize, Logger: opts.Logger})
+	cacheCfg := watch.Config{
+		Storage:          st,
+		Prefix:           s.prefix,
+		Decode:           s.decodeForCache,
+		WindowSize:       opts.WatchCacheSize,
+		BookmarkInterval: opts.BookmarkInterval,
+		Logger:           opts.Logger,
+	}
+	if ix, ok := strategy.(WatchIndexStrategy); ok {
+		cacheCfg.IndexField = ix.WatchIndexField()
+	}
+	s.cache = watch.New(cacheCfg)
 	return s
 }
 

@@ -153,3 +153,10 @@ type TableConvertor interface {
 	// to now. The caller fills in the row's object.
 	TableRow(obj runtime.Object, now time.Time) (metav1.TableRow, error)
 }
+
+// WatchIndexStrategy is implemented by resources whose watchers usually
+// select one value of a field (pods: spec.nodeName, one watch per node
+// agent): the watch cache indexes its watchers by that field.
+type WatchIndexStrategy interface {
+	WatchIndexField() string
+}

@@ -55,6 +55,11 @@ func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalv
 		Match:     cacheMatcher(opts.LabelSelector, opts.FieldSelector),
 		Bookmarks: opts.AllowWatchBookmarks,
 	}
+	if ix, ok := s.strategy.(WatchIndexStrategy); ok && opts.FieldSelector != nil {
+		if value, found := opts.FieldSelector.RequiresExactMatch(ix.WatchIndexField()); found {
+			wo.IndexValue = &value
+		}
+	}
 	wo.SendInitial = opts.ResourceVersion == "" || opts.ResourceVersion == "0"
 	if opts.SendInitialEvents != nil {
 		wo.SendInitial = *opts.SendInitialEvents

@@ -24,6 +24,13 @@ type Config struct {
 	// WatchCacheSize is how many recent events each resource's watch cache
 	// keeps for watches from a past resourceVersion; 0 means the default.
 	WatchCacheSize int
+	// BookmarkInterval is how often watches that allow bookmarks get one
+	// (default a minute, as kube).
+	BookmarkInterval time.Duration
+	// CompactionInterval is how often etcd history is compacted: each time
+	// to the revision of the previous round, so that at least one interval
+	// of history stays (default 5 minutes, as kube; negative disables).
+	CompactionInterval time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -32,6 +39,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.CompactionInterval == 0 {
+		c.CompactionInterval = 5 * time.Minute
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second

@@ -56,7 +56,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.storage = etcdstore.New(client)
-	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize})
+	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval})
 	s.runCaches(api)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err
@@ -133,10 +133,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // runCaches starts one goroutine per resource that keeps its watch cache
-// current; close stops them before etcd goes.
+// current, and the compactor; close stops them before etcd goes.
 func (s *Server) runCaches(api *handlers.API) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopCaches = cancel
+	if s.cfg.CompactionInterval > 0 {
+		s.caches.Add(1)
+		go func() {
+			defer s.caches.Done()
+			compact(ctx, s.storage, s.cfg.CompactionInterval, s.log)
+		}()
+	}
 	for _, r := range api.Resources() {
 		s.caches.Add(1)
 		go func() {

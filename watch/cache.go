@@ -81,7 +81,12 @@ type Config struct {
 	WatcherBuffer int
 	// BookmarkInterval is how often watchers that allow bookmarks get one.
 	BookmarkInterval time.Duration
-	Logger           *slog.Logger
+	// IndexField names a field (e.g. "spec.nodeName") that watchers often
+	// select on with "=": an event is then offered only to the watchers of
+	// its value, so a thousand node agents cost one lookup, not a thousand
+	// selector matches.
+	IndexField string
+	Logger     *slog.Logger
 }
 
 // Cache is the watch cache of one resource.
@@ -101,6 +106,10 @@ type Cache struct {
 	start, n int
 	floor    int64
 	watchers map[*watcher]struct{}
+	// byIndex holds the watchers that select one value of IndexField;
+	// unindexed the others.
+	byIndex   map[string]map[*watcher]struct{}
+	unindexed map[*watcher]struct{}
 
 	slowWatchersClosed int64
 }
@@ -120,12 +129,14 @@ func New(cfg Config) *Cache {
 		cfg.Logger = slog.Default()
 	}
 	return &Cache{
-		cfg:      cfg,
-		log:      cfg.Logger.With("cache", cfg.Prefix),
-		advanced: make(chan struct{}),
-		items:    map[string]*Object{},
-		window:   make([]*event, cfg.WindowSize),
-		watchers: map[*watcher]struct{}{},
+		cfg:       cfg,
+		log:       cfg.Logger.With("cache", cfg.Prefix),
+		advanced:  make(chan struct{}),
+		items:     map[string]*Object{},
+		window:    make([]*event, cfg.WindowSize),
+		watchers:  map[*watcher]struct{}{},
+		byIndex:   map[string]map[*watcher]struct{}{},
+		unindexed: map[*watcher]struct{}{},
 	}
 }
 
@@ -244,13 +255,46 @@ func (c *Cache) apply(se storage.Event) error {
 	}
 	c.rev = obj.Revision
 	c.push(ev)
-	for w := range c.watchers {
-		if !w.offer(ev) {
-			c.dropLocked(w, true)
-		}
-	}
+	c.dispatchLocked(ev)
 	c.signalLocked()
 	return nil
+}
+
+// dispatchLocked offers ev to the watchers it may concern.
+func (c *Cache) dispatchLocked(ev *event) {
+	offer := func(ws map[*watcher]struct{}) {
+		for w := range ws {
+			if !w.offer(ev) {
+				c.dropLocked(w, true)
+			}
+		}
+	}
+	if c.cfg.IndexField == "" {
+		offer(c.watchers)
+		return
+	}
+	offer(c.unindexed)
+	value := ev.obj.Fields[c.cfg.IndexField]
+	offer(c.byIndex[value])
+	// An object moving between values concerns the watchers of both.
+	if ev.prev != nil {
+		if old := ev.prev.Fields[c.cfg.IndexField]; old != value {
+			offer(c.byIndex[old])
+		}
+	}
+}
+
+// addLocked registers a watcher, in the index when it selects one value.
+func (c *Cache) addLocked(w *watcher) {
+	c.watchers[w] = struct{}{}
+	if w.indexed && c.cfg.IndexField != "" {
+		if c.byIndex[w.indexValue] == nil {
+			c.byIndex[w.indexValue] = map[*watcher]struct{}{}
+		}
+		c.byIndex[w.indexValue][w] = struct{}{}
+		return
+	}
+	c.unindexed[w] = struct{}{}
 }
 
 // push appends ev to the window, evicting the oldest event when full.

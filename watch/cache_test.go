@@ -238,3 +238,55 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 		t.Fatalf("SlowWatchersClosed = %d, want 1", c.SlowWatchersClosed())
 	}
 }
+
+// TestIndexedWatchers: with IndexField, a watcher of one value sees only
+// its objects, including one that moves in (ADDED) or out (DELETED).
+func TestIndexedWatchers(t *testing.T) {
+	decodeNode := func(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
+		obj, l, _, err := decodePod(kv)
+		return obj, l, fields.Set{"spec.nodeName": string(kv.Value)}, err
+	}
+	st := store(t)
+	prefix := fmt.Sprintf("/test/%s/", t.Name())
+	c := New(Config{Storage: st, Prefix: prefix, Decode: decodeNode, IndexField: "spec.nodeName",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	watchNode := func(node string) *Watcher {
+		w, err := c.Watch(ctx, WatchOptions{IndexValue: &node, Match: func(o *Object) bool { return o.Fields["spec.nodeName"] == node }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	n1, n2 := watchNode("n1"), watchNode("n2")
+	all, err := c.Watch(ctx, WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, st, prefix+"p", "n1")
+	put(t, st, prefix+"q", "n2")
+	put(t, st, prefix+"p", "n2") // moves from n1 to n2
+	for _, want := range []string{"ADDED " + prefix + "p=n1", "DELETED " + prefix + "p=n2"} {
+		if got := describe(next(t, n1)); got != want {
+			t.Fatalf("n1 watcher: got %s, want %s", got, want)
+		}
+	}
+	for _, want := range []string{"ADDED " + prefix + "q=n2", "ADDED " + prefix + "p=n2"} {
+		if got := describe(next(t, n2)); got != want {
+			t.Fatalf("n2 watcher: got %s, want %s", got, want)
+		}
+	}
+	for i := 0; i < 3; i++ {
+		next(t, all)
+	}
+	c.mu.RLock()
+	indexed, unindexed := len(c.byIndex), len(c.unindexed)
+	c.mu.RUnlock()
+	if indexed != 2 || unindexed != 1 {
+		t.Fatalf("index holds %d values and %d unindexed watchers, want 2 and 1", indexed, unindexed)
+	}
+}

@@ -24,6 +24,9 @@ type WatchOptions struct {
 	// Bookmarks: periodic bookmarks carrying the current revision.
 	Bookmarks bool
 	Match     func(*Object) bool
+	// IndexValue, when set, is the one value of the cache's IndexField the
+	// watch selects (Match must require it too).
+	IndexValue *string
 }
 
 // Event is one event for one watcher. For Bookmark, Object carries only
@@ -54,15 +57,21 @@ type watcher struct {
 	prefix    string
 	after     int64 // events at or before this revision are not for us
 	bookmarks bool
-	buffer    chan Event
-	done      chan struct{}
-	closeOnce sync.Once
+	// indexed: the watcher selects only objects whose IndexField is
+	// indexValue.
+	indexed    bool
+	indexValue string
+	buffer     chan Event
+	done       chan struct{}
+	closeOnce  sync.Once
 }
 
 // Watch starts a watch. A FromRevision older than the cache's window is
 // storage.CompactedError (the API's 410 Expired).
 func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
-	if err := c.waitFor(ctx, 0, waitTimeout, false); err != nil {
+	// A revision the cache has not seen yet: wait for it a little, as kube
+	// does, then refuse (TooLargeError, the API's ResourceVersionTooLarge).
+	if err := c.waitFor(ctx, opts.FromRevision, waitTimeout, true); err != nil {
 		return nil, err
 	}
 	match := opts.Match
@@ -75,6 +84,9 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		bookmarks: opts.Bookmarks,
 		buffer:    make(chan Event, c.cfg.WatcherBuffer),
 		done:      make(chan struct{}),
+	}
+	if opts.IndexValue != nil {
+		w.indexed, w.indexValue = true, *opts.IndexValue
 	}
 	var first []Event
 	c.mu.Lock()
@@ -107,7 +119,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	default:
 		w.after = c.rev
 	}
-	c.watchers[w] = struct{}{}
+	c.addLocked(w)
 	c.mu.Unlock()
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -193,6 +205,13 @@ func (c *Cache) dropLocked(w *watcher, slow bool) {
 		return
 	}
 	delete(c.watchers, w)
+	delete(c.unindexed, w)
+	if byValue := c.byIndex[w.indexValue]; byValue != nil {
+		delete(byValue, w)
+		if len(byValue) == 0 {
+			delete(c.byIndex, w.indexValue)
+		}
+	}
 	if slow {
 		c.slowWatchersClosed++
 		c.log.Info("closing a watcher that fell behind", "buffer", cap(w.buffer))
