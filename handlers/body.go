@@ -7,7 +7,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +76,12 @@ func decodeRequestObject(w http.ResponseWriter, r *http.Request, body []byte, in
 	if err != nil {
 		return err
 	}
-	return decodeObject(w, data, into, gvk, fv)
+	err = decodeObject(w, data, into, gvk, fv)
+	if _, strict := runtime.AsStrictDecodingError(err); strict {
+		// kube's create and update handlers name the kind (transformDecodeError).
+		return badRequest("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err)
+	}
+	return err
 }
 
 // bodyToJSON converts a JSON or YAML body to JSON.
@@ -127,8 +131,9 @@ func parseFieldValidation(r *http.Request) (fieldValidation, error) {
 
 // decodeObject decodes a JSON body into into, the type the endpoint serves
 // (gvk). A body of another kind or version is a 400, like kube's. Unknown
-// and duplicate fields follow fieldValidation: a 400 (Strict), Warning
-// headers (Warn) or nothing (Ignore).
+// and duplicate fields follow fieldValidation: a runtime strict decoding
+// error (Strict), which callers turn into their 400, Warning headers (Warn)
+// or nothing (Ignore).
 func decodeObject(w http.ResponseWriter, data []byte, into runtime.Object, gvk schema.GroupVersionKind, fv fieldValidation) error {
 	var tm metav1.TypeMeta
 	if err := json.Unmarshal(data, &tm); err != nil {
@@ -147,11 +152,7 @@ func decodeObject(w http.ResponseWriter, data []byte, into runtime.Object, gvk s
 	if len(strictErrs) > 0 {
 		switch fv {
 		case validationStrict:
-			msgs := make([]string, len(strictErrs))
-			for i, e := range strictErrs {
-				msgs[i] = e.Error()
-			}
-			return badRequest("strict decoding error: %s", strings.Join(msgs, ", "))
+			return runtime.NewStrictDecodingError(strictErrs)
 		case validationWarn:
 			for _, e := range strictErrs {
 				addWarning(w, e.Error())

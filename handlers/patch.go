@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/corekube/corekube/registry"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	sigsjson "sigs.k8s.io/json"
 )
 
 // patch applies a JSON, merge or strategic merge patch to the stored
@@ -55,6 +60,9 @@ func (q *request) patch() {
 		}
 		obj := q.store.New()
 		if err := decodeObject(q.w, patched, obj, gvk, fv); err != nil {
+			if strictErr, strict := runtime.AsStrictDecodingError(err); strict {
+				return nil, strictPatchError(patchType, body, patched, strictErr.Errors())
+			}
 			return nil, err
 		}
 		return obj, nil
@@ -98,7 +106,9 @@ func applyPatch(pt types.PatchType, original, patch []byte, schemaObj runtime.Ob
 		}
 		out, err := p.Apply(original)
 		if err != nil {
-			return nil, invalidPatch(err)
+			// kube's jsonPatcher answers with the generic 422, which keeps
+			// the library's message out of the Status.
+			return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 		return out, nil
 	case types.MergePatchType:
@@ -118,6 +128,25 @@ func applyPatch(pt types.PatchType, original, patch []byte, schemaObj runtime.Ob
 		}
 		return out, nil
 	}
+}
+
+// strictPatchError is kube's answer to a patch whose result has unknown or
+// duplicate fields under fieldValidation=Strict: a 422 on the field "patch"
+// whose value is the patch as a Go map (strategic, errors sorted) or the
+// patched object (json, merge), as in kube's applyPatchToObject and
+// jsonPatcher.
+func strictPatchError(pt types.PatchType, patch, patched []byte, errs []error) error {
+	value := string(patched)
+	if pt == types.StrategicMergePatchType {
+		var patchMap map[string]any
+		_ = sigsjson.UnmarshalCaseSensitivePreserveInts(patch, &patchMap) // decoded once already by applyPatch
+		value = fmt.Sprintf("%+v", patchMap)
+		errs = slices.Clone(errs)
+		slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	}
+	return apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+		field.Invalid(field.NewPath("patch"), value, runtime.NewStrictDecodingError(errs).Error()),
+	})
 }
 
 func invalidPatch(err error) error {

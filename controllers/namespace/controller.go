@@ -36,6 +36,11 @@ type Controller struct {
 	// retryDelay is how long a namespace whose content is still going
 	// (pods terminating gracefully) waits before the next look.
 	retryDelay time.Duration
+	// deletionDelay is how long a deleted namespace waits before it is
+	// emptied: kube's namespaceDeletionGracePeriod, 5s. `kubectl delete -f`
+	// deletes a namespace and then, one by one, what the file puts in it,
+	// and counts on those objects still being there.
+	deletionDelay time.Duration
 }
 
 // New returns a controller for the server that cfg points at.
@@ -51,7 +56,7 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Controller{client: client, dynamic: dyn, discovery: client.Discovery(), log: log, retryDelay: time.Second}, nil
+	return &Controller{client: client, dynamic: dyn, discovery: client.Discovery(), log: log, retryDelay: time.Second, deletionDelay: 5 * time.Second}, nil
 }
 
 // Start runs the controller until ctx ends.
@@ -63,7 +68,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	nsInformer := factory.Core().V1().Namespaces().Informer()
 	enqueue := func(obj any) {
 		if ns, ok := obj.(*v1.Namespace); ok && ns.DeletionTimestamp != nil {
-			queue.Add(ns.Name)
+			queue.AddAfter(ns.Name, c.deletionDelay)
 		}
 	}
 	if _, err := nsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -56,12 +56,13 @@ func kubectlPath(t *testing.T) string {
 
 // process is a running `corekube up`.
 type process struct {
-	t       *testing.T
-	cmd     *exec.Cmd
-	dataDir string
-	url     string
-	logs    *bytes.Buffer
-	exited  chan error
+	t        *testing.T
+	cmd      *exec.Cmd
+	dataDir  string
+	cacheDir string // kubectl's discovery and OpenAPI cache, kept out of $HOME
+	url      string
+	logs     *bytes.Buffer
+	exited   chan error
 }
 
 // freeAddr returns a free loopback address.
@@ -78,8 +79,13 @@ func freeAddr(t *testing.T) string {
 // startUp runs `corekube up` on dataDir and waits until /readyz says ok.
 func startUp(t *testing.T, dataDir string) *process {
 	t.Helper()
-	addr := freeAddr(t)
-	p := &process{t: t, dataDir: dataDir, url: "http://" + addr, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+	return startUpAt(t, dataDir, freeAddr(t))
+}
+
+// startUpAt is startUp listening on addr.
+func startUpAt(t *testing.T, dataDir, addr string) *process {
+	t.Helper()
+	p := &process{t: t, dataDir: dataDir, cacheDir: t.TempDir(), url: "http://" + addr, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(binary, "up", "--data-dir", dataDir, "--listen", addr)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	start := time.Now()
@@ -136,16 +142,59 @@ func (p *process) stop() {
 	}
 }
 
+// kill sends SIGKILL, waits for the process to die, and starts a new one
+// on the same data directory and the same address.
+func (p *process) kill() *process {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		p.t.Fatal(err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		p.t.Fatalf("corekube still running 20s after SIGKILL")
+	}
+	return startUpAt(p.t, p.dataDir, strings.TrimPrefix(p.url, "http://"))
+}
+
 // kubectl runs kubectl against the process's kubeconfig.
 func (p *process) kubectl(args ...string) (string, error) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectlPath(p.t), append([]string{"--kubeconfig", filepath.Join(p.dataDir, "kubeconfig")}, args...)...)
+	cmd := exec.CommandContext(ctx, kubectlPath(p.t), append(p.kubectlFlags(), args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return strings.TrimSpace(out.String()), err
+}
+
+// kubectlFlags are the flags every kubectl run against the process gets.
+func (p *process) kubectlFlags() []string {
+	return []string{"--kubeconfig", filepath.Join(p.dataDir, "kubeconfig"), "--cache-dir", p.cacheDir}
+}
+
+// kubectlVersion finds kubectl.<version> (kubectl.1.27, ...), which the
+// Cloud SDK keeps beside the binary PATH's kubectl resolves to, or on PATH.
+// Like kubectlPath, a missing one skips loudly, or fails in CI.
+func kubectlVersion(t *testing.T, version string) string {
+	t.Helper()
+	name := "kubectl." + version
+	if target, err := filepath.EvalSymlinks(kubectlPath(t)); err == nil {
+		path := filepath.Join(filepath.Dir(target), name)
+		if _, err := os.Stat(path); err == nil {
+			return path
+		}
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		msg := name + " is neither beside kubectl nor on PATH: the version-skew tests for it did NOT run"
+		if os.Getenv("COREKUBE_REQUIRE_KUBECTL") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip("WARNING: " + msg)
+	}
+	return path
 }
 
 // mustKubectl runs kubectl and fails the test on error.

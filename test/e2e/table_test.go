@@ -77,7 +77,7 @@ func TestKubectlGetTables(t *testing.T) {
 	// kubectl get -w: the list, then the watch's rows without headers.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, kubectlPath(t), "--kubeconfig", filepath.Join(p.dataDir, "kubeconfig"), "get", "pods", "-n", "tbl", "-w")
+	cmd := exec.CommandContext(ctx, kubectlPath(t), append(p.kubectlFlags(), "get", "pods", "-n", "tbl", "-w")...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

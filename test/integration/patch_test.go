@@ -152,7 +152,8 @@ func TestJSONPatch(t *testing.T) {
 	if err == nil {
 		t.Fatal("a failing JSON patch test op succeeded")
 	}
-	checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, "")
+	// kube's generic 422 (NewGenericServerResponse): no word of the op.
+	checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, "the server rejected our request due to an error in our request")
 	got, err := pods.Get(t.Context(), "jp", metav1.GetOptions{})
 	if err != nil || got.ResourceVersion != before.ResourceVersion || got.Labels["partial"] != "" {
 		t.Errorf("failed patch changed the pod: %v", err)
