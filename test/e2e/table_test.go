@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -75,17 +76,30 @@ func TestKubectlGetTables(t *testing.T) {
 		"gk1   0/1   Pending   0     0s")
 
 	// kubectl get -w: the list, then the watch's rows without headers.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	// kubectl watches from its list's resourceVersion, so a change made
+	// once the list is printed reaches it whenever its watch starts.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubectlPath(t), append(p.kubectlFlags(), "get", "pods", "-n", "tbl", "-w")...)
-	var out bytes.Buffer
+	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // let the watch start: kubectl gives no signal
+	waitLines := func(n int) {
+		t.Helper()
+		for strings.Count(out.String(), "\n") < n {
+			if ctx.Err() != nil {
+				t.Fatalf("kubectl get -w printed %q, want %d lines", out.String(), n)
+			}
+			time.Sleep(20 * time.Millisecond) // polling another process's output, with a deadline
+		}
+	}
+	waitLines(3)
 	p.mustKubectl("label", "pod", "gk1", "-n", "tbl", "changed=yes")
-	_ = cmd.Wait() // killed by the timeout
+	waitLines(4)
+	cancel()
+	_ = cmd.Wait()
 	got := strings.Split(strings.TrimSpace(ages(out.String())), "\n")
 	wantW := []string{
 		"NAME   READY   STATUS    RESTARTS   AGE",
@@ -155,4 +169,23 @@ func nodeStatusPatch(now time.Time) string {
 		`"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":"` + ts + `","lastTransitionTime":"` + ts + `"}],` +
 		`"nodeInfo":{"machineID":"m","systemUUID":"s","bootID":"b","kernelVersion":"6.1.0","osImage":"Debian GNU/Linux 12 (bookworm)",` +
 		`"containerRuntimeVersion":"containerd://1.7.0","kubeletVersion":"v1.32.13","kubeProxyVersion":"","operatingSystem":"linux","architecture":"amd64"}}}`
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process writing while the test
+// reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
