@@ -2,6 +2,8 @@ package registry
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -18,6 +20,10 @@ import (
 // initialEventsEndAnnotation marks the bookmark that ends the initial
 // events of a watch (WatchList protocol).
 const initialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+// initialEventsListBlueprintAnnotation, on the same bookmark, carries the
+// encoded empty list (metav1.InitialEventsListBlueprintAnnotationKey).
+const initialEventsListBlueprintAnnotation = "kubernetes.io/initial-events-list-blueprint"
 
 // WatchEvent is one event of a watch. Object is shared with other
 // watchers and must not be changed.
@@ -72,6 +78,16 @@ func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalv
 		}
 		wo.FromRevision = from
 	}
+	if opts.SendInitialEvents != nil && opts.ResourceVersion == "" {
+		// As kube: sendInitialEvents with resourceVersion unset starts at
+		// the current etcd revision (a consistent read, like a LIST
+		// without resourceVersion), so a client reads its own writes.
+		rev, err := s.storage.CurrentRevision(ctx)
+		if err != nil {
+			return nil, toAPIError(err, s.info.GroupResource(), "")
+		}
+		wo.FromRevision = rev
+	}
 
 	out := make(chan WatchEvent)
 	w, err := s.cache.Watch(ctx, wo)
@@ -117,8 +133,19 @@ func (s *Store) bookmark(rev int64, initialEnd bool) runtime.Object {
 	m := accessor(obj)
 	m.SetResourceVersion(strconv.FormatInt(rev, 10))
 	if initialEnd {
-		m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
+		m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true", initialEventsListBlueprintAnnotation: s.listBlueprint()})
 	}
 	s.setTypeMeta(obj)
 	return obj
+}
+
+// listBlueprint is kube's initial-events-list-blueprint: base64 of the
+// resource's empty list in JSON, which client-go's watch-list (typed List
+// with WatchListClient) requires to build its answer; without it, client-go
+// falls back to a LIST.
+func (s *Store) listBlueprint() string {
+	list := s.strategy.NewList()
+	list.GetObjectKind().SetGroupVersionKind(s.info.GroupVersion().WithKind(s.info.ListKind))
+	data, _ := json.Marshal(list)
+	return base64.StdEncoding.EncodeToString(append(data, '\n'))
 }

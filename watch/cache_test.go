@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,11 +59,19 @@ func decodePod(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
 	return pod, labels.Set(pod.Labels), fields.Set{"metadata.name": pod.Name}, nil
 }
 
+// prefixes numbers the test prefixes: with -count, a test runs again on the
+// same etcd and must not see its earlier run's keys.
+var prefixes atomic.Int64
+
+func freshPrefix(t *testing.T) string {
+	return fmt.Sprintf("/test/%s-%d/", t.Name(), prefixes.Add(1))
+}
+
 // startCache runs a cache over a fresh prefix until the test ends.
 func startCache(t *testing.T, cfg Config) (*Cache, storage.Interface, string) {
 	t.Helper()
 	st := store(t)
-	prefix := fmt.Sprintf("/test/%s/", t.Name())
+	prefix := freshPrefix(t)
 	cfg.Storage, cfg.Prefix, cfg.Decode = st, prefix, decodePod
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	c := New(cfg)
@@ -70,6 +79,11 @@ func startCache(t *testing.T, cfg Config) (*Cache, storage.Interface, string) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	// Writes made before the cache's first list would not be events of
+	// its window: start once it is ready.
+	if err := c.waitFor(ctx, 0, 5*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
 	return c, st, prefix
 }
 
@@ -247,13 +261,16 @@ func TestIndexedWatchers(t *testing.T) {
 		return obj, l, fields.Set{"spec.nodeName": string(kv.Value)}, err
 	}
 	st := store(t)
-	prefix := fmt.Sprintf("/test/%s/", t.Name())
+	prefix := freshPrefix(t)
 	c := New(Config{Storage: st, Prefix: prefix, Decode: decodeNode, IndexField: "spec.nodeName",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
 	defer func() { cancel(); <-done }()
+	if err := c.waitFor(ctx, 0, 5*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
 
 	watchNode := func(node string) *Watcher {
 		w, err := c.Watch(ctx, WatchOptions{IndexValue: &node, Match: func(o *Object) bool { return o.Fields["spec.nodeName"] == node }})

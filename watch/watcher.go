@@ -16,7 +16,8 @@ type WatchOptions struct {
 	// FromRevision: deliver every change after this revision.
 	FromRevision int64
 	// SendInitial: first the current state as ADDED events, then every
-	// change after it (FromRevision is then ignored).
+	// change after it (FromRevision then only says how fresh that state
+	// must be).
 	SendInitial bool
 	// InitialEventsEnd: after the initial events, a bookmark that marks
 	// their end (the WatchList protocol).
@@ -90,6 +91,15 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	}
 	var first []Event
 	c.mu.Lock()
+	for !c.ready {
+		// The cache restarted after waitFor: a watcher registered now
+		// would miss the changes its relist skips. Wait for the new state.
+		c.mu.Unlock()
+		if err := c.waitFor(ctx, opts.FromRevision, waitTimeout, true); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+	}
 	switch {
 	case opts.SendInitial:
 		w.after = c.rev
