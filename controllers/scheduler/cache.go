@@ -1,0 +1,251 @@
+package scheduler
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// bindAllHostIP is the host IP of a port that names none.
+const bindAllHostIP = "0.0.0.0"
+
+// hostPort is one host port a pod claims on its node.
+type hostPort struct {
+	ip       string
+	protocol v1.Protocol
+	port     int32
+}
+
+// podHostPorts lists the host ports of a pod's containers, as kube's
+// NodePorts plugin does (init containers are not counted).
+func podHostPorts(pod *v1.Pod) []hostPort {
+	var out []hostPort
+	for i := range pod.Spec.Containers {
+		for _, p := range pod.Spec.Containers[i].Ports {
+			if p.HostPort <= 0 {
+				continue
+			}
+			hp := hostPort{ip: p.HostIP, protocol: p.Protocol, port: p.HostPort}
+			if hp.ip == "" {
+				hp.ip = bindAllHostIP
+			}
+			if hp.protocol == "" {
+				hp.protocol = v1.ProtocolTCP
+			}
+			out = append(out, hp)
+		}
+	}
+	return out
+}
+
+// nodeInfo is what the scheduler knows of one node: the node itself and
+// the sums over the pods bound (or being bound) to it.
+type nodeInfo struct {
+	name string
+	// node is nil while pods name a node the informer has not shown (or no
+	// longer shows); such nodes are not candidates.
+	node *v1.Node
+	// taints are the node's taints plus, when its Ready condition is not
+	// True and it lacks it, the NoSchedule taint the node lifecycle
+	// controller gives such nodes.
+	taints      []v1.Taint
+	allocatable resources
+	allowedPods int64
+
+	requested resources // sum of the pods' requests
+	nonZero   resources // the same with kube's scoring defaults
+	pods      int
+	ports     map[hostPort]int
+}
+
+// setNode records the node's latest object and reports whether anything
+// the filters or scores read changed.
+func (ni *nodeInfo) setNode(node *v1.Node) bool {
+	old := ni.node
+	ni.node = node
+	ni.taints = effectiveTaints(node)
+	ni.allocatable, ni.allowedPods = nodeAllocatable(node)
+	if old == nil {
+		return true
+	}
+	return old.Spec.Unschedulable != node.Spec.Unschedulable ||
+		!reflect.DeepEqual(old.Labels, node.Labels) ||
+		!reflect.DeepEqual(effectiveTaints(old), ni.taints) ||
+		!reflect.DeepEqual(old.Status.Allocatable, node.Status.Allocatable)
+}
+
+// effectiveTaints are the node's taints and the one its Ready condition
+// stands for.
+func effectiveTaints(node *v1.Node) []v1.Taint {
+	key := ""
+	status := v1.ConditionUnknown
+	found := false
+	for _, c := range node.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			status, found = c.Status, true
+			break
+		}
+	}
+	switch {
+	case !found || status == v1.ConditionFalse:
+		key = v1.TaintNodeNotReady
+	case status == v1.ConditionUnknown:
+		key = v1.TaintNodeUnreachable
+	default:
+		return node.Spec.Taints
+	}
+	if slices.ContainsFunc(node.Spec.Taints, func(t v1.Taint) bool { return t.Key == key && t.Effect == v1.TaintEffectNoSchedule }) {
+		return node.Spec.Taints
+	}
+	out := make([]v1.Taint, 0, len(node.Spec.Taints)+1)
+	out = append(out, node.Spec.Taints...)
+	return append(out, v1.Taint{Key: key, Effect: v1.TaintEffectNoSchedule})
+}
+
+func (ni *nodeInfo) addPod(p *assignedPod) {
+	ni.requested.add(p.req)
+	ni.nonZero.add(p.nonZero)
+	ni.pods++
+	for _, hp := range p.ports {
+		if ni.ports == nil {
+			ni.ports = map[hostPort]int{}
+		}
+		ni.ports[hp]++
+	}
+}
+
+func (ni *nodeInfo) removePod(p *assignedPod) {
+	ni.requested.sub(p.req)
+	ni.nonZero.sub(p.nonZero)
+	ni.pods--
+	for _, hp := range p.ports {
+		if ni.ports[hp]--; ni.ports[hp] <= 0 {
+			delete(ni.ports, hp)
+		}
+	}
+}
+
+// portConflict is kube's HostPortInfo.CheckConflict: 0.0.0.0 conflicts
+// with every IP for the same protocol and port.
+func (ni *nodeInfo) portConflict(hp hostPort) bool {
+	if len(ni.ports) == 0 {
+		return false
+	}
+	if hp.ip == bindAllHostIP {
+		for used := range ni.ports {
+			if used.protocol == hp.protocol && used.port == hp.port {
+				return true
+			}
+		}
+		return false
+	}
+	if ni.ports[hp] > 0 {
+		return true
+	}
+	return ni.ports[hostPort{ip: bindAllHostIP, protocol: hp.protocol, port: hp.port}] > 0
+}
+
+// assignedPod is a pod's share of its node.
+type assignedPod struct {
+	node    string
+	req     resources
+	nonZero resources
+	ports   []hostPort
+	// assumed marks a pod the scheduler placed whose binding the informer
+	// has not shown yet.
+	assumed bool
+}
+
+// nodeCache holds every node and every bound or assumed pod.
+type nodeCache struct {
+	nodes map[string]*nodeInfo
+	// list is the nodes with a node object, sorted by name.
+	list  []*nodeInfo
+	pods  map[string]*assignedPod
+	dirty bool // list needs rebuilding
+}
+
+func newNodeCache() *nodeCache {
+	return &nodeCache{nodes: map[string]*nodeInfo{}, pods: map[string]*assignedPod{}}
+}
+
+func (c *nodeCache) info(name string) *nodeInfo {
+	ni := c.nodes[name]
+	if ni == nil {
+		ni = &nodeInfo{name: name}
+		c.nodes[name] = ni
+	}
+	return ni
+}
+
+// candidates returns the known nodes in name order.
+func (c *nodeCache) candidates() []*nodeInfo {
+	if c.dirty {
+		c.list = c.list[:0]
+		for _, ni := range c.nodes {
+			if ni.node != nil {
+				c.list = append(c.list, ni)
+			}
+		}
+		slices.SortFunc(c.list, func(a, b *nodeInfo) int { return strings.Compare(a.name, b.name) })
+		c.dirty = false
+	}
+	return c.list
+}
+
+// setNode records a node and reports whether it changed in a way that
+// may let a waiting pod fit.
+func (c *nodeCache) setNode(node *v1.Node) bool {
+	ni := c.info(node.Name)
+	if ni.node == nil {
+		c.dirty = true
+	}
+	return ni.setNode(node)
+}
+
+func (c *nodeCache) deleteNode(name string) {
+	ni := c.nodes[name]
+	if ni == nil {
+		return
+	}
+	c.dirty = true
+	if ni.pods == 0 {
+		delete(c.nodes, name)
+		return
+	}
+	ni.node, ni.taints = nil, nil
+}
+
+// setPod records a pod bound (or assumed) to a node, replacing what was
+// known of it, and returns the node it left, if it moved.
+func (c *nodeCache) setPod(key string, p *assignedPod) (left string) {
+	if old := c.pods[key]; old != nil {
+		c.removePod(key)
+		if old.node != p.node {
+			left = old.node
+		}
+	}
+	c.pods[key] = p
+	c.info(p.node).addPod(p)
+	return left
+}
+
+// removePod forgets a pod and returns the node it was on ("" if none).
+func (c *nodeCache) removePod(key string) string {
+	p := c.pods[key]
+	if p == nil {
+		return ""
+	}
+	delete(c.pods, key)
+	ni := c.nodes[p.node]
+	if ni == nil {
+		return p.node
+	}
+	ni.removePod(p)
+	if ni.node == nil && ni.pods == 0 {
+		delete(c.nodes, p.node)
+	}
+	return p.node
+}

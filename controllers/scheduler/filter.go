@@ -1,0 +1,186 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Kube's reasons, word for word.
+const (
+	reasonUnschedulable = "node(s) were unschedulable"
+	reasonAffinity      = "node(s) didn't match Pod's node affinity/selector"
+	reasonPorts         = "node(s) didn't have free ports for the requested pod ports"
+	reasonTooManyPods   = "Too many pods"
+
+	preemptionNotHelpful = "Preemption is not helpful for scheduling"
+	preemptionNoVictims  = "No preemption victims found for incoming pod"
+
+	// msgNoNodes is kube-scheduler's ErrNoNodesAvailable.
+	msgNoNodes = "no nodes available to schedule pods"
+)
+
+// entryState is where a waiting pod is in its scheduling life.
+type entryState uint8
+
+const (
+	// stateQueued: in the workqueue (or about to be) for an attempt.
+	stateQueued entryState = iota
+	// stateGated: spec.schedulingGates is not empty; not attempted.
+	stateGated
+	// stateBinding: assumed on a node, binding in flight.
+	stateBinding
+	// stateFailing: the attempt failed; status and event in flight.
+	stateFailing
+	// stateParked: unschedulable, waiting for a cluster change.
+	stateParked
+)
+
+// podEntry is a pod waiting to be placed, with what the filters need
+// computed once.
+type podEntry struct {
+	key   string
+	pod   *v1.Pod
+	state entryState
+
+	attempts    int
+	lastFailure time.Time
+	parkedAt    time.Time
+	// missed: a cluster change that may let the pod fit arrived while its
+	// failure was being recorded, so it is not parked but retried.
+	missed bool
+
+	req, nonZero           resources
+	ports                  []hostPort
+	matcher                nodeMatcher
+	preferred              []preferredTerm
+	toleratesUnschedulable bool
+}
+
+func newPodEntry(key string, pod *v1.Pod) *podEntry {
+	e := &podEntry{key: key}
+	e.setPod(pod)
+	return e
+}
+
+// setPod records the pod's latest object and recomputes what depends on
+// its spec.
+func (e *podEntry) setPod(pod *v1.Pod) {
+	e.pod = pod
+	e.req = podRequests(pod, false)
+	e.nonZero = podRequests(pod, true)
+	e.ports = podHostPorts(pod)
+	e.matcher = newNodeMatcher(pod)
+	e.preferred = preferredTerms(pod)
+	e.toleratesUnschedulable = tolerated(pod.Spec.Tolerations, &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
+}
+
+func tolerated(tolerations []v1.Toleration, taint *v1.Taint) bool {
+	for i := range tolerations {
+		if tolerations[i].ToleratesTaint(taint) {
+			return true
+		}
+	}
+	return false
+}
+
+// failureKind says which filter rejected a node.
+type failureKind uint8
+
+const (
+	fits failureKind = iota
+	failUnschedulable
+	failTaint
+	failAffinity
+	failPorts
+	failResources
+)
+
+// failure is why one node cannot take the pod.
+type failure struct {
+	kind         failureKind
+	taint        v1.Taint
+	insufficient []string
+}
+
+// unresolvable reports kube's UnschedulableAndUnresolvable: removing
+// pods from the node (preemption) would not help.
+func (f *failure) unresolvable() bool {
+	return f.kind == failUnschedulable || f.kind == failTaint || f.kind == failAffinity
+}
+
+// reasons are the node's entries in kube's "0/N nodes are available" list.
+func (f *failure) reasons() []string {
+	switch f.kind {
+	case failUnschedulable:
+		return []string{reasonUnschedulable}
+	case failTaint:
+		return []string{fmt.Sprintf("node(s) had untolerated taint {%s: %s}", f.taint.Key, f.taint.Value)}
+	case failAffinity:
+		return []string{reasonAffinity}
+	case failPorts:
+		return []string{reasonPorts}
+	case failResources:
+		return f.insufficient
+	}
+	return nil
+}
+
+// filter runs kube's filters in plugin order and stops at the first that
+// rejects the node.
+func filter(e *podEntry, ni *nodeInfo) failure {
+	node := ni.node
+	if node.Spec.Unschedulable && !e.toleratesUnschedulable {
+		return failure{kind: failUnschedulable}
+	}
+	for i := range ni.taints {
+		t := &ni.taints[i]
+		if t.Effect != v1.TaintEffectNoSchedule && t.Effect != v1.TaintEffectNoExecute {
+			continue
+		}
+		if !tolerated(e.pod.Spec.Tolerations, t) {
+			return failure{kind: failTaint, taint: *t}
+		}
+	}
+	if !e.matcher.matches(node) {
+		return failure{kind: failAffinity}
+	}
+	for _, hp := range e.ports {
+		if ni.portConflict(hp) {
+			return failure{kind: failPorts}
+		}
+	}
+	if insufficient := insufficientResources(e, ni); len(insufficient) > 0 {
+		return failure{kind: failResources, insufficient: insufficient}
+	}
+	return failure{kind: fits}
+}
+
+// insufficientResources is kube's NodeResourcesFit fitsRequest.
+func insufficientResources(e *podEntry, ni *nodeInfo) []string {
+	var out []string
+	if int64(ni.pods)+1 > ni.allowedPods {
+		out = append(out, reasonTooManyPods)
+	}
+	r := &e.req
+	if r.isZero() {
+		return out
+	}
+	free := func(alloc, used int64) int64 { return alloc - used }
+	if r.milliCPU > 0 && r.milliCPU > free(ni.allocatable.milliCPU, ni.requested.milliCPU) {
+		out = append(out, "Insufficient cpu")
+	}
+	if r.memory > 0 && r.memory > free(ni.allocatable.memory, ni.requested.memory) {
+		out = append(out, "Insufficient memory")
+	}
+	if r.ephemeral > 0 && r.ephemeral > free(ni.allocatable.ephemeral, ni.requested.ephemeral) {
+		out = append(out, "Insufficient ephemeral-storage")
+	}
+	for name, v := range r.scalar {
+		if v > free(ni.allocatable.scalar[name], ni.requested.scalar[name]) {
+			out = append(out, fmt.Sprintf("Insufficient %v", name))
+		}
+	}
+	return out
+}

@@ -1,0 +1,371 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// nonTerminalPods is the pod informer's field selector: terminated pods
+// hold no resources, and leaving the selection removes them from the cache.
+const nonTerminalPods = "status.phase!=" + string(v1.PodSucceeded) + ",status.phase!=" + string(v1.PodFailed)
+
+// Scheduler places pods on nodes. Create it with New or NewForConfig and
+// run it with Start.
+type Scheduler struct {
+	client kubernetes.Interface
+	cfg    Config
+	log    *slog.Logger
+	events *recorder
+
+	mu      sync.Mutex
+	cache   *nodeCache
+	pending map[string]*podEntry // pods to place, by namespace/name
+	waiting map[string]*podEntry // the pending pods parked or failing
+	dirty   map[string]struct{}  // nodes that changed since the last move pass
+	// scheduling scratch and round-robin state (scheduling goroutine, under mu)
+	nextStart int
+	tie       int
+	feasible  []*nodeInfo
+	failures  []failure
+	buf       scoreBuf
+
+	queue   workqueue.TypedDelayingInterface[string]
+	moveCh  chan struct{}
+	apiCh   chan func(context.Context)
+	started atomic.Bool
+}
+
+// New returns a scheduler that talks to the API server through client.
+func New(client kubernetes.Interface, cfg Config) *Scheduler {
+	cfg = cfg.withDefaults()
+	return &Scheduler{
+		client:  client,
+		cfg:     cfg,
+		log:     cfg.Logger.With("controller", "scheduler"),
+		events:  newRecorder(client, cfg),
+		cache:   newNodeCache(),
+		pending: map[string]*podEntry{},
+		waiting: map[string]*podEntry{},
+		dirty:   map[string]struct{}{},
+		moveCh:  make(chan struct{}, 1),
+		apiCh:   make(chan func(context.Context), cfg.APIWorkers),
+	}
+}
+
+// NewForConfig returns a scheduler for the server restConfig points at. A
+// config without a rate limit (QPS 0) gets 1000 QPS, burst 2000: placing
+// 30,000 pods takes a binding and an event each.
+func NewForConfig(restConfig *rest.Config, cfg Config) (*Scheduler, error) {
+	rc := rest.CopyConfig(restConfig)
+	if rc.QPS == 0 {
+		rc.QPS, rc.Burst = 1000, 2000
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = DefaultSchedulerName
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	return New(client, cfg), nil
+}
+
+// Start runs the scheduler until ctx ends. It returns nil when ctx ends
+// and an error when it cannot start; it runs once.
+func (s *Scheduler) Start(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("scheduler: already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: s.cfg.Clock})
+
+	podFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nonTerminalPods }),
+		informers.WithTransform(stripPod))
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(stripNode))
+	podReg, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.onPod,
+		UpdateFunc: func(_, obj any) { s.onPod(obj) },
+		DeleteFunc: s.onPodDelete,
+	})
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	nodeReg, err := nodeFactory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.onNode,
+		UpdateFunc: func(_, obj any) { s.onNode(obj) },
+		DeleteFunc: s.onNodeDelete,
+	})
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		s.queue.ShutDown()
+		wg.Wait()
+		podFactory.Shutdown()
+		nodeFactory.Shutdown()
+	}()
+	podFactory.Start(ctx.Done())
+	nodeFactory.Start(ctx.Done())
+	// The handlers must have seen every pod before the first decision, or
+	// the per-node sums would be short.
+	if !cache.WaitForCacheSync(ctx.Done(), podReg.HasSynced, nodeReg.HasSynced) {
+		return nil
+	}
+	s.log.Info("scheduler started", "name", s.cfg.SchedulerName)
+
+	s.events.run(ctx, &wg)
+	for range s.cfg.APIWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case call := <-s.apiCh:
+					call(ctx)
+				}
+			}
+		}()
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		s.runMover(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		<-ctx.Done()
+		s.queue.ShutDown()
+	}()
+
+	for {
+		key, shutdown := s.queue.Get()
+		if shutdown {
+			return nil
+		}
+		s.scheduleOne(ctx, key)
+		s.queue.Done(key)
+	}
+}
+
+// submit hands an API call to the workers.
+func (s *Scheduler) submit(ctx context.Context, call func(context.Context)) {
+	select {
+	case s.apiCh <- call:
+	case <-ctx.Done():
+	}
+}
+
+// onPod handles an added or updated pod.
+func (s *Scheduler) onPod(obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	key := pod.Namespace + "/" + pod.Name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pod.Spec.NodeName != "" {
+		s.dropPending(key)
+		left := s.cache.setPod(key, &assignedPod{
+			node:    pod.Spec.NodeName,
+			req:     podRequests(pod, false),
+			nonZero: podRequests(pod, true),
+			ports:   podHostPorts(pod),
+		})
+		if left != "" {
+			s.markDirty(left)
+		}
+		return
+	}
+	if pod.Spec.SchedulerName != s.cfg.SchedulerName || pod.DeletionTimestamp != nil {
+		s.dropPending(key)
+		return
+	}
+	e := s.pending[key]
+	if e == nil || e.pod.UID != pod.UID {
+		e = newPodEntry(key, pod)
+		s.pending[key] = e
+		delete(s.waiting, key)
+		if gated(pod) {
+			e.state = stateGated
+		} else {
+			s.queue.Add(key)
+		}
+		return
+	}
+	if reflect.DeepEqual(e.pod.Spec, pod.Spec) && reflect.DeepEqual(e.pod.Labels, pod.Labels) {
+		// A status change (our own PodScheduled patch among them) does not
+		// make the pod any easier to place.
+		e.pod = pod
+		return
+	}
+	e.setPod(pod)
+	switch e.state {
+	case stateGated:
+		if !gated(pod) {
+			e.state = stateQueued
+			s.queue.Add(key)
+		}
+	case stateParked:
+		s.requeue(e)
+	case stateFailing:
+		e.missed = true
+	}
+}
+
+func gated(pod *v1.Pod) bool { return len(pod.Spec.SchedulingGates) > 0 }
+
+// onPodDelete handles a pod that is gone (or terminated: it left the
+// informer's selection).
+func (s *Scheduler) onPodDelete(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropPending(key)
+	if node := s.cache.removePod(key); node != "" {
+		s.markDirty(node)
+	}
+}
+
+func (s *Scheduler) onNode(obj any) {
+	node, ok := obj.(*v1.Node)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache.setNode(node) {
+		s.markDirty(node.Name)
+	}
+}
+
+func (s *Scheduler) onNodeDelete(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache.deleteNode(key)
+}
+
+// dropPending forgets a pod that no longer waits; s.mu is held.
+func (s *Scheduler) dropPending(key string) {
+	delete(s.pending, key)
+	delete(s.waiting, key)
+}
+
+// markDirty notes that node changed so parked pods may now fit it; s.mu
+// is held.
+func (s *Scheduler) markDirty(node string) {
+	s.dirty[node] = struct{}{}
+	select {
+	case s.moveCh <- struct{}{}:
+	default:
+	}
+}
+
+// backoff is how long a pod that failed attempts times waits between
+// attempts: InitialBackoff doubling up to MaxBackoff.
+func (s *Scheduler) backoff(attempts int) time.Duration {
+	d := s.cfg.InitialBackoff
+	for i := 1; i < attempts && d < s.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, s.cfg.MaxBackoff)
+}
+
+// requeue puts a parked or failing pod back in the queue once its back-off
+// (counted from its last failure) is over; s.mu is held.
+func (s *Scheduler) requeue(e *podEntry) {
+	e.state = stateQueued
+	e.missed = false
+	delete(s.waiting, e.key)
+	delay := time.Duration(0)
+	if e.attempts > 0 {
+		delay = e.lastFailure.Add(s.backoff(e.attempts)).Sub(s.cfg.Clock.Now())
+	}
+	s.queue.AddAfter(e.key, delay)
+}
+
+// runMover retries parked pods when nodes change and, every FlushInterval,
+// those parked longer than MaxUnschedulableDuration.
+func (s *Scheduler) runMover(ctx context.Context) {
+	t := s.cfg.Clock.NewTicker(s.cfg.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.moveCh:
+			s.moveForDirtyNodes()
+		case <-t.C():
+			s.flushParked()
+		}
+	}
+}
+
+// moveForDirtyNodes is kube's queueing hint reduced to its essence: a
+// waiting pod is retried when one of the changed nodes now passes every
+// filter for it.
+func (s *Scheduler) moveForDirtyNodes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.dirty) == 0 {
+		return
+	}
+	nodes := make([]*nodeInfo, 0, len(s.dirty))
+	for name := range s.dirty {
+		if ni := s.cache.nodes[name]; ni != nil && ni.node != nil {
+			nodes = append(nodes, ni)
+		}
+	}
+	clear(s.dirty)
+	for _, e := range s.waiting {
+		for _, ni := range nodes {
+			if f := filter(e, ni); f.kind == fits {
+				if e.state == stateParked {
+					s.requeue(e)
+				} else {
+					e.missed = true
+				}
+				break
+			}
+		}
+	}
+}
+
+func (s *Scheduler) flushParked() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Clock.Now()
+	for _, e := range s.waiting {
+		if e.state == stateParked && now.Sub(e.parkedAt) >= s.cfg.MaxUnschedulableDuration {
+			s.requeue(e)
+		}
+	}
+}
