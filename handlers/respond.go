@@ -126,7 +126,8 @@ func writeEncoded(w http.ResponseWriter, code int, data []byte) {
 // already a Status error is an internal error: logged, and a 500.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := statusFor(err)
-	if code == http.StatusInternalServerError {
+	if code == http.StatusInternalServerError && r.Context().Err() == nil {
+		// A request its client gave up on is no server error.
 		slog.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {

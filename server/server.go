@@ -32,6 +32,11 @@ type Server struct {
 	// return at shutdown instead of holding it up.
 	stopRequests context.CancelFunc
 
+	// fresh holds the connections that have not carried a request yet:
+	// http.Server.Shutdown waits up to 5s for them, so Shutdown closes them.
+	freshMu sync.Mutex
+	fresh   map[net.Conn]struct{}
+
 	wg      sync.WaitGroup
 	serveMu sync.Mutex
 	served  error
@@ -71,6 +76,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.http = &http.Server{
 		Handler:           s.routes(api),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ConnState:         s.trackFresh,
 		ReadHeaderTimeout: defaultReadHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
@@ -124,12 +130,35 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
 	defer cancel()
 	s.stopRequests()
+	s.http.SetKeepAlivesEnabled(false)
+	s.closeFresh()
 	err := s.http.Shutdown(ctx)
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = s.http.Close()
 	}
 	s.wg.Wait()
 	return errors.Join(err, s.close(), s.serveErr())
+}
+
+func (s *Server) trackFresh(c net.Conn, state http.ConnState) {
+	s.freshMu.Lock()
+	defer s.freshMu.Unlock()
+	if state == http.StateNew {
+		if s.fresh == nil {
+			s.fresh = map[net.Conn]struct{}{}
+		}
+		s.fresh[c] = struct{}{}
+		return
+	}
+	delete(s.fresh, c)
+}
+
+func (s *Server) closeFresh() {
+	s.freshMu.Lock()
+	defer s.freshMu.Unlock()
+	for c := range s.fresh {
+		_ = c.Close()
+	}
 }
 
 // runCaches starts one goroutine per resource that keeps its watch cache

@@ -53,6 +53,16 @@ func (b *BindingREST) Create(ctx context.Context, namespace, name string, obj ru
 			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, name)
 		}
 		pod := current.(*v1.Pod)
+		// A binding may carry the pod's uid and resourceVersion as
+		// preconditions (the scheduler's view of the pod), as in kube.
+		if binding.UID != "" && binding.UID != pod.UID {
+			return nil, apierrors.NewConflict(bindingResource, name,
+				fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", binding.UID, pod.UID))
+		}
+		if binding.ResourceVersion != "" && binding.ResourceVersion != pod.ResourceVersion {
+			return nil, apierrors.NewConflict(bindingResource, name,
+				fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", binding.ResourceVersion, pod.ResourceVersion))
+		}
 		if pod.DeletionTimestamp != nil {
 			return nil, apierrors.NewConflict(bindingResource, name, fmt.Errorf("pod %s is being deleted, cannot be assigned to a host", name))
 		}
@@ -84,17 +94,17 @@ func validateBinding(b *v1.Binding) field.ErrorList {
 	return errs
 }
 
-// setScheduledCondition records PodScheduled=True, as kube's binding does.
+// setScheduledCondition records PodScheduled=True, replacing a previous
+// condition whole (an Unschedulable reason and message go), as kube does.
 func setScheduledCondition(pod *v1.Pod) {
+	scheduled := v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()}
 	for i := range pod.Status.Conditions {
 		if pod.Status.Conditions[i].Type == v1.PodScheduled {
-			pod.Status.Conditions[i].Status = v1.ConditionTrue
+			pod.Status.Conditions[i] = scheduled
 			return
 		}
 	}
-	pod.Status.Conditions = append(pod.Status.Conditions, v1.PodCondition{
-		Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now(),
-	})
+	pod.Status.Conditions = append(pod.Status.Conditions, scheduled)
 }
 
 // bindingStrategy lets exactly what assign changes through: the binding
