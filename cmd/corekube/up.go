@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 
-	"github.com/corekube/corekube/controllers/namespace"
 	"k8s.io/client-go/rest"
 
 	"github.com/corekube/corekube/server"
@@ -43,7 +41,7 @@ func newUpCommand() *cobra.Command {
 			return runServer(cmd.Context(), server.Config{
 				Listen:  cfg.Listen,
 				DataDir: filepath.Join(cfg.DataDir, "etcd"),
-			}, filepath.Join(cfg.DataDir, "kubeconfig"))
+			}, filepath.Join(cfg.DataDir, "kubeconfig"), true)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "./data", "directory for etcd data and the admin kubeconfig")
@@ -52,11 +50,11 @@ func newUpCommand() *cobra.Command {
 	return cmd
 }
 
-// runServer starts the API server and the namespace controller (without
-// which namespaces are never deleted), writes the kubeconfig (if path is
-// set), and serves until ctx ends (SIGINT/SIGTERM), then shuts down
-// cleanly: controllers first, then the server, then etcd.
-func runServer(ctx context.Context, cfg server.Config, kubeconfig string) error {
+// runServer starts the API server and its control loops (all of them for
+// `up`, only the namespace controller for `apiserver`), writes the
+// kubeconfig (if path is set), and serves until ctx ends (SIGINT/SIGTERM),
+// then shuts down cleanly: loops first, then the server, then etcd.
+func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoops bool) error {
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -67,25 +65,17 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string) error 
 		}
 		slog.Info("admin kubeconfig written", "path", kubeconfig)
 	}
-
-	nsController, err := namespace.New(&rest.Config{Host: srv.URL(), QPS: -1}, slog.Default())
+	loops, err := controlLoops(&rest.Config{Host: srv.URL(), QPS: -1}, allLoops)
 	if err != nil {
 		return errors.Join(err, srv.Shutdown(context.Background()))
 	}
-	controllersCtx, stopControllers := context.WithCancel(ctx)
-	var controllers sync.WaitGroup
-	controllers.Add(1)
-	go func() {
-		defer controllers.Done()
-		if err := nsController.Start(controllersCtx); err != nil && controllersCtx.Err() == nil {
-			slog.Error("namespace controller stopped", "err", err)
-		}
-	}()
+	loopsCtx, stopLoops := context.WithCancel(ctx)
+	waitLoops := runLoops(loopsCtx, loops)
 
 	<-ctx.Done()
 	slog.Info("shutting down")
-	stopControllers()
-	controllers.Wait()
+	stopLoops()
+	waitLoops()
 	return srv.Shutdown(context.Background())
 }
 
