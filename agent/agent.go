@@ -1,0 +1,394 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/corekube/corekube/agent/pleg"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+)
+
+// Agent runs the node agents of one process.
+type Agent struct {
+	cfg    Config
+	client kubernetes.Interface
+	log    *slog.Logger
+	clock  clock.WithTicker
+	host   hostInfo
+
+	nodes  []*node
+	byName map[string]*node
+
+	plegEvents chan *pleg.PodLifecycleEvent
+	events     *eventRecorder
+
+	podQueue  workqueue.TypedRateLimitingInterface[types.UID]
+	nodeQueue workqueue.TypedRateLimitingInterface[nodeTask]
+
+	workersMu sync.Mutex
+	workers   map[types.UID]*podWorker
+}
+
+// taskKind is what a node task does.
+type taskKind uint8
+
+const (
+	taskRegister taskKind = iota
+	taskLease
+	taskStatus
+)
+
+// nodeTask is an item of the node queue: one kind of work for one node.
+type nodeTask struct {
+	node int // index in Agent.nodes
+	kind taskKind
+}
+
+// Run runs cfg.Nodes node agents against the API server restConfig points
+// at until ctx ends.
+func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
+	a, err := New(restConfig, cfg)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
+// New builds the agents; Run starts them.
+func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
+	cfg, err := cfg.complete()
+	if err != nil {
+		return nil, err
+	}
+	rc := rest.CopyConfig(restConfig)
+	if rc.QPS == 0 {
+		// Concurrency is bounded by the worker counts; client-go's default
+		// of 5 requests per second would starve a thousand nodes.
+		rc.QPS = -1
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = "corekube-agent"
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return newAgent(client, cfg)
+}
+
+func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {
+	a := &Agent{
+		cfg:     cfg,
+		client:  client,
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		host:    readHostInfo(),
+		byName:  map[string]*node{},
+		workers: map[types.UID]*podWorker{},
+		// Room for a burst of events from every pod of every node.
+		plegEvents: make(chan *pleg.PodLifecycleEvent, 1000+cfg.Nodes*110),
+	}
+	a.events = newEventRecorder(client, cfg.Clock, cfg.Logger, cfg.EventWorkers, cfg.DisableEvents)
+	podCIDRs, _ := netip.ParsePrefix(cfg.PodCIDRs)
+	nodeIPs, _ := netip.ParsePrefix(cfg.NodeIPs)
+	for i := 0; i < cfg.Nodes; i++ {
+		n := a.newNode(cfg.FirstNode+i, podCIDRs, nodeIPs)
+		a.nodes = append(a.nodes, n)
+		a.byName[n.name] = n
+	}
+	return a, nil
+}
+
+// NodeNames lists the agent's nodes.
+func (a *Agent) NodeNames() []string {
+	out := make([]string, len(a.nodes))
+	for i, n := range a.nodes {
+		out[i] = n.name
+	}
+	return out
+}
+
+// Run registers the nodes, keeps their leases and status up to date and
+// runs the pods bound to them, until ctx ends.
+func (a *Agent) Run(ctx context.Context) error {
+	if len(a.nodes) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	a.podQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[types.UID](200*time.Millisecond, 30*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[types.UID]{Name: "pods", Clock: a.clock},
+	)
+	a.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[nodeTask](200*time.Millisecond, 7*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[nodeTask]{Name: "nodes", Clock: a.clock},
+	)
+
+	var wg sync.WaitGroup
+	goFn := func(fn func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn()
+		}()
+	}
+	defer wg.Wait()
+	defer a.podQueue.ShutDown()
+	defer a.nodeQueue.ShutDown()
+	defer cancel()
+
+	goFn(func() { a.events.run(ctx) })
+
+	// One relist before registering, so nodes register Ready.
+	for _, n := range a.nodes {
+		n.pleg.Relist(ctx)
+	}
+	goFn(func() { a.relistLoop(ctx) })
+	goFn(func() { a.dispatchPLEGEvents(ctx) })
+
+	for i := range a.nodes {
+		a.nodeQueue.Add(nodeTask{node: i, kind: taskRegister})
+	}
+	for i := 0; i < a.cfg.NodeWorkers; i++ {
+		goFn(func() { a.nodeWorker(ctx) })
+	}
+
+	// One pod informer for all nodes: every bound pod, kept when its node
+	// is one of ours. (Per-node watches would cost a connection, a
+	// reflector and a decoder per node.)
+	selector := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
+	if len(a.nodes) == 1 {
+		selector = fields.OneTermEqualSelector("spec.nodeName", a.nodes[0].name).String()
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }))
+	podInformer := factory.Core().V1().Pods().Informer()
+	if err := podInformer.SetTransform(stripManagedFields); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { a.podChanged(obj) },
+		UpdateFunc: func(_, obj any) { a.podChanged(obj) },
+		DeleteFunc: func(obj any) { a.podRemoved(obj) },
+	}); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced) {
+		return nil
+	}
+	for i := 0; i < a.cfg.PodWorkers; i++ {
+		goFn(func() { a.podWorkerLoop(ctx) })
+	}
+	a.log.Info("node agents running", "nodes", len(a.nodes), "first", a.nodes[0].name)
+	<-ctx.Done()
+	return nil
+}
+
+func stripManagedFields(obj any) (any, error) {
+	if acc, ok := obj.(metav1.ObjectMetaAccessor); ok {
+		acc.GetObjectMeta().SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// relistLoop relists every node's runtime each RelistPeriod, from one
+// goroutine for all nodes.
+func (a *Agent) relistLoop(ctx context.Context) {
+	t := a.clock.NewTicker(a.cfg.RelistPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			for _, n := range a.nodes {
+				n.pleg.Relist(ctx)
+			}
+		}
+	}
+}
+
+// dispatchPLEGEvents wakes the worker of each pod the PLEG reports on
+// (ContainerRemoved is not worth a sync, as in the kubelet).
+func (a *Agent) dispatchPLEGEvents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-a.plegEvents:
+			if e.Type == pleg.ContainerRemoved {
+				continue
+			}
+			a.podQueue.Add(e.ID)
+		}
+	}
+}
+
+// nodeWorker runs node tasks: registration, then lease renewals and status
+// updates, each rescheduling itself.
+func (a *Agent) nodeWorker(ctx context.Context) {
+	for {
+		task, shutdown := a.nodeQueue.Get()
+		if shutdown {
+			return
+		}
+		n := a.nodes[task.node]
+		var err error
+		var next time.Duration
+		switch task.kind {
+		case taskRegister:
+			if err = n.register(ctx); err == nil {
+				a.nodeQueue.Add(nodeTask{node: task.node, kind: taskLease})
+				// Spread the status checks of many nodes over one period.
+				a.nodeQueue.AddAfter(nodeTask{node: task.node, kind: taskStatus},
+					time.Duration(rand.Int64N(int64(a.cfg.NodeStatusUpdateFrequency))))
+			}
+		case taskLease:
+			err = n.renewLease(ctx)
+			// The kubelet's lease controller: renew interval with 4% jitter.
+			next = a.cfg.LeaseRenewInterval + time.Duration(rand.Float64()*0.04*float64(a.cfg.LeaseRenewInterval))
+		case taskStatus:
+			err = n.updateStatus(ctx)
+			next = a.cfg.NodeStatusUpdateFrequency
+		}
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			a.log.Warn("node task failed, retrying", "node", n.name, "task", task.kind, "err", err)
+			a.nodeQueue.AddRateLimited(task)
+		default:
+			a.nodeQueue.Forget(task)
+			if next > 0 {
+				a.nodeQueue.AddAfter(task, next)
+			}
+		}
+		a.nodeQueue.Done(task)
+	}
+}
+
+// podChanged records the newest state of a pod bound to one of our nodes
+// and wakes its worker.
+func (a *Agent) podChanged(obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	n := a.byName[pod.Spec.NodeName]
+	if n == nil {
+		return
+	}
+	a.workersMu.Lock()
+	w, ok := a.workers[pod.UID]
+	if !ok {
+		w = newPodWorker(pod.UID, n)
+		a.workers[pod.UID] = w
+	}
+	a.workersMu.Unlock()
+	w.setPod(pod, true)
+	a.podQueue.Add(pod.UID)
+}
+
+// podRemoved: the pod is gone from the API (deleted by the agent after
+// termination, or force-deleted); its worker cleans up what still runs.
+func (a *Agent) podRemoved(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	a.workersMu.Lock()
+	w, ok := a.workers[pod.UID]
+	a.workersMu.Unlock()
+	if !ok {
+		return
+	}
+	w.setRemoved()
+	a.podQueue.Add(pod.UID)
+}
+
+func (a *Agent) worker(uid types.UID) *podWorker {
+	a.workersMu.Lock()
+	defer a.workersMu.Unlock()
+	return a.workers[uid]
+}
+
+func (a *Agent) forget(uid types.UID) {
+	a.workersMu.Lock()
+	defer a.workersMu.Unlock()
+	delete(a.workers, uid)
+}
+
+// podWorkerLoop syncs pods from the queue; the queue never hands the same
+// pod to two loops at once, so a pod's worker state needs no lock of its
+// own beyond what the informer handlers write.
+func (a *Agent) podWorkerLoop(ctx context.Context) {
+	for {
+		uid, shutdown := a.podQueue.Get()
+		if shutdown {
+			return
+		}
+		w := a.worker(uid)
+		if w == nil {
+			a.podQueue.Forget(uid)
+			a.podQueue.Done(uid)
+			continue
+		}
+		wake, err := a.syncPod(ctx, w)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			if !errors.Is(err, errRequeue) {
+				a.log.Warn("pod sync failed, retrying", "pod", w.key(), "err", err)
+			}
+			a.podQueue.AddRateLimited(uid)
+		default:
+			a.podQueue.Forget(uid)
+			if !wake.IsZero() {
+				d := wake.Sub(a.clock.Now())
+				if d < 0 {
+					d = 0
+				}
+				a.podQueue.AddAfter(uid, d)
+			}
+		}
+		a.podQueue.Done(uid)
+	}
+}
+
+// errRequeue asks for another sync soon without logging a failure.
+var errRequeue = errors.New("requeue")
+
+// newerOrSame reports whether resourceVersion a is not older than b (the
+// server's resourceVersions are etcd revisions; other servers' opaque
+// strings count as newer).
+func newerOrSame(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return x >= y
+}

@@ -1,0 +1,221 @@
+package agent
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
+)
+
+// Config configures the node agents of one process. Zero values take the
+// kubelet's defaults (see Default*).
+type Config struct {
+	// NodeNamePrefix names the nodes <prefix>-1 ... <prefix>-<Nodes>.
+	NodeNamePrefix string
+	// Nodes is how many nodes this process runs.
+	Nodes int
+	// FirstNode is the number of the first node (default 1), so that several
+	// agent processes can share a prefix: nodes FirstNode..FirstNode+Nodes-1.
+	FirstNode int
+
+	// Capacity is every node's capacity: cpu, memory, pods,
+	// ephemeral-storage (hugepages are reported as 0).
+	Capacity v1.ResourceList
+	// Allocatable defaults to Capacity minus the kubelet's default eviction
+	// thresholds (memory 100Mi, ephemeral-storage 10%).
+	Allocatable v1.ResourceList
+	// Labels are added to the kubelet's own labels (--node-labels).
+	Labels map[string]string
+	// Taints are registered with the node (--register-with-taints).
+	Taints []v1.Taint
+
+	// PodCIDRs is the range the nodes' pod CIDRs (one /24 each, by node
+	// number) come from. Default 10.244.0.0/14 (1,024 nodes).
+	PodCIDRs string
+	// NodeIPs is the range node N's InternalIP is the Nth address of.
+	// Default 172.20.0.0/14.
+	NodeIPs string
+
+	// KubeletVersion is reported in nodeInfo (default v1.32.3).
+	KubeletVersion string
+
+	// LeaseDuration is the node Lease's leaseDurationSeconds (40s).
+	LeaseDuration time.Duration
+	// LeaseRenewInterval is how often the Lease is renewed (10s).
+	LeaseRenewInterval time.Duration
+	// NodeStatusUpdateFrequency is how often node status is computed (10s);
+	// it is written when it changed.
+	NodeStatusUpdateFrequency time.Duration
+	// NodeStatusReportFrequency is how often node status is written when
+	// nothing changed (5m).
+	NodeStatusReportFrequency time.Duration
+
+	// RelistPeriod is the PLEG's relist period (1s).
+	RelistPeriod time.Duration
+	// PLEGRelistThreshold is how old the last relist may be before the
+	// PLEG, and with it the node, is unhealthy (3m).
+	PLEGRelistThreshold time.Duration
+	// SyncFrequency is how often every pod is synced even without events
+	// (1m).
+	SyncFrequency time.Duration
+
+	// BackoffBase, BackoffMax and BackoffReset shape the restart back-off:
+	// 10s, 20s, 40s ... capped at 5m, forgotten after 10m without a crash.
+	BackoffBase  time.Duration
+	BackoffMax   time.Duration
+	BackoffReset time.Duration
+
+	// PodWorkers is how many pods are synced at once (16); NodeWorkers how
+	// many node registrations, lease renewals and status writes run at once
+	// (8); EventWorkers how many events are written at once (4).
+	PodWorkers   int
+	NodeWorkers  int
+	EventWorkers int
+	// DisableEvents turns event recording off (for benchmarks).
+	DisableEvents bool
+
+	Logger *slog.Logger
+	// Clock is for tests (default the real clock).
+	Clock clock.WithTicker
+}
+
+// The kubelet's defaults.
+const (
+	DefaultNodeNamePrefix            = "node"
+	DefaultKubeletVersion            = "v1.32.3"
+	DefaultLeaseDuration             = 40 * time.Second
+	DefaultLeaseRenewInterval        = 10 * time.Second
+	DefaultNodeStatusUpdateFrequency = 10 * time.Second
+	DefaultNodeStatusReportFrequency = 5 * time.Minute
+	DefaultRelistPeriod              = time.Second
+	DefaultPLEGRelistThreshold       = 3 * time.Minute
+	DefaultSyncFrequency             = time.Minute
+	DefaultBackoffBase               = 10 * time.Second
+	DefaultBackoffMax                = 5 * time.Minute
+	DefaultBackoffReset              = 10 * time.Minute
+	DefaultPodCIDRs                  = "10.244.0.0/14"
+	DefaultNodeIPs                   = "172.20.0.0/14"
+)
+
+// DefaultCapacity is a node's capacity when Config.Capacity is not set.
+func DefaultCapacity() v1.ResourceList {
+	return v1.ResourceList{
+		v1.ResourceCPU:              resource.MustParse("4"),
+		v1.ResourceMemory:           resource.MustParse("16Gi"),
+		v1.ResourcePods:             resource.MustParse("110"),
+		v1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+	}
+}
+
+// complete fills in the defaults and checks the configuration.
+func (c Config) complete() (Config, error) {
+	setDefault := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.NodeNamePrefix == "" {
+		c.NodeNamePrefix = DefaultNodeNamePrefix
+	}
+	if c.Nodes < 0 {
+		return c, fmt.Errorf("agent: Nodes must not be negative, got %d", c.Nodes)
+	}
+	if c.FirstNode <= 0 {
+		c.FirstNode = 1
+	}
+	if c.KubeletVersion == "" {
+		c.KubeletVersion = DefaultKubeletVersion
+	}
+	setDefault(&c.LeaseDuration, DefaultLeaseDuration)
+	setDefault(&c.LeaseRenewInterval, DefaultLeaseRenewInterval)
+	setDefault(&c.NodeStatusUpdateFrequency, DefaultNodeStatusUpdateFrequency)
+	setDefault(&c.NodeStatusReportFrequency, DefaultNodeStatusReportFrequency)
+	setDefault(&c.RelistPeriod, DefaultRelistPeriod)
+	setDefault(&c.PLEGRelistThreshold, DefaultPLEGRelistThreshold)
+	setDefault(&c.SyncFrequency, DefaultSyncFrequency)
+	setDefault(&c.BackoffBase, DefaultBackoffBase)
+	setDefault(&c.BackoffMax, DefaultBackoffMax)
+	setDefault(&c.BackoffReset, DefaultBackoffReset)
+	if c.BackoffMax < c.BackoffBase {
+		c.BackoffMax = c.BackoffBase
+	}
+	if c.PodWorkers <= 0 {
+		c.PodWorkers = 16
+	}
+	if c.NodeWorkers <= 0 {
+		c.NodeWorkers = 8
+	}
+	if c.EventWorkers <= 0 {
+		c.EventWorkers = 4
+	}
+	if c.PodCIDRs == "" {
+		c.PodCIDRs = DefaultPodCIDRs
+	}
+	if c.NodeIPs == "" {
+		c.NodeIPs = DefaultNodeIPs
+	}
+	podCIDRs, err := netip.ParsePrefix(c.PodCIDRs)
+	if err != nil || !podCIDRs.Addr().Is4() || podCIDRs.Bits() > 24 {
+		return c, fmt.Errorf("agent: pod CIDRs %q: want an IPv4 range of /24 or larger", c.PodCIDRs)
+	}
+	if last := c.FirstNode + c.Nodes - 1; c.Nodes > 0 && last > 1<<(24-podCIDRs.Bits()) {
+		return c, fmt.Errorf("agent: pod CIDRs %s hold %d /24s, not enough for node %d", c.PodCIDRs, 1<<(24-podCIDRs.Bits()), last)
+	}
+	nodeIPs, err := netip.ParsePrefix(c.NodeIPs)
+	if err != nil || !nodeIPs.Addr().Is4() {
+		return c, fmt.Errorf("agent: node IPs %q: want an IPv4 range", c.NodeIPs)
+	}
+	if last := c.FirstNode + c.Nodes - 1; c.Nodes > 0 && last >= 1<<(32-nodeIPs.Bits())-1 {
+		return c, fmt.Errorf("agent: node IPs %s too small for node %d", c.NodeIPs, last)
+	}
+	if c.Capacity == nil {
+		c.Capacity = DefaultCapacity()
+	} else {
+		capacity := DefaultCapacity()
+		for name, q := range c.Capacity {
+			capacity[name] = q
+		}
+		c.Capacity = capacity
+	}
+	if c.Allocatable == nil {
+		c.Allocatable = defaultAllocatable(c.Capacity)
+	}
+	for i, t := range c.Taints {
+		if t.Key == "" {
+			return c, fmt.Errorf("agent: taint %d has no key", i)
+		}
+		switch t.Effect {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			return c, fmt.Errorf("agent: taint %q: invalid effect %q", t.Key, t.Effect)
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return c, nil
+}
+
+// defaultAllocatable is capacity minus the kubelet's default hard eviction
+// thresholds: memory.available<100Mi, nodefs.available<10%.
+func defaultAllocatable(capacity v1.ResourceList) v1.ResourceList {
+	out := v1.ResourceList{}
+	for name, q := range capacity {
+		out[name] = q.DeepCopy()
+	}
+	if m, ok := out[v1.ResourceMemory]; ok {
+		m.Sub(resource.MustParse("100Mi"))
+		out[v1.ResourceMemory] = m
+	}
+	if s, ok := out[v1.ResourceEphemeralStorage]; ok {
+		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(s.Value()/10*9, resource.BinarySI)
+	}
+	return out
+}

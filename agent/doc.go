@@ -1,0 +1,50 @@
+// Package agent runs simulated nodes: node agents that behave, on the wire,
+// like the kubelet v1.32. They are ordinary API clients (client-go over
+// HTTP, from a *rest.Config) and never touch server internals.
+//
+// For each node the agent
+//   - registers the Node as the kubelet does (capacity and allocatable,
+//     nodeInfo with kubeletVersion and containerRuntimeVersion sim://1.0.0,
+//     InternalIP and Hostname addresses, daemonEndpoints, a /24 podCIDR,
+//     the kubernetes.io/{hostname,os,arch} labels plus Config.Labels,
+//     Config.Taints), or adopts an existing one;
+//   - renews its Lease in kube-node-lease every 10s (leaseDurationSeconds 40);
+//   - computes its status every 10s (conditions MemoryPressure, DiskPressure,
+//     PIDPressure, Ready) and writes it, as a strategic merge patch of
+//     nodes/status, when it changed or every 5 minutes; Ready turns False
+//     ("PLEG is not healthy: ...") when the node's PLEG has not relisted for
+//     3 minutes;
+//   - runs the pods bound to it on a simulated runtime (package
+//     agent/runtime/sim: containers run a tiny shell in virtual time), with
+//     a generic PLEG (package agent/pleg) that relists every second and wakes
+//     the pods whose containers changed;
+//   - runs init containers in order, then the containers (sidecars, i.e.
+//     init containers with restartPolicy Always, start in their turn, run
+//     beside the containers and stop after them);
+//   - writes pod status through pods/status exactly as the kubelet computes
+//     it (phase per restartPolicy, conditions incl. readiness gates,
+//     container statuses with state, last state, restart count, image IDs,
+//     termination messages; IPs from the node's podCIDR, start time, QoS),
+//     restarts containers with back-off (CrashLoopBackOff), runs startup,
+//     liveness and readiness probes (exec probes run through the simulated
+//     shell in the container's files; HTTP, TCP and gRPC probes succeed while
+//     the container runs), enforces activeDeadlineSeconds, stops deleted
+//     pods within their grace period (preStop, SIGTERM, SIGKILL; sidecars
+//     last), then deletes them with gracePeriodSeconds=0 and a UID
+//     precondition;
+//   - records the kubelet's events (Pulling, Pulled, Created, Started,
+//     Killing, BackOff, Unhealthy, Failed, ...; for nodes Starting,
+//     RegisteredNode, NodeHasSufficientMemory, NodeReady, NodeNotReady, ...).
+//
+// One process carries many nodes cheaply: one pod informer for all of them
+// (bound pods, filtered by node name), one work queue of pod syncs served by
+// a few workers (no goroutine per pod or per node), one queue of node tasks
+// (registration, lease renewals, status updates) with a few workers, one
+// goroutine relisting every node's PLEG, and a few event writers. Nothing
+// in a node needs a timer of its own: containers advance in virtual time
+// when listed, and future work (back-off ends, probes, deadlines, renewals)
+// is a delayed queue item.
+//
+// Everything long-running belongs to Agent.Run and stops when its context
+// ends.
+package agent

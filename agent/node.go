@@ -1,0 +1,348 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/corekube/corekube/agent/pleg"
+	"github.com/corekube/corekube/agent/runtime/sim"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
+)
+
+// kubeletPort is the port nodes report as their kubelet endpoint.
+const kubeletPort = 10250
+
+// node is one simulated node: its runtime, PLEG and IP addresses, and what
+// the agent last knew of its Node and Lease objects.
+type node struct {
+	a       *Agent
+	name    string
+	ip      string // InternalIP
+	podCIDR string
+	bootID  string
+
+	runtime *sim.Runtime
+	pleg    *pleg.GenericPLEG
+
+	mu         sync.Mutex
+	ipam       *ipam     // replaced when an adopted Node has another podCIDR
+	uid        types.UID // of the Node object, once registered
+	registered bool
+	lastReport time.Time             // last status write
+	lastStatus *v1.NodeStatus        // what was last written
+	lease      *coordinationv1.Lease // as last written; nil: read it first
+}
+
+// newNode builds node number num (1-based) of the configuration.
+func (a *Agent) newNode(num int, podCIDRs, nodeIPs netip.Prefix) *node {
+	name := fmt.Sprintf("%s-%d", a.cfg.NodeNamePrefix, num)
+	// The /24 number num-1 of podCIDRs.
+	base := podCIDRs.Masked().Addr().As4()
+	idx := uint32(num - 1)
+	start := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 + idx<<8
+	cidr := netip.PrefixFrom(netip.AddrFrom4([4]byte{byte(start >> 24), byte(start >> 16), byte(start >> 8), 0}), 24)
+	ipBase := nodeIPs.Masked().Addr().As4()
+	ipn := uint32(ipBase[0])<<24 | uint32(ipBase[1])<<16 | uint32(ipBase[2])<<8 | uint32(ipBase[3]) + uint32(num)
+	ip := netip.AddrFrom4([4]byte{byte(ipn >> 24), byte(ipn >> 16), byte(ipn >> 8), byte(ipn)})
+	n := &node{
+		a:       a,
+		name:    name,
+		ip:      ip.String(),
+		podCIDR: cidr.String(),
+		bootID:  string(uuid.NewUUID()),
+		runtime: sim.New(a.cfg.Clock),
+	}
+	n.ipam = newIPAM(cidr)
+	n.pleg = pleg.New(n.runtime, pleg.Options{
+		RelistPeriod:    a.cfg.RelistPeriod,
+		RelistThreshold: a.cfg.PLEGRelistThreshold,
+		Clock:           a.cfg.Clock,
+		Events:          a.plegEvents,
+		Logger:          a.log.With("node", name),
+	})
+	return n
+}
+
+// hostInfo is what every node reports of the machine: read once.
+type hostInfo struct {
+	kernelVersion string
+	osImage       string
+}
+
+func readHostInfo() hostInfo {
+	h := hostInfo{kernelVersion: "6.8.0", osImage: "Linux"}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			h.kernelVersion = s
+		}
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+				h.osImage = strings.Trim(v, `"'`)
+			}
+		}
+	}
+	return h
+}
+
+// machineID is a stable 32-hex-digit ID derived from the node's name.
+func machineID(name string) string {
+	sum := sha256.Sum256([]byte("corekube-machine-id/" + name))
+	return hex.EncodeToString(sum[:16])
+}
+
+func systemUUID(name string) string {
+	sum := sha256.Sum256([]byte("corekube-system-uuid/" + name))
+	h := hex.EncodeToString(sum[:16])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// labels are the kubelet's own node labels plus the configured ones.
+func (n *node) labels() map[string]string {
+	l := map[string]string{
+		v1.LabelHostname:          n.name,
+		v1.LabelOSStable:          "linux",
+		v1.LabelArchStable:        goruntime.GOARCH,
+		"beta.kubernetes.io/os":   "linux",
+		"beta.kubernetes.io/arch": goruntime.GOARCH,
+	}
+	for k, v := range n.a.cfg.Labels {
+		l[k] = v
+	}
+	return l
+}
+
+// initialNode is the Node the agent registers, status included, as the
+// kubelet's initialNode + setNodeStatus.
+func (n *node) initialNode(now time.Time) *v1.Node {
+	node := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        n.name,
+			Labels:      n.labels(),
+			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+		},
+		Spec: v1.NodeSpec{
+			PodCIDR:  n.podCIDR,
+			PodCIDRs: []string{n.podCIDR},
+			Taints:   append([]v1.Taint(nil), n.a.cfg.Taints...),
+		},
+	}
+	node.Status = n.desiredStatus(now, nil)
+	return node
+}
+
+func quantityList(l v1.ResourceList) v1.ResourceList {
+	out := make(v1.ResourceList, len(l)+2)
+	for k, v := range l {
+		out[k] = v.DeepCopy()
+	}
+	for _, hp := range []v1.ResourceName{"hugepages-1Gi", "hugepages-2Mi"} {
+		if _, ok := out[hp]; !ok {
+			out[hp] = resource.MustParse("0")
+		}
+	}
+	return out
+}
+
+// conditionSpec is one node condition as the agent computes it.
+type conditionSpec struct {
+	typ     v1.NodeConditionType
+	status  v1.ConditionStatus
+	reason  string
+	message string
+}
+
+// conditions computes the node's conditions: no pressure, and Ready as
+// long as the PLEG is healthy.
+func (n *node) conditions() []conditionSpec {
+	ready := conditionSpec{v1.NodeReady, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"}
+	if ok, err := n.pleg.Healthy(); !ok {
+		ready = conditionSpec{v1.NodeReady, v1.ConditionFalse, "KubeletNotReady", fmt.Sprintf("PLEG is not healthy: %v", err)}
+	}
+	return []conditionSpec{
+		{v1.NodeMemoryPressure, v1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+		{v1.NodeDiskPressure, v1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+		{v1.NodePIDPressure, v1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+		ready,
+	}
+}
+
+// desiredStatus is the node status as of now; old (may be nil) provides
+// the conditions' lastTransitionTime.
+func (n *node) desiredStatus(now time.Time, old *v1.NodeStatus) v1.NodeStatus {
+	cfg := n.a.cfg
+	t := metav1.NewTime(now)
+	st := v1.NodeStatus{
+		Capacity:    quantityList(cfg.Capacity),
+		Allocatable: quantityList(cfg.Allocatable),
+		Phase:       "",
+		Addresses: []v1.NodeAddress{
+			{Type: v1.NodeInternalIP, Address: n.ip},
+			{Type: v1.NodeHostName, Address: n.name},
+		},
+		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: kubeletPort}},
+		NodeInfo: v1.NodeSystemInfo{
+			MachineID:               machineID(n.name),
+			SystemUUID:              systemUUID(n.name),
+			BootID:                  n.bootID,
+			KernelVersion:           n.a.host.kernelVersion,
+			OSImage:                 n.a.host.osImage,
+			ContainerRuntimeVersion: sim.Name + "://" + sim.Version,
+			KubeletVersion:          cfg.KubeletVersion,
+			OperatingSystem:         "linux",
+			Architecture:            goruntime.GOARCH,
+		},
+	}
+	for _, c := range n.conditions() {
+		cond := v1.NodeCondition{
+			Type: c.typ, Status: c.status, Reason: c.reason, Message: c.message,
+			LastHeartbeatTime: t, LastTransitionTime: t,
+		}
+		if old != nil {
+			for _, oc := range old.Conditions {
+				if oc.Type == c.typ && oc.Status == c.status {
+					cond.LastTransitionTime = oc.LastTransitionTime
+				}
+			}
+		}
+		st.Conditions = append(st.Conditions, cond)
+	}
+	return st
+}
+
+// sameStatus reports whether two statuses differ only in heartbeat times.
+func sameStatus(a, b *v1.NodeStatus) bool {
+	if a == nil || b == nil || len(a.Conditions) != len(b.Conditions) {
+		return false
+	}
+	for i := range a.Conditions {
+		x, y := a.Conditions[i], b.Conditions[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message {
+			return false
+		}
+	}
+	return len(a.Addresses) == len(b.Addresses) && a.NodeInfo == b.NodeInfo &&
+		resourceListsEqual(a.Capacity, b.Capacity) && resourceListsEqual(a.Allocatable, b.Allocatable)
+}
+
+func resourceListsEqual(a, b v1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || v.Cmp(w) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// register creates the Node, or adopts an existing one (as the kubelet
+// does after a restart: default labels are reconciled).
+func (n *node) register(ctx context.Context) error {
+	now := n.a.clock.Now()
+	want := n.initialNode(now)
+	nodes := n.a.client.CoreV1().Nodes()
+	created, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		n.a.events.nodeEvent(n, v1.EventTypeNormal, "Starting", "Starting kubelet.")
+		for _, c := range created.Status.Conditions {
+			switch c.Type {
+			case v1.NodeMemoryPressure:
+				n.a.events.nodeStatusEvent(n, "NodeHasSufficientMemory")
+			case v1.NodeDiskPressure:
+				n.a.events.nodeStatusEvent(n, "NodeHasNoDiskPressure")
+			case v1.NodePIDPressure:
+				n.a.events.nodeStatusEvent(n, "NodeHasSufficientPID")
+			}
+		}
+		n.a.events.nodeEvent(n, v1.EventTypeNormal, "RegisteredNode", fmt.Sprintf("Node %s event: Registered Node %s in Controller", n.name, n.name))
+		n.registeredAs(created, now, true)
+		return nil
+	case !apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("register node %s: %w", n.name, err)
+	}
+	existing, err := nodes.Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("register node %s: %w", n.name, err)
+	}
+	updated := existing.DeepCopy()
+	changed := false
+	if updated.Labels == nil {
+		updated.Labels = map[string]string{}
+	}
+	for k, v := range n.labels() {
+		if updated.Labels[k] != v {
+			updated.Labels[k], changed = v, true
+		}
+	}
+	if changed {
+		if updated, err = nodes.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("reconcile node %s: %w", n.name, err)
+		}
+	}
+	if updated.Spec.PodCIDR != "" && updated.Spec.PodCIDR != n.podCIDR {
+		if p, err := netip.ParsePrefix(updated.Spec.PodCIDR); err == nil && p.Addr().Is4() && p.Bits() <= 30 {
+			n.podCIDR = p.String()
+			n.mu.Lock()
+			n.ipam = newIPAM(p)
+			n.mu.Unlock()
+		}
+	}
+	n.a.events.nodeEvent(n, v1.EventTypeNormal, "Starting", "Starting kubelet.")
+	n.registeredAs(updated, now, false)
+	return nil
+}
+
+func (n *node) registeredAs(obj *v1.Node, now time.Time, created bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.uid, n.registered = obj.UID, true
+	if created {
+		n.lastReport = now
+		n.lastStatus = obj.Status.DeepCopy()
+		if c := findNodeCondition(&obj.Status, v1.NodeReady); c != nil && c.Status == v1.ConditionTrue {
+			n.a.events.nodeStatusEvent(n, "NodeReady")
+		}
+	}
+	n.a.log.Debug("node registered", "node", n.name, "created", created)
+}
+
+func findNodeCondition(st *v1.NodeStatus, t v1.NodeConditionType) *v1.NodeCondition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// addresses is the node's pod IP allocator.
+func (n *node) addresses() *ipam {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ipam
+}
+
+func (n *node) isRegistered() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.registered
+}

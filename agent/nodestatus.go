@@ -1,0 +1,94 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// updateStatus computes the node's status and, when it changed or the last
+// write is older than NodeStatusReportFrequency, writes it as the kubelet
+// does: a strategic merge patch of nodes/status against the node as the
+// server has it.
+func (n *node) updateStatus(ctx context.Context) error {
+	now := n.a.clock.Now()
+	n.mu.Lock()
+	last, lastReport := n.lastStatus, n.lastReport
+	n.mu.Unlock()
+	if last != nil {
+		desired := n.desiredStatus(now, last)
+		if sameStatus(&desired, last) && now.Sub(lastReport) < n.a.cfg.NodeStatusReportFrequency {
+			return nil
+		}
+	}
+
+	nodes := n.a.client.CoreV1().Nodes()
+	cur, err := nodes.Get(ctx, n.name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", n.name, err)
+	}
+	updated := cur.DeepCopy()
+	desired := n.desiredStatus(now, &cur.Status)
+	// The agent's conditions replace theirs in place (the server's order
+	// stays) or are appended; others (NetworkUnavailable, ...) stay.
+	conds := append([]v1.NodeCondition(nil), cur.Status.Conditions...)
+	for _, c := range desired.Conditions {
+		if i := indexCondition(conds, c.Type); i >= 0 {
+			conds[i] = c
+			continue
+		}
+		conds = append(conds, c)
+	}
+	desired.Conditions = conds
+	desired.Images = cur.Status.Images
+	desired.VolumesInUse = cur.Status.VolumesInUse
+	desired.VolumesAttached = cur.Status.VolumesAttached
+	desired.Config = cur.Status.Config
+	desired.RuntimeHandlers = cur.Status.RuntimeHandlers
+	desired.Features = cur.Status.Features
+	updated.Status = desired
+
+	oldJSON, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	newJSON, err := json.Marshal(updated)
+	if err != nil {
+		return err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, v1.Node{})
+	if err != nil {
+		return fmt.Errorf("node %s status patch: %w", n.name, err)
+	}
+	written, err := nodes.Patch(ctx, n.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("patch node %s status: %w", n.name, err)
+	}
+	oldReady, newReady := findNodeCondition(&cur.Status, v1.NodeReady), findNodeCondition(&written.Status, v1.NodeReady)
+	if newReady != nil && (oldReady == nil || oldReady.Status != newReady.Status) {
+		if newReady.Status == v1.ConditionTrue {
+			n.a.events.nodeStatusEvent(n, "NodeReady")
+		} else {
+			n.a.events.nodeStatusEvent(n, "NodeNotReady")
+			n.a.log.Info("node became not ready", "node", n.name, "message", newReady.Message)
+		}
+	}
+	n.mu.Lock()
+	n.lastStatus, n.lastReport = written.Status.DeepCopy(), now
+	n.mu.Unlock()
+	return nil
+}
+
+func indexCondition(conds []v1.NodeCondition, t v1.NodeConditionType) int {
+	for i := range conds {
+		if conds[i].Type == t {
+			return i
+		}
+	}
+	return -1
+}

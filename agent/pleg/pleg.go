@@ -1,0 +1,297 @@
+// Package pleg is the pod lifecycle event generator, as the kubelet's
+// generic PLEG: it relists the container runtime periodically, compares
+// each container's state with the previous relist and emits
+// ContainerStarted / ContainerDied / ContainerRemoved events per pod, so
+// that only the pods that changed are synced. Healthy reports false when
+// the last successful relist is older than the threshold (3 minutes), which
+// turns the node NotReady ("PLEG is not healthy: ...").
+package pleg
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/corekube/corekube/agent/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// PodLifeCycleEventType is the type of a pod lifecycle event.
+type PodLifeCycleEventType string
+
+// The event types, as the kubelet's.
+const (
+	// ContainerStarted: the container's new state is running.
+	ContainerStarted PodLifeCycleEventType = "ContainerStarted"
+	// ContainerDied: the container's new state is exited.
+	ContainerDied PodLifeCycleEventType = "ContainerDied"
+	// ContainerRemoved: the container's old state was exited and it is gone.
+	ContainerRemoved PodLifeCycleEventType = "ContainerRemoved"
+	// PodSync: the pod should be synced for a change no event above covers.
+	PodSync PodLifeCycleEventType = "PodSync"
+	// ContainerChanged: the new state is unknown; never sent.
+	ContainerChanged PodLifeCycleEventType = "ContainerChanged"
+)
+
+// PodLifecycleEvent is an event about one pod.
+type PodLifecycleEvent struct {
+	// ID is the pod's UID.
+	ID   types.UID
+	Type PodLifeCycleEventType
+	// Data is the container ID.
+	Data string
+}
+
+// Defaults.
+const (
+	DefaultRelistPeriod    = time.Second
+	DefaultRelistThreshold = 3 * time.Minute
+	DefaultChannelCapacity = 1000
+)
+
+// Lister is the part of the runtime the PLEG needs.
+type Lister interface {
+	ListPods(ctx context.Context) ([]runtime.Pod, error)
+}
+
+// Options configure a GenericPLEG; zero values take the defaults.
+type Options struct {
+	RelistPeriod time.Duration
+	// RelistThreshold is how old the last relist may be for Healthy.
+	RelistThreshold time.Duration
+	Clock           clock.WithTicker
+	// Events receives the events; several PLEGs may share one channel.
+	// Nil: a channel of DefaultChannelCapacity, returned by Watch.
+	Events chan *PodLifecycleEvent
+	Logger *slog.Logger
+}
+
+type plegContainerState string
+
+const (
+	plegContainerRunning     plegContainerState = "running"
+	plegContainerExited      plegContainerState = "exited"
+	plegContainerUnknown     plegContainerState = "unknown"
+	plegContainerNonExistent plegContainerState = "non-existent"
+)
+
+func convertState(s runtime.ContainerState) plegContainerState {
+	switch s {
+	case runtime.ContainerStateRunning:
+		return plegContainerRunning
+	case runtime.ContainerStateExited:
+		return plegContainerExited
+	default: // created, unknown
+		return plegContainerUnknown
+	}
+}
+
+type podRecord struct {
+	old, current *runtime.Pod
+}
+
+// GenericPLEG relists a runtime and generates events.
+type GenericPLEG struct {
+	runtime   Lister
+	period    time.Duration
+	threshold time.Duration
+	clock     clock.WithTicker
+	events    chan *PodLifecycleEvent
+	log       *slog.Logger
+
+	mu         sync.Mutex // serialises Relist
+	podRecords map[types.UID]*podRecord
+
+	relistMu   sync.RWMutex
+	relistTime time.Time
+}
+
+// New returns a PLEG over the runtime.
+func New(rt Lister, opts Options) *GenericPLEG {
+	if opts.RelistPeriod <= 0 {
+		opts.RelistPeriod = DefaultRelistPeriod
+	}
+	if opts.RelistThreshold <= 0 {
+		opts.RelistThreshold = DefaultRelistThreshold
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Events == nil {
+		opts.Events = make(chan *PodLifecycleEvent, DefaultChannelCapacity)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &GenericPLEG{
+		runtime: rt, period: opts.RelistPeriod, threshold: opts.RelistThreshold, clock: opts.Clock,
+		events: opts.Events, log: opts.Logger, podRecords: map[types.UID]*podRecord{},
+	}
+}
+
+// Watch returns the channel the events are sent to.
+func (g *GenericPLEG) Watch() chan *PodLifecycleEvent { return g.events }
+
+// Run relists every period until ctx ends. (An agent running many nodes
+// calls Relist on all its PLEGs from one loop instead.)
+func (g *GenericPLEG) Run(ctx context.Context) error {
+	t := g.clock.NewTicker(g.period)
+	defer t.Stop()
+	g.Relist(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+			g.Relist(ctx)
+		}
+	}
+}
+
+// Healthy reports whether the last successful relist is recent enough.
+func (g *GenericPLEG) Healthy() (bool, error) {
+	g.relistMu.RLock()
+	last := g.relistTime
+	g.relistMu.RUnlock()
+	if last.IsZero() {
+		return false, fmt.Errorf("pleg has yet to be successful")
+	}
+	if elapsed := g.clock.Since(last); elapsed > g.threshold {
+		return false, fmt.Errorf("pleg was last seen active %v ago; threshold is %v", elapsed, g.threshold)
+	}
+	return true, nil
+}
+
+// RelistTime is the time of the last successful relist.
+func (g *GenericPLEG) RelistTime() time.Time {
+	g.relistMu.RLock()
+	defer g.relistMu.RUnlock()
+	return g.relistTime
+}
+
+// Relist lists the runtime, compares with the previous listing and sends
+// the events. A failed listing leaves the relist time (and so Healthy)
+// where it was.
+func (g *GenericPLEG) Relist(ctx context.Context) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	timestamp := g.clock.Now()
+	pods, err := g.runtime.ListPods(ctx)
+	if err != nil {
+		g.log.Warn("PLEG: unable to retrieve pods", "err", err)
+		return
+	}
+	g.relistMu.Lock()
+	g.relistTime = timestamp
+	g.relistMu.Unlock()
+
+	// setCurrent
+	for _, r := range g.podRecords {
+		r.current = nil
+	}
+	for i := range pods {
+		p := &pods[i]
+		r, ok := g.podRecords[p.ID]
+		if !ok {
+			r = &podRecord{}
+			g.podRecords[p.ID] = r
+		}
+		r.current = p
+	}
+
+	for pid, r := range g.podRecords {
+		var events []*PodLifecycleEvent
+		forEachContainerID(r.old, r.current, func(cid string) {
+			events = append(events, generateEvents(pid, cid, containerState(r.old, cid), containerState(r.current, cid))...)
+		})
+		if len(events) == 0 {
+			continue
+		}
+		// update: the current listing becomes the old one; a pod that is
+		// gone is forgotten.
+		if r.current == nil {
+			delete(g.podRecords, pid)
+		} else {
+			r.old, r.current = r.current, nil
+		}
+		for _, e := range events {
+			if e.Type == ContainerChanged {
+				continue // not reliable, nobody uses it
+			}
+			select {
+			case g.events <- e:
+			default:
+				g.log.Error("PLEG: event channel is full, discarding this relist() cycle event", "pod", pid, "type", e.Type)
+			}
+		}
+	}
+	// Records of pods that vanished without events (no containers) go too.
+	for pid, r := range g.podRecords {
+		if r.current == nil && (r.old == nil || len(r.old.Containers) == 0) {
+			delete(g.podRecords, pid)
+		}
+	}
+}
+
+// forEachContainerID calls fn for each container ID of old and current,
+// once each.
+func forEachContainerID(old, current *runtime.Pod, fn func(string)) {
+	if old != nil {
+		for _, c := range old.Containers {
+			fn(c.ID)
+		}
+	}
+	if current != nil {
+		for _, c := range current.Containers {
+			if old != nil && hasContainer(old, c.ID) {
+				continue
+			}
+			fn(c.ID)
+		}
+	}
+}
+
+func hasContainer(p *runtime.Pod, id string) bool {
+	for _, c := range p.Containers {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func containerState(p *runtime.Pod, id string) plegContainerState {
+	if p == nil {
+		return plegContainerNonExistent
+	}
+	for _, c := range p.Containers {
+		if c.ID == id {
+			return convertState(c.State)
+		}
+	}
+	return plegContainerNonExistent
+}
+
+// generateEvents names the transition from oldState to newState.
+func generateEvents(pid types.UID, cid string, oldState, newState plegContainerState) []*PodLifecycleEvent {
+	if newState == oldState {
+		return nil
+	}
+	switch newState {
+	case plegContainerRunning:
+		return []*PodLifecycleEvent{{ID: pid, Type: ContainerStarted, Data: cid}}
+	case plegContainerExited:
+		return []*PodLifecycleEvent{{ID: pid, Type: ContainerDied, Data: cid}}
+	case plegContainerUnknown:
+		return []*PodLifecycleEvent{{ID: pid, Type: ContainerChanged, Data: cid}}
+	default: // non-existent
+		if oldState == plegContainerExited {
+			// Its death was reported already.
+			return []*PodLifecycleEvent{{ID: pid, Type: ContainerRemoved, Data: cid}}
+		}
+		return []*PodLifecycleEvent{{ID: pid, Type: ContainerDied, Data: cid}, {ID: pid, Type: ContainerRemoved, Data: cid}}
+	}
+}

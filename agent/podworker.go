@@ -1,0 +1,597 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/corekube/corekube/agent/runtime"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+)
+
+// podWorker is the agent's state for one pod bound to one of its nodes.
+// The informer handlers write pod and removed (under mu); everything else
+// belongs to the sync, which the queue runs for one pod at a time.
+type podWorker struct {
+	uid  types.UID
+	node *node
+
+	mu      sync.Mutex
+	pod     *v1.Pod
+	removed bool
+
+	startTime time.Time
+	backoff   map[string]*backoffEntry
+	// reasons is the kubelet's reason cache: why a container waits.
+	reasons map[string]waitingReason
+	// backOffEvents: the exited container a BackOff event was sent for.
+	backOffEvents map[string]string
+	imageBackoff  map[string]*backoffEntry
+	probes        *podProbes
+	// stopping: containers sent a stop, with the grace period.
+	stopping map[string]time.Duration
+	// terminal: the pod finished (or failed); nothing restarts any more.
+	terminal     bool
+	deleteSent   bool
+	deadlineSent bool
+}
+
+func newPodWorker(uid types.UID, n *node) *podWorker {
+	return &podWorker{
+		uid: uid, node: n,
+		backoff:       map[string]*backoffEntry{},
+		reasons:       map[string]waitingReason{},
+		backOffEvents: map[string]string{},
+		imageBackoff:  map[string]*backoffEntry{},
+		stopping:      map[string]time.Duration{},
+	}
+}
+
+// setPod records a newer state of the pod, from the informer or from the
+// agent's own writes; older states are ignored. Of two copies of the same
+// state the informer's is kept, so the worker holds no second copy of what
+// the informer's cache holds.
+func (w *podWorker) setPod(pod *v1.Pod, fromInformer bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pod == nil || w.pod.ResourceVersion == "" {
+		w.pod = pod
+		return
+	}
+	if pod.ResourceVersion == w.pod.ResourceVersion {
+		if fromInformer {
+			w.pod = pod
+		}
+		return
+	}
+	if newerOrSame(pod.ResourceVersion, w.pod.ResourceVersion) {
+		w.pod = pod
+	}
+}
+
+func (w *podWorker) setRemoved() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.removed = true
+}
+
+func (w *podWorker) snapshot() (*v1.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pod, w.removed
+}
+
+func (w *podWorker) key() string {
+	pod, _ := w.snapshot()
+	if pod == nil {
+		return string(w.uid)
+	}
+	return pod.Namespace + "/" + pod.Name
+}
+
+// podFormat is the kubelet's format.Pod: name_namespace(uid).
+func podFormat(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// syncPod brings the pod's containers where its spec and status say they
+// should be, and writes the pod's status. It returns when the pod wants
+// its next sync (zero: only on events).
+func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Time, error) {
+	pod, removed := w.snapshot()
+	n := w.node
+	if removed || pod == nil {
+		// Gone from the API (deleted by us after termination, or forced):
+		// whatever still runs is killed at once.
+		if err := n.runtime.StopPodSandbox(ctx, w.uid); err != nil {
+			return time.Time{}, err
+		}
+		if err := n.runtime.RemovePod(ctx, w.uid); err != nil {
+			return time.Time{}, err
+		}
+		n.addresses().release(w.uid)
+		a.forget(w.uid)
+		return time.Time{}, nil
+	}
+	if !n.isRegistered() {
+		return a.clock.Now().Add(500 * time.Millisecond), nil // until the node is registered
+	}
+	now := a.clock.Now()
+	rs, err := n.runtime.GetPodStatus(ctx, w.uid)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if w.startTime.IsZero() {
+		w.startTime = now
+		if pod.Status.StartTime != nil && !pod.Status.StartTime.IsZero() {
+			w.startTime = pod.Status.StartTime.Time
+		}
+	}
+	var deadline time.Time
+	if ads := pod.Spec.ActiveDeadlineSeconds; ads != nil {
+		deadline = w.startTime.Add(time.Duration(*ads) * time.Second)
+	}
+	pastDeadline := !deadline.IsZero() && !now.Before(deadline) && !isTerminalPhase(pod.Status.Phase)
+	if pod.DeletionTimestamp != nil || pastDeadline || w.terminal || isTerminalPhase(pod.Status.Phase) {
+		return a.syncTerminating(ctx, w, pod, rs, now, pastDeadline)
+	}
+	return a.syncRunning(ctx, w, pod, rs, now, deadline)
+}
+
+// statusFor computes the pod's status from the runtime's.
+func (a *Agent) statusFor(w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now time.Time, podIsTerminal, deadlineExceeded bool) v1.PodStatus {
+	var probes probeView = noProbes{}
+	if w.probes != nil {
+		probes = w.probes
+	}
+	return generatePodStatus(statusInput{
+		pod: pod, rs: rs, reasons: w.reasons, probes: probes,
+		podIsTerminal: podIsTerminal, deadlineExceeded: deadlineExceeded,
+		hostIP: w.node.ip, now: now, startTime: w.startTime,
+	})
+}
+
+// syncRunning: probes, status, then the actions (sandbox, init containers
+// in order, then the containers, restarts with back-off, liveness kills).
+func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now, deadline time.Time) (time.Time, error) {
+	next := a.runProbes(ctx, w, pod, rs, now)
+	status := a.statusFor(w, pod, rs, now, false, false)
+	if isTerminalPhase(status.Phase) {
+		// Done per the restart policy: the final status is written once
+		// the sandbox is down.
+		w.terminal = true
+		return a.syncTerminating(ctx, w, pod, rs, now, false)
+	}
+	pod, err := a.writeStatus(ctx, w, pod, status)
+	if err != nil {
+		return time.Time{}, err
+	}
+
+	n := w.node
+	if !rs.SandboxReady {
+		ip := n.ip
+		if !pod.Spec.HostNetwork {
+			if ip, err = n.addresses().allocate(w.uid); err != nil {
+				a.events.podEvent(pod, "", n, v1.EventTypeWarning, "FailedCreatePodSandBox",
+					fmt.Sprintf("Failed to create pod sandbox: %v", err))
+				return time.Time{}, err
+			}
+		}
+		if err := n.runtime.RunPodSandbox(ctx, runtime.SandboxConfig{UID: w.uid, Name: pod.Name, Namespace: pod.Namespace, Hostname: pod.Name, IP: ip}); err != nil {
+			return time.Time{}, err
+		}
+	}
+
+	reasonsBefore := len(w.reasons)
+	changedReasons := false
+	// probeKill stops a running container whose liveness or startup probe
+	// failed.
+	probeKill := func(c *v1.Container, latest *runtime.ContainerStatus) error {
+		msg, kill := w.probes.killReason(c.Name, latest.ID)
+		if !kill {
+			return nil
+		}
+		if _, sent := w.stopping[latest.ID]; !sent {
+			a.events.podEvent(pod, containerFieldPath(pod, c.Name), n, v1.EventTypeNormal, "Killing", msg)
+			grace := killGracePeriod(pod, c)
+			if err := n.runtime.StopContainer(ctx, latest.ID, runtime.StopOptions{Timeout: grace, PreStop: preStopCommand(c)}); err != nil {
+				return err
+			}
+			w.stopping[latest.ID] = grace
+		}
+		next = earliest(next, n.runtime.NextChange(w.uid))
+		return nil
+	}
+	restart := func(c *v1.Container, latest *runtime.ContainerStatus) {
+		wake, changed := a.restartContainer(ctx, w, pod, c, latest, now)
+		next, changedReasons = earliest(next, wake), changedReasons || changed
+	}
+
+	// Once the regular containers have started, init containers do not run
+	// again; sidecars (restartable init containers) keep running beside
+	// them until no regular container is left to run.
+	podInitialized := hasAnyRegularContainerStarted(pod, rs)
+	regularDone := podInitialized && pod.Spec.RestartPolicy != v1.RestartPolicyAlways && !anyRegularToRun(pod, rs)
+	initialized := true
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		latest := findRuntimeStatus(rs, c.Name)
+		if isRestartableInit(c) {
+			switch {
+			case regularDone:
+				if latest != nil && latest.State == runtime.ContainerStateRunning {
+					if err := a.stopContainer(ctx, w, pod, c, latest.ID, podGracePeriod(pod)); err != nil {
+						return time.Time{}, err
+					}
+				}
+				continue
+			case latest == nil:
+				changedReasons = a.startContainer(ctx, w, pod, c, firstAttempt(pod.Status.InitContainerStatuses, c.Name)) || changedReasons
+			case latest.State == runtime.ContainerStateRunning:
+				if err := probeKill(c, latest); err != nil {
+					return time.Time{}, err
+				}
+				if podInitialized || w.probes.started(c, latest.ID) {
+					continue
+				}
+			case latest.State == runtime.ContainerStateExited:
+				restart(c, latest)
+			}
+			if podInitialized {
+				continue
+			}
+			initialized = false
+			break
+		}
+		if podInitialized {
+			continue
+		}
+		if latest == nil {
+			changedReasons = a.startContainer(ctx, w, pod, c, firstAttempt(pod.Status.InitContainerStatuses, c.Name)) || changedReasons
+			initialized = false
+			break
+		}
+		if latest.State != runtime.ContainerStateExited {
+			initialized = false
+			break
+		}
+		if latest.ExitCode == 0 {
+			continue
+		}
+		initialized = false
+		if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
+			restart(c, latest)
+		}
+		break
+	}
+	if initialized {
+		for i := range pod.Spec.Containers {
+			c := &pod.Spec.Containers[i]
+			latest := findRuntimeStatus(rs, c.Name)
+			switch {
+			case latest == nil:
+				changedReasons = a.startContainer(ctx, w, pod, c, firstAttempt(pod.Status.ContainerStatuses, c.Name)) || changedReasons
+			case latest.State == runtime.ContainerStateRunning:
+				if err := probeKill(c, latest); err != nil {
+					return time.Time{}, err
+				}
+			case latest.State == runtime.ContainerStateExited:
+				if shouldContainerBeRestarted(c, pod, rs) {
+					restart(c, latest)
+				}
+			}
+		}
+	}
+	a.collectGarbage(ctx, w, pod, rs)
+	if changedReasons || len(w.reasons) != reasonsBefore {
+		// The status shows the new waiting reasons at the next sync.
+		return now, nil
+	}
+	if !deadline.IsZero() {
+		next = earliest(next, deadline)
+	}
+	return earliest(next, now.Add(a.resyncInterval())), nil
+}
+
+// anyRegularToRun: a regular container runs, or is yet to start, or will
+// be restarted.
+func anyRegularToRun(pod *v1.Pod, rs *runtime.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		latest := findRuntimeStatus(rs, c.Name)
+		if latest == nil || latest.State != runtime.ContainerStateExited || shouldContainerBeRestarted(c, pod, rs) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopContainer stops a running container (once; again only to shorten
+// the grace period), with the kubelet's Killing event.
+func (a *Agent) stopContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c *v1.Container, id string, grace time.Duration) error {
+	sent, ok := w.stopping[id]
+	if ok && grace >= sent {
+		return nil
+	}
+	if !ok {
+		a.events.podEvent(pod, containerFieldPath(pod, c.Name), w.node, v1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s", c.Name))
+	}
+	if err := w.node.runtime.StopContainer(ctx, id, runtime.StopOptions{Timeout: grace, PreStop: preStopCommand(c)}); err != nil {
+		return err
+	}
+	w.stopping[id] = grace
+	return nil
+}
+
+// resyncInterval is SyncFrequency with up to 50% jitter (as the kubelet's
+// pod workers), so that pods started together do not resync together.
+func (a *Agent) resyncInterval() time.Duration {
+	return a.cfg.SyncFrequency + time.Duration(rand.Float64()*0.5*float64(a.cfg.SyncFrequency))
+}
+
+// restartContainer restarts an exited container unless it is in back-off
+// (CrashLoopBackOff). It returns when the back-off ends and whether the
+// container's waiting reason changed.
+func (a *Agent) restartContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c *v1.Container, latest *runtime.ContainerStatus, now time.Time) (time.Time, bool) {
+	if until, in := w.inBackOff(c.Name, latest.FinishedAt, now, a.cfg.BackoffReset); in {
+		d := w.backoff[c.Name].backoff
+		reason := waitingReason{reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c.Name, podFormat(pod))}
+		changed := w.reasons[c.Name] != reason
+		w.reasons[c.Name] = reason
+		if w.backOffEvents[c.Name] != latest.ID {
+			w.backOffEvents[c.Name] = latest.ID
+			a.events.podEvent(pod, containerFieldPath(pod, c.Name), w.node, v1.EventTypeWarning, "BackOff",
+				fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.Name, podFormat(pod)))
+		}
+		return until, changed
+	}
+	w.nextBackOff(c.Name, latest.FinishedAt, now, a.cfg)
+	return time.Time{}, a.startContainer(ctx, w, pod, c, latest.Attempt+1)
+}
+
+// firstAttempt is the restart count of a container the runtime has no
+// record of: 0, unless the pod's status shows it ran before (the runtime lost
+// it, e.g. the agent restarted), in which case the count goes on, as the
+// kubelet's (which reads it from the container log directory).
+func firstAttempt(statuses []v1.ContainerStatus, name string) int {
+	st, ok := getContainerStatus(statuses, name)
+	if !ok || (st.ContainerID == "" && st.LastTerminationState.Terminated == nil) {
+		return 0
+	}
+	if st.ContainerID == "" {
+		return int(st.RestartCount)
+	}
+	return int(st.RestartCount) + 1
+}
+
+// killGracePeriod is the grace period of a probe kill: the probe's own, or
+// the pod's.
+func killGracePeriod(pod *v1.Pod, c *v1.Container) time.Duration {
+	for _, p := range []*v1.Probe{c.StartupProbe, c.LivenessProbe} {
+		if p != nil && p.TerminationGracePeriodSeconds != nil {
+			return time.Duration(*p.TerminationGracePeriodSeconds) * time.Second
+		}
+	}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+func preStopCommand(c *v1.Container) []string {
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
+		return c.Lifecycle.PreStop.Exec.Command
+	}
+	return nil
+}
+
+// collectGarbage removes the containers older than the newest two of each
+// name (the newest is the state, the one before it the last state).
+func (a *Agent) collectGarbage(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus) {
+	seen := map[string]int{}
+	for _, cs := range rs.ContainerStatuses { // newest first
+		seen[cs.Name]++
+		if seen[cs.Name] > 2 && cs.State == runtime.ContainerStateExited {
+			if err := w.node.runtime.RemoveContainer(ctx, cs.ID); err != nil {
+				a.log.Debug("container not removed", "pod", pod.Name, "container", cs.ID, "err", err)
+			}
+			delete(w.stopping, cs.ID)
+		}
+	}
+}
+
+// syncTerminating stops the pod's containers (deletion, active deadline or
+// completion), writes the final status, and deletes a deleted pod.
+func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now time.Time, pastDeadline bool) (time.Time, error) {
+	n := w.node
+	w.terminal = w.terminal || pastDeadline
+	if pastDeadline && !w.deadlineSent {
+		w.deadlineSent = true
+		a.events.podEvent(pod, "", n, v1.EventTypeNormal, reasonDeadlineExceeded, messageDeadlineExceeded)
+	}
+	grace := podGracePeriod(pod)
+	// The regular containers (and init containers) stop first; sidecars
+	// once they are gone, within what is left of the grace period.
+	running, regularRunning := false, false
+	for _, cs := range rs.ContainerStatuses {
+		if c := containerSpec(pod, cs.Name); cs.State == runtime.ContainerStateRunning && (c == nil || !isRestartableInit(c)) {
+			regularRunning = true
+		}
+	}
+	for _, cs := range rs.ContainerStatuses {
+		if cs.State != runtime.ContainerStateRunning {
+			continue
+		}
+		running = true
+		c := containerSpec(pod, cs.Name)
+		if c == nil {
+			c = &v1.Container{Name: cs.Name}
+		}
+		g := grace
+		if isRestartableInit(c) {
+			if regularRunning {
+				continue
+			}
+			if pod.DeletionTimestamp != nil {
+				g = max(0, min(grace, pod.DeletionTimestamp.Sub(now)))
+			}
+		}
+		if err := a.stopContainer(ctx, w, pod, c, cs.ID, g); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if running {
+		// Stops can end containers at once (servers on SIGTERM).
+		var err error
+		if rs, err = n.runtime.GetPodStatus(ctx, w.uid); err != nil {
+			return time.Time{}, err
+		}
+		running = false
+		for _, cs := range rs.ContainerStatuses {
+			running = running || cs.State == runtime.ContainerStateRunning
+		}
+	}
+	deadlineExceeded := pastDeadline || pod.Status.Reason == reasonDeadlineExceeded
+	if running {
+		status := a.statusFor(w, pod, rs, now, false, deadlineExceeded)
+		if isTerminalPhase(status.Phase) && !isTerminalPhase(pod.Status.Phase) {
+			// Not terminal while containers could still run.
+			status.Phase, status.Reason, status.Message = pod.Status.Phase, pod.Status.Reason, pod.Status.Message
+		}
+		if _, err := a.writeStatus(ctx, w, pod, status); err != nil {
+			return time.Time{}, err
+		}
+		// The PLEG reports the exits; wake for the kill deadline anyway.
+		return earliest(n.runtime.NextChange(w.uid), now.Add(a.resyncInterval())), nil
+	}
+
+	if rs.SandboxReady {
+		if err := n.runtime.StopPodSandbox(ctx, w.uid); err != nil {
+			return time.Time{}, err
+		}
+		n.addresses().release(w.uid)
+		var err error
+		if rs, err = n.runtime.GetPodStatus(ctx, w.uid); err != nil {
+			return time.Time{}, err
+		}
+	}
+	status := a.statusFor(w, pod, rs, now, true, deadlineExceeded)
+	terminatePod(pod, &status)
+	pod, err := a.writeStatus(ctx, w, pod, status)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if pod.DeletionTimestamp == nil || w.deleteSent {
+		return time.Time{}, nil
+	}
+	if err := n.runtime.RemovePod(ctx, w.uid); err != nil {
+		return time.Time{}, err
+	}
+	err = a.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: ptr.To(int64(0)),
+		Preconditions:      &metav1.Preconditions{UID: ptr.To(pod.UID)},
+	})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err):
+		// A new pod of the same name: ours is gone.
+	default:
+		return time.Time{}, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	w.deleteSent = true
+	return time.Time{}, nil
+}
+
+// podGracePeriod is how long the pod's containers get to stop: the
+// deletion's grace period, else the pod's.
+func podGracePeriod(pod *v1.Pod) time.Duration {
+	if pod.DeletionTimestamp != nil && pod.DeletionGracePeriodSeconds != nil {
+		return time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	}
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+func containerSpec(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+// writeStatus writes status through pods/status when it differs from the
+// pod's; it returns the pod as it now is.
+func (a *Agent) writeStatus(ctx context.Context, w *podWorker, pod *v1.Pod, status v1.PodStatus) (*v1.Pod, error) {
+	if apiequality.Semantic.DeepEqual(pod.Status, status) {
+		return pod, nil
+	}
+	next := pod.DeepCopy()
+	next.Status = status
+	updated, err := a.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	if err == nil {
+		w.setPod(updated, false)
+		return updated, nil
+	}
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		// Someone else wrote the pod: sync again from its newest state.
+		fresh, gerr := a.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		switch {
+		case gerr == nil && fresh.UID == pod.UID:
+			w.setPod(fresh, false)
+		case apierrors.IsNotFound(gerr) || (gerr == nil && fresh.UID != pod.UID):
+			w.setRemoved()
+		}
+		return nil, errRequeue
+	}
+	return nil, fmt.Errorf("update status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+}
+
+// backoffEntry is a container's restart back-off, as client-go's
+// flowcontrol.Backoff the kubelet uses.
+type backoffEntry struct {
+	backoff    time.Duration
+	lastUpdate time.Time
+}
+
+// inBackOff: the container finished at finished and may not restart
+// before the returned time.
+func (w *podWorker) inBackOff(name string, finished, now time.Time, reset time.Duration) (time.Time, bool) {
+	e, ok := w.backoff[name]
+	if !ok || finished.Sub(e.lastUpdate) > reset {
+		return time.Time{}, false
+	}
+	until := finished.Add(e.backoff)
+	return until, now.Before(until)
+}
+
+// nextBackOff records a restart: the first back-off is the base, each next
+// one doubles up to the maximum; after the reset period without a crash it
+// starts over.
+func (w *podWorker) nextBackOff(name string, finished, now time.Time, cfg Config) {
+	e, ok := w.backoff[name]
+	if !ok || finished.Sub(e.lastUpdate) > cfg.BackoffReset {
+		w.backoff[name] = &backoffEntry{backoff: cfg.BackoffBase, lastUpdate: now}
+		return
+	}
+	e.backoff *= 2
+	if e.backoff > cfg.BackoffMax {
+		e.backoff = cfg.BackoffMax
+	}
+	e.lastUpdate = now
+}

@@ -1,0 +1,162 @@
+// Package runtime is the container runtime interface the node agent drives:
+// a small slice of the kubelet's view of the CRI (pod sandboxes, containers,
+// images, exec), so that a real runtime could take the simulated one's place
+// (agent/runtime/sim).
+//
+// Calls never block for long: StopContainer sends the stop and returns; the
+// container's exit is observed by listing (the PLEG's relist), as with a
+// real runtime.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ContainerState is a container's state as the runtime reports it.
+type ContainerState string
+
+// The states of a container.
+const (
+	ContainerStateCreated ContainerState = "created"
+	ContainerStateRunning ContainerState = "running"
+	ContainerStateExited  ContainerState = "exited"
+	ContainerStateUnknown ContainerState = "unknown"
+)
+
+// Container is a container as ListPods reports it: identity and state.
+type Container struct {
+	// ID is "<runtime type>://<id>", the form of status.containerStatuses[].containerID.
+	ID    string
+	Name  string
+	State ContainerState
+}
+
+// Pod is a pod as ListPods reports it, exited containers included.
+type Pod struct {
+	ID         types.UID
+	Name       string
+	Namespace  string
+	Containers []Container
+}
+
+// ContainerStatus is the detailed status of one container.
+type ContainerStatus struct {
+	ID    string
+	Name  string
+	State ContainerState
+	// Attempt is the container's restart count: 0 for the first container of
+	// that name in the pod, one more for each restart.
+	Attempt    int
+	CreatedAt  time.Time
+	StartedAt  time.Time
+	FinishedAt time.Time
+	ExitCode   int32
+	// Reason is Completed, Error or OOMKilled once exited.
+	Reason  string
+	Message string
+	// Image is the image reference as the runtime resolved it
+	// (docker.io/library/busybox:latest); ImageRef its digest reference.
+	Image    string
+	ImageRef string
+}
+
+// PodStatus is the detailed status of one pod.
+type PodStatus struct {
+	ID        types.UID
+	Name      string
+	Namespace string
+	// SandboxReady reports a sandbox with its network set up.
+	SandboxReady bool
+	IPs          []string
+	// ContainerStatuses lists every container the runtime still has, the
+	// newest first.
+	ContainerStatuses []ContainerStatus
+}
+
+// SandboxConfig describes a pod sandbox.
+type SandboxConfig struct {
+	UID       types.UID
+	Name      string
+	Namespace string
+	Hostname  string
+	// IP is the pod IP (the simulated runtime has no network plugin; the
+	// agent allocates the address).
+	IP string
+}
+
+// ContainerConfig describes a container to create and start.
+type ContainerConfig struct {
+	Name  string
+	Image string
+	// Argv is the command followed by the args, after the kubelet's
+	// $(VAR) expansion.
+	Argv        []string
+	Env         map[string]string
+	MemoryLimit int64
+	// Attempt is the restart count of the new container.
+	Attempt int
+	// TerminationMessagePath is the file whose content becomes the
+	// terminated state's message; TerminationMessageFallbackToLogs uses the
+	// end of the log instead when that file is empty and the container
+	// failed.
+	TerminationMessagePath           string
+	TerminationMessageFallbackToLogs bool
+}
+
+// StopOptions says how to stop a container.
+type StopOptions struct {
+	// Timeout is the grace period: SIGKILL follows SIGTERM after it.
+	Timeout time.Duration
+	// PreStop is an exec preStop hook, run before SIGTERM within Timeout.
+	PreStop []string
+}
+
+// Errors the runtime returns.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrNotRunning   = errors.New("container is not running")
+	ErrExecTimeout  = errors.New("command timed out")
+	ErrRuntimeDown  = errors.New("container runtime is down")
+	ErrImagePull    = errors.New("ErrImagePull")
+	ErrInvalidImage = errors.New("InvalidImageName")
+)
+
+// Runtime is a container runtime.
+type Runtime interface {
+	// Type is the runtime's name, the scheme of container IDs ("sim").
+	Type() string
+	// Version is the runtime's version.
+	Version() string
+	// ListPods lists all pods with all their containers, exited ones
+	// included.
+	ListPods(ctx context.Context) ([]Pod, error)
+	// GetPodStatus returns the status of a pod's sandbox and containers;
+	// a pod the runtime does not know has an empty status.
+	GetPodStatus(ctx context.Context, uid types.UID) (*PodStatus, error)
+	// RunPodSandbox creates a pod's sandbox (its network namespace).
+	RunPodSandbox(ctx context.Context, cfg SandboxConfig) error
+	// StopPodSandbox kills what still runs in the pod and tears its
+	// network down.
+	StopPodSandbox(ctx context.Context, uid types.UID) error
+	// RemovePod removes the sandbox and every container of the pod.
+	RemovePod(ctx context.Context, uid types.UID) error
+	// HasImage reports whether the image is present on the node.
+	HasImage(ctx context.Context, image string) bool
+	// PullImage pulls an image and returns its digest reference.
+	PullImage(ctx context.Context, image string) (string, error)
+	// StartContainer creates and starts a container in the pod's sandbox;
+	// it returns the container's ID.
+	StartContainer(ctx context.Context, uid types.UID, cfg ContainerConfig) (string, error)
+	// StopContainer stops a container (preStop hook, SIGTERM, SIGKILL after
+	// the timeout) and returns at once; the exit shows in later listings.
+	StopContainer(ctx context.Context, id string, opts StopOptions) error
+	// RemoveContainer removes an exited container.
+	RemoveContainer(ctx context.Context, id string) error
+	// ExecSync runs a command in a running container and returns its exit
+	// code and output; ErrExecTimeout when it runs longer than timeout.
+	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error)
+}

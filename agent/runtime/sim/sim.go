@@ -1,0 +1,585 @@
+// Package sim is a simulated container runtime: containers run the tiny
+// shell of package shell in virtual time, so a node carries thousands of
+// them without a goroutine or a timer each.
+//
+// What a container does is decided by its command and args (see
+// shell.FromArgv): ["sh", "-c", "sleep 5; exit 1"] runs five seconds and
+// fails; ["sleep", "5"] succeeds after five seconds; no command, or a
+// command the shell does not know, runs until stopped. A container that
+// goes over its memory limit (stress --vm-bytes) is OOMKilled (137).
+//
+// Stopping: SIGTERM ends a server at once (exit code 0); a shell or sleep as
+// PID 1 ignores SIGTERM, as in a real container, and is killed (137) when
+// the grace period ends unless it exits first.
+//
+// Images: every image can be pulled, except references whose tag or digest
+// contains "doesnotexist" or "notfound" (ErrImagePull) and malformed ones
+// (InvalidImageName).
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/corekube/corekube/agent/runtime"
+	"github.com/corekube/corekube/agent/runtime/sim/shell"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Name and version of the runtime: nodes report "sim://<Version>" as their
+// containerRuntimeVersion.
+const (
+	Name    = "sim"
+	Version = "1.0.0"
+)
+
+// maxLogLines bounds the log kept per container.
+const maxLogLines = 1000
+
+// LogLine is one write of a container to its output.
+type LogLine struct {
+	Time time.Time
+	Text string
+}
+
+// Runtime is the simulated runtime of one node.
+type Runtime struct {
+	clock clock.PassiveClock
+
+	mu     sync.Mutex
+	pods   map[types.UID]*pod
+	byID   map[string]*container
+	images map[string]string // image → digest reference
+	down   error
+}
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+type pod struct {
+	uid          types.UID
+	name, ns     string
+	sandboxReady bool
+	ip           string
+	containers   []*container // in creation order
+}
+
+type container struct {
+	id, name      string
+	fullID        string // sim://<id>
+	image, ref    string
+	attempt       int
+	created       time.Time
+	proc          *shell.Process
+	env           *shell.Env
+	stopRequested bool
+	termAt        time.Time
+	killAt        time.Time
+	exited        bool
+	finished      time.Time
+	exitCode      int32
+	reason        string
+	message       string
+	logs          []LogLine
+	msgPath       string
+	msgFromLogs   bool
+}
+
+// New returns an empty runtime on the given clock (nil: the real clock).
+func New(c clock.PassiveClock) *Runtime {
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &Runtime{clock: c, pods: map[types.UID]*pod{}, byID: map[string]*container{}, images: map[string]string{}}
+}
+
+// Type is "sim".
+func (r *Runtime) Type() string { return Name }
+
+// Version is the runtime's version.
+func (r *Runtime) Version() string { return Version }
+
+// SetDown makes every call fail with err (nil: working again), to test
+// how the agent copes with a broken runtime (the PLEG turns unhealthy).
+func (r *Runtime) SetDown(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.down = err
+}
+
+func newID() string {
+	return fmt.Sprintf("%016x%016x%016x%016x", rand.Uint64(), rand.Uint64(), rand.Uint64(), rand.Uint64())
+}
+
+// advance runs a container up to now: its program, then SIGTERM and
+// SIGKILL if it is being stopped.
+func (c *container) advance(now time.Time) {
+	if c.exited {
+		return
+	}
+	step := func(to time.Time) {
+		c.proc.Advance(to)
+		if c.proc.Exited() {
+			c.exit(c.proc.ExitTime(), c.proc.ExitCode(), c.proc.OOMKilled())
+		}
+	}
+	if c.stopRequested {
+		if !now.Before(c.termAt) {
+			step(c.termAt)
+			if c.exited {
+				return
+			}
+			if c.proc.HandlesSIGTERM() {
+				c.proc.Kill(c.termAt, 0)
+				c.exit(c.termAt, 0, false)
+				return
+			}
+		}
+		if !now.Before(c.killAt) {
+			step(c.killAt)
+			if !c.exited {
+				c.proc.Kill(c.killAt, 137)
+				c.exit(c.killAt, 137, false)
+			}
+			return
+		}
+	}
+	step(now)
+}
+
+// Limits of a termination message, as the kubelet's.
+const (
+	maxTerminationMessage = 4096
+	fallbackLogLines      = 80
+	fallbackLogBytes      = 2048
+)
+
+func (c *container) exit(at time.Time, code int, oom bool) {
+	c.exited, c.finished, c.exitCode = true, at, int32(code)
+	switch {
+	case oom:
+		c.reason = "OOMKilled"
+	case code == 0:
+		c.reason = "Completed"
+	default:
+		c.reason = "Error"
+	}
+	if c.msgPath != "" {
+		c.message = c.env.Files[c.msgPath]
+		if len(c.message) > maxTerminationMessage {
+			c.message = c.message[:maxTerminationMessage]
+		}
+	}
+	if c.message == "" && c.msgFromLogs && code != 0 {
+		var b strings.Builder
+		first := max(0, len(c.logs)-fallbackLogLines)
+		for _, l := range c.logs[first:] {
+			b.WriteString(l.Text)
+		}
+		m := b.String()
+		if len(m) > fallbackLogBytes {
+			m = m[len(m)-fallbackLogBytes:]
+		}
+		c.message = m
+	}
+}
+
+func (c *container) state() runtime.ContainerState {
+	if c.exited {
+		return runtime.ContainerStateExited
+	}
+	return runtime.ContainerStateRunning
+}
+
+// ListPods lists every pod and container, advanced to now.
+func (r *Runtime) ListPods(_ context.Context) ([]runtime.Pod, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return nil, r.down
+	}
+	now := r.clock.Now()
+	out := make([]runtime.Pod, 0, len(r.pods))
+	for _, p := range r.pods {
+		rp := runtime.Pod{ID: p.uid, Name: p.name, Namespace: p.ns, Containers: make([]runtime.Container, 0, len(p.containers))}
+		for _, c := range p.containers {
+			c.advance(now)
+			rp.Containers = append(rp.Containers, runtime.Container{ID: c.fullID, Name: c.name, State: c.state()})
+		}
+		out = append(out, rp)
+	}
+	return out, nil
+}
+
+// GetPodStatus returns the pod's status, advanced to now.
+func (r *Runtime) GetPodStatus(_ context.Context, uid types.UID) (*runtime.PodStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return nil, r.down
+	}
+	p, ok := r.pods[uid]
+	if !ok {
+		return &runtime.PodStatus{ID: uid}, nil
+	}
+	now := r.clock.Now()
+	st := &runtime.PodStatus{ID: uid, Name: p.name, Namespace: p.ns, SandboxReady: p.sandboxReady}
+	if p.ip != "" {
+		st.IPs = []string{p.ip}
+	}
+	for i := len(p.containers) - 1; i >= 0; i-- {
+		c := p.containers[i]
+		c.advance(now)
+		cs := runtime.ContainerStatus{
+			ID: c.fullID, Name: c.name, State: c.state(), Attempt: c.attempt,
+			CreatedAt: c.created, StartedAt: c.created, Image: c.image, ImageRef: c.ref,
+		}
+		if c.exited {
+			cs.FinishedAt, cs.ExitCode, cs.Reason, cs.Message = c.finished, c.exitCode, c.reason, c.message
+		}
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	}
+	return st, nil
+}
+
+// NextChange is the earliest instant after which a container of the pod
+// does something by itself (a sleep ends, a kill is due); zero when none
+// is scheduled. The agent uses it to wake a pod's worker on time.
+func (r *Runtime) NextChange(uid types.UID) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.pods[uid]
+	if !ok {
+		return time.Time{}
+	}
+	var next time.Time
+	earliest := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	for _, c := range p.containers {
+		if c.exited {
+			continue
+		}
+		earliest(c.proc.WakeAt())
+		if c.stopRequested {
+			earliest(c.termAt)
+			earliest(c.killAt)
+		}
+	}
+	return next
+}
+
+// RunPodSandbox creates the pod's sandbox; running it again is a no-op
+// unless the sandbox was stopped.
+func (r *Runtime) RunPodSandbox(_ context.Context, cfg runtime.SandboxConfig) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return r.down
+	}
+	p, ok := r.pods[cfg.UID]
+	if !ok {
+		p = &pod{uid: cfg.UID, name: cfg.Name, ns: cfg.Namespace}
+		r.pods[cfg.UID] = p
+	}
+	p.sandboxReady, p.ip = true, cfg.IP
+	return nil
+}
+
+// StopPodSandbox kills the pod's running containers and marks the sandbox
+// not ready.
+func (r *Runtime) StopPodSandbox(_ context.Context, uid types.UID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return r.down
+	}
+	p, ok := r.pods[uid]
+	if !ok {
+		return nil
+	}
+	now := r.clock.Now()
+	for _, c := range p.containers {
+		c.advance(now)
+		if !c.exited {
+			c.proc.Kill(now, 137)
+			c.exit(now, 137, false)
+		}
+	}
+	p.sandboxReady = false
+	return nil
+}
+
+// RemovePod removes the pod and its containers.
+func (r *Runtime) RemovePod(_ context.Context, uid types.UID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return r.down
+	}
+	if p, ok := r.pods[uid]; ok {
+		for _, c := range p.containers {
+			delete(r.byID, c.id)
+		}
+		delete(r.pods, uid)
+	}
+	return nil
+}
+
+// normalizeImage returns the full reference a runtime reports for image
+// ("busybox" → "docker.io/library/busybox:latest").
+func normalizeImage(image string) (string, error) {
+	if image == "" || strings.ContainsAny(image, " \t\n") || image != strings.TrimSpace(image) || strings.HasSuffix(image, ":") ||
+		strings.HasPrefix(image, "/") || strings.Contains(image, "//") {
+		return "", runtime.ErrInvalidImage
+	}
+	for _, c := range image {
+		if c >= 'A' && c <= 'Z' {
+			// repository names are lower case (tags may not be checked).
+			if i := strings.LastIndexAny(image, ":@"); i < 0 || !strings.ContainsRune(image[i:], c) {
+				return "", runtime.ErrInvalidImage
+			}
+		}
+	}
+	name, rest := image, ""
+	if i := strings.Index(image, "@"); i >= 0 {
+		name, rest = image[:i], image[i:]
+	} else if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		name, rest = image[:i], image[i:]
+	}
+	if rest == "" {
+		rest = ":latest"
+	}
+	first, _, hasSlash := strings.Cut(name, "/")
+	switch {
+	case !hasSlash:
+		name = "docker.io/library/" + name
+	case !strings.ContainsAny(first, ".:") && first != "localhost":
+		name = "docker.io/" + name
+	}
+	return name + rest, nil
+}
+
+func digestRef(full string) string {
+	name := full
+	if i := strings.Index(full, "@"); i >= 0 {
+		return full
+	}
+	if i := strings.LastIndex(full, ":"); i > strings.LastIndex(full, "/") {
+		name = full[:i]
+	}
+	sum := sha256.Sum256([]byte(full))
+	return name + "@sha256:" + hex.EncodeToString(sum[:])
+}
+
+// HasImage reports whether the image was pulled on this node.
+func (r *Runtime) HasImage(_ context.Context, image string) bool {
+	full, err := normalizeImage(image)
+	if err != nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.images[full]
+	return ok
+}
+
+// PullImage "pulls" an image at once.
+func (r *Runtime) PullImage(_ context.Context, image string) (string, error) {
+	full, err := normalizeImage(image)
+	if err != nil {
+		return "", err
+	}
+	tag := full[strings.LastIndexAny(full, ":@"):]
+	if strings.Contains(tag, "doesnotexist") || strings.Contains(tag, "notfound") {
+		return "", fmt.Errorf("%w: failed to pull and unpack image %q: %s: not found", runtime.ErrImagePull, full, full)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return "", r.down
+	}
+	ref := digestRef(full)
+	r.images[full] = ref
+	return ref, nil
+}
+
+// StartContainer creates and starts a container running cfg.Argv.
+func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.ContainerConfig) (string, error) {
+	prog, err := shell.FromArgv(cfg.Argv)
+	if err != nil {
+		// As sh does: start, report the syntax error, exit 2.
+		prog = shell.Failing("sh: "+err.Error(), 2)
+	}
+	full, err := normalizeImage(cfg.Image)
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return "", r.down
+	}
+	p, ok := r.pods[uid]
+	if !ok || !p.sandboxReady {
+		return "", fmt.Errorf("pod sandbox of %s: %w", uid, runtime.ErrNotFound)
+	}
+	ref, ok := r.images[full]
+	if !ok {
+		return "", fmt.Errorf("image %q: %w", full, runtime.ErrNotFound)
+	}
+	now := r.clock.Now()
+	vars := make(map[string]string, len(cfg.Env)+1)
+	vars["HOSTNAME"] = p.name
+	for k, v := range cfg.Env {
+		vars[k] = v
+	}
+	id := newID()
+	c := &container{
+		id: id, fullID: Name + "://" + id, name: cfg.Name, image: full, ref: ref, attempt: cfg.Attempt, created: now,
+		msgPath: cfg.TerminationMessagePath, msgFromLogs: cfg.TerminationMessageFallbackToLogs,
+	}
+	c.env = &shell.Env{
+		Files:       map[string]string{},
+		Vars:        vars,
+		MemoryLimit: cfg.MemoryLimit,
+		Output: func(at time.Time, text string) {
+			if len(c.logs) >= maxLogLines {
+				c.logs = append(c.logs[:0], c.logs[1:]...)
+			}
+			c.logs = append(c.logs, LogLine{Time: at, Text: text})
+		},
+	}
+	c.proc = prog.Start(now, c.env)
+	c.advance(now)
+	p.containers = append(p.containers, c)
+	r.byID[c.id] = c
+	return c.fullID, nil
+}
+
+func (r *Runtime) lookup(id string) (*container, error) {
+	if r.down != nil {
+		return nil, r.down
+	}
+	c, ok := r.byID[strings.TrimPrefix(id, Name+"://")]
+	if !ok {
+		return nil, fmt.Errorf("container %q: %w", id, runtime.ErrNotFound)
+	}
+	return c, nil
+}
+
+// minimumGrace is the kubelet's extension of a grace period that a preStop
+// hook used up.
+const minimumGrace = 2 * time.Second
+
+// StopContainer runs the preStop hook, then sends SIGTERM, then SIGKILL
+// after the timeout; it returns at once.
+func (r *Runtime) StopContainer(_ context.Context, id string, opts runtime.StopOptions) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.lookup(id)
+	if err != nil {
+		return err
+	}
+	now := r.clock.Now()
+	c.advance(now)
+	if c.exited {
+		return nil
+	}
+	if c.stopRequested {
+		// A second stop can only shorten the grace period.
+		if kill := now.Add(opts.Timeout); kill.Before(c.killAt) {
+			c.killAt = kill
+			if c.termAt.After(kill) {
+				c.termAt = kill
+			}
+		}
+		c.advance(now)
+		return nil
+	}
+	c.stopRequested = true
+	c.termAt, c.killAt = now, now.Add(opts.Timeout)
+	if len(opts.PreStop) > 0 {
+		if prog, err := shell.FromArgv(opts.PreStop); err == nil && prog != nil {
+			_, _, took, timedOut := shell.Run(prog, now, *c.env, opts.Timeout)
+			if timedOut {
+				took = opts.Timeout
+			}
+			c.termAt = now.Add(took)
+			if !c.termAt.Before(c.killAt) {
+				c.killAt = c.termAt.Add(minimumGrace)
+			}
+		}
+	}
+	c.advance(now)
+	return nil
+}
+
+// RemoveContainer removes an exited container.
+func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.lookup(id)
+	if err != nil {
+		return err
+	}
+	c.advance(r.clock.Now())
+	if !c.exited {
+		return fmt.Errorf("remove %s: container is running", id)
+	}
+	delete(r.byID, c.id)
+	for _, p := range r.pods {
+		for i, pc := range p.containers {
+			if pc == c {
+				p.containers = append(p.containers[:i], p.containers[i+1:]...)
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// ExecSync runs cmd in the container's file system through the shell;
+// commands the shell does not know succeed.
+func (r *Runtime) ExecSync(_ context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error) {
+	prog, err := shell.FromArgv(cmd)
+	if err != nil {
+		return 126, []byte(err.Error()), nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.lookup(id)
+	if err != nil {
+		return 0, nil, err
+	}
+	now := r.clock.Now()
+	c.advance(now)
+	if c.exited {
+		return 0, nil, fmt.Errorf("exec in %s: %w", id, runtime.ErrNotRunning)
+	}
+	code, out, _, timedOut := shell.Run(prog, now, *c.env, timeout)
+	if timedOut {
+		return code, []byte(out), fmt.Errorf("command %q: %w after %v", strings.Join(cmd, " "), runtime.ErrExecTimeout, timeout)
+	}
+	return code, []byte(out), nil
+}
+
+// Logs returns what the container wrote so far.
+func (r *Runtime) Logs(id string) ([]LogLine, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, err := r.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	c.advance(r.clock.Now())
+	return append([]LogLine(nil), c.logs...), nil
+}

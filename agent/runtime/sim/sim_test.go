@@ -1,0 +1,239 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/corekube/corekube/agent/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func setup(t *testing.T) (*Runtime, *clocktesting.FakeClock) {
+	t.Helper()
+	clk := clocktesting.NewFakeClock(t0)
+	r := New(clk)
+	ctx := context.Background()
+	if err := r.RunPodSandbox(ctx, runtime.SandboxConfig{UID: "u1", Name: "p", Namespace: "default", IP: "10.244.0.2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PullImage(ctx, "busybox"); err != nil {
+		t.Fatal(err)
+	}
+	return r, clk
+}
+
+func start(t *testing.T, r *Runtime, argv []string, memLimit int64) string {
+	t.Helper()
+	id, err := r.StartContainer(context.Background(), "u1", runtime.ContainerConfig{Name: "c", Image: "busybox", Argv: argv, MemoryLimit: memLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func status(t *testing.T, r *Runtime, id string) runtime.ContainerStatus {
+	t.Helper()
+	st, err := r.GetPodStatus(context.Background(), "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range st.ContainerStatuses {
+		if cs.ID == id {
+			return cs
+		}
+	}
+	t.Fatalf("container %s not found", id)
+	return runtime.ContainerStatus{}
+}
+
+func TestLifecycle(t *testing.T) {
+	tests := []struct {
+		name     string
+		argv     []string
+		memLimit int64
+		// stop, when set, stops the container at 1s with this grace period.
+		stop    *time.Duration
+		preStop []string
+		at      time.Duration // when to look
+		state   runtime.ContainerState
+		code    int32
+		reason  string
+		finish  time.Duration
+	}{
+		{name: "runs", argv: []string{"sh", "-c", "sleep 5; exit 1"}, at: 4 * time.Second, state: runtime.ContainerStateRunning},
+		{name: "fails", argv: []string{"sh", "-c", "sleep 5; exit 1"}, at: 5 * time.Second, state: runtime.ContainerStateExited, code: 1, reason: "Error", finish: 5 * time.Second},
+		{name: "completes", argv: []string{"sleep", "2"}, at: time.Minute, state: runtime.ContainerStateExited, reason: "Completed", finish: 2 * time.Second},
+		{name: "oom", argv: []string{"sh", "-c", "stress --vm 1 --vm-bytes 250M --vm-hang 1"}, memLimit: 100 << 20, at: 0, state: runtime.ContainerStateExited, code: 137, reason: "OOMKilled"},
+		{name: "server runs forever", argv: nil, at: time.Hour, state: runtime.ContainerStateRunning},
+		{name: "server stops on SIGTERM", argv: nil, stop: ptr(30 * time.Second), at: time.Hour, state: runtime.ContainerStateExited, reason: "Completed", finish: time.Second},
+		{name: "sleep ignores SIGTERM", argv: []string{"sleep", "3600"}, stop: ptr(30 * time.Second), at: 30 * time.Second, state: runtime.ContainerStateRunning},
+		{name: "sleep killed at grace end", argv: []string{"sleep", "3600"}, stop: ptr(30 * time.Second), at: 31 * time.Second, state: runtime.ContainerStateExited, code: 137, reason: "Error", finish: 31 * time.Second},
+		{name: "exits before grace end", argv: []string{"sleep", "3"}, stop: ptr(30 * time.Second), at: time.Minute, state: runtime.ContainerStateExited, reason: "Completed", finish: 3 * time.Second},
+		{name: "grace 0 kills at once", argv: []string{"sleep", "3600"}, stop: ptr(time.Duration(0)), at: time.Second, state: runtime.ContainerStateExited, code: 137, reason: "Error", finish: time.Second},
+		{name: "preStop delays SIGTERM", argv: nil, stop: ptr(30 * time.Second), preStop: []string{"sh", "-c", "sleep 5"}, at: 5 * time.Second, state: runtime.ContainerStateRunning},
+		{name: "preStop then SIGTERM", argv: nil, stop: ptr(30 * time.Second), preStop: []string{"sh", "-c", "sleep 5"}, at: 6 * time.Second, state: runtime.ContainerStateExited, reason: "Completed", finish: 6 * time.Second},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, clk := setup(t)
+			id := start(t, r, tc.argv, tc.memLimit)
+			if tc.stop != nil {
+				clk.Step(time.Second)
+				if err := r.StopContainer(context.Background(), id, runtime.StopOptions{Timeout: *tc.stop, PreStop: tc.preStop}); err != nil {
+					t.Fatal(err)
+				}
+				clk.SetTime(t0.Add(tc.at))
+			} else {
+				clk.Step(tc.at)
+			}
+			cs := status(t, r, id)
+			if cs.State != tc.state || cs.ExitCode != tc.code || cs.Reason != tc.reason {
+				t.Fatalf("status = %s %d %q, want %s %d %q", cs.State, cs.ExitCode, cs.Reason, tc.state, tc.code, tc.reason)
+			}
+			if tc.state == runtime.ContainerStateExited {
+				if got := cs.FinishedAt.Sub(t0); got != tc.finish {
+					t.Errorf("finished after %v, want %v", got, tc.finish)
+				}
+			}
+			if cs.Image != "docker.io/library/busybox:latest" || cs.ImageRef == "" || !cs.StartedAt.Equal(t0) {
+				t.Errorf("image %q ref %q started %v", cs.Image, cs.ImageRef, cs.StartedAt)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestExecSeesContainerFiles(t *testing.T) {
+	r, clk := setup(t)
+	ctx := context.Background()
+	id := start(t, r, []string{"/bin/sh", "-c", "touch /tmp/healthy; sleep 30; rm -f /tmp/healthy; sleep 600"}, 0)
+	probe := []string{"cat", "/tmp/healthy"}
+	if code, _, err := r.ExecSync(ctx, id, probe, time.Second); err != nil || code != 0 {
+		t.Fatalf("exec at 0s: %d %v", code, err)
+	}
+	clk.Step(31 * time.Second)
+	code, out, err := r.ExecSync(ctx, id, probe, time.Second)
+	if err != nil || code != 1 || string(out) != "cat: can't open '/tmp/healthy': No such file or directory\n" {
+		t.Fatalf("exec at 31s: %d %q %v", code, out, err)
+	}
+	if _, _, err := r.ExecSync(ctx, id, []string{"sleep", "5"}, time.Second); !errors.Is(err, runtime.ErrExecTimeout) {
+		t.Fatalf("exec timeout: %v", err)
+	}
+	clk.Step(time.Hour)
+	if _, _, err := r.ExecSync(ctx, id, probe, time.Second); !errors.Is(err, runtime.ErrNotRunning) {
+		t.Fatalf("exec in exited container: %v", err)
+	}
+}
+
+func TestListPodsAndRemove(t *testing.T) {
+	r, clk := setup(t)
+	ctx := context.Background()
+	a := start(t, r, []string{"sh", "-c", "exit 0"}, 0)
+	b := start(t, r, nil, 0)
+	clk.Step(time.Second)
+	pods, err := r.ListPods(ctx)
+	if err != nil || len(pods) != 1 || len(pods[0].Containers) != 2 {
+		t.Fatalf("ListPods = %+v, %v", pods, err)
+	}
+	states := map[string]runtime.ContainerState{}
+	for _, c := range pods[0].Containers {
+		states[c.ID] = c.State
+	}
+	if states[a] != runtime.ContainerStateExited || states[b] != runtime.ContainerStateRunning {
+		t.Fatalf("states = %v", states)
+	}
+	if err := r.RemoveContainer(ctx, b); err == nil {
+		t.Fatal("removed a running container")
+	}
+	if err := r.RemoveContainer(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StopPodSandbox(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if cs := status(t, r, b); cs.State != runtime.ContainerStateExited || cs.ExitCode != 137 {
+		t.Fatalf("after StopPodSandbox: %+v", cs)
+	}
+	if err := r.RemovePod(ctx, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if pods, _ := r.ListPods(ctx); len(pods) != 0 {
+		t.Fatalf("pods after RemovePod: %v", pods)
+	}
+	r.SetDown(runtime.ErrRuntimeDown)
+	if _, err := r.ListPods(ctx); !errors.Is(err, runtime.ErrRuntimeDown) {
+		t.Fatalf("ListPods while down: %v", err)
+	}
+	_ = types.UID("")
+}
+
+func TestImages(t *testing.T) {
+	tests := []struct {
+		image, full string
+		err         error
+	}{
+		{"busybox", "docker.io/library/busybox:latest", nil},
+		{"nginx:1.27", "docker.io/library/nginx:1.27", nil},
+		{"user/app", "docker.io/user/app:latest", nil},
+		{"registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.10", nil},
+		{"localhost:5000/app", "localhost:5000/app:latest", nil},
+		{"Busybox", "", runtime.ErrInvalidImage},
+		{"bad image", "", runtime.ErrInvalidImage},
+		{"busybox:doesnotexist", "", runtime.ErrImagePull},
+	}
+	r := New(nil)
+	for _, tc := range tests {
+		ref, err := r.PullImage(context.Background(), tc.image)
+		if !errors.Is(err, tc.err) {
+			t.Errorf("PullImage(%q) error = %v, want %v", tc.image, err, tc.err)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		full, _ := normalizeImage(tc.image)
+		if full != tc.full || ref == "" || !r.HasImage(context.Background(), tc.image) {
+			t.Errorf("%q: full %q ref %q", tc.image, full, ref)
+		}
+	}
+}
+
+func TestTerminationMessages(t *testing.T) {
+	tests := []struct {
+		name     string
+		argv     []string
+		path     string
+		fallback bool
+		code     int32
+		message  string
+	}{
+		{name: "syntax error exits 2", argv: []string{"sh", "-c", "echo 'oops"}, code: 2, fallback: true,
+			message: "sh: unterminated quoted string at 5\n"},
+		{name: "termination-log", argv: []string{"sh", "-c", "echo bye > /dev/termination-log; exit 1"}, path: "/dev/termination-log", code: 1, message: "bye\n"},
+		{name: "fallback to logs on error", argv: []string{"sh", "-c", "echo last words; exit 1"}, path: "/dev/termination-log", fallback: true, code: 1, message: "last words\n"},
+		{name: "no fallback on success", argv: []string{"sh", "-c", "echo fine"}, path: "/dev/termination-log", fallback: true},
+		{name: "no fallback without the policy", argv: []string{"sh", "-c", "echo x; exit 1"}, path: "/dev/termination-log", code: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, clk := setup(t)
+			id, err := r.StartContainer(context.Background(), "u1", runtime.ContainerConfig{
+				Name: "c", Image: "busybox", Argv: tc.argv, TerminationMessagePath: tc.path, TerminationMessageFallbackToLogs: tc.fallback,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clk.Step(time.Second)
+			cs := status(t, r, id)
+			if cs.State != runtime.ContainerStateExited || cs.ExitCode != tc.code || cs.Message != tc.message {
+				t.Fatalf("status %s %d %q, want exited %d %q", cs.State, cs.ExitCode, cs.Message, tc.code, tc.message)
+			}
+		})
+	}
+}

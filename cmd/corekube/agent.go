@@ -1,0 +1,145 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/corekube/corekube/agent"
+	"github.com/spf13/cobra"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+func newAgentCommand() *cobra.Command {
+	var (
+		cfg                     agent.Config
+		kubeconfig              string
+		labels, taints          string
+		capacity, allocatable   string
+		qps                     float32
+		podWorkers, nodeWorkers int
+	)
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run simulated node agents (kubelets) against an API server",
+		Long: `Run --nodes simulated nodes, named <prefix>-<n>, in one process. Each registers
+its Node, renews its Lease, reports its status and runs the pods bound to it on
+a simulated container runtime, as the kubelet does.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rules := clientcmd.NewDefaultClientConfigLoadingRules()
+			rules.ExplicitPath = kubeconfig
+			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+			if err != nil {
+				return fmt.Errorf("--kubeconfig: %w", err)
+			}
+			restConfig.QPS = qps
+			if qps == 0 {
+				restConfig.QPS = -1
+			}
+			if cfg.Labels, err = parseLabels(labels); err != nil {
+				return fmt.Errorf("--node-labels: %w", err)
+			}
+			if cfg.Taints, err = parseTaints(taints); err != nil {
+				return fmt.Errorf("--register-with-taints: %w", err)
+			}
+			if cfg.Capacity, err = parseResources(capacity); err != nil {
+				return fmt.Errorf("--capacity: %w", err)
+			}
+			if cfg.Allocatable, err = parseResources(allocatable); err != nil {
+				return fmt.Errorf("--allocatable: %w", err)
+			}
+			cfg.PodWorkers, cfg.NodeWorkers = podWorkers, nodeWorkers
+			cfg.Logger = slog.Default()
+			return agent.Run(cmd.Context(), restConfig, cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: $KUBECONFIG, then ~/.kube/config)")
+	f.IntVar(&cfg.Nodes, "nodes", 1, "number of nodes to run")
+	f.StringVar(&cfg.NodeNamePrefix, "node-name-prefix", agent.DefaultNodeNamePrefix, "nodes are named <prefix>-1 ... <prefix>-<nodes>")
+	f.IntVar(&cfg.FirstNode, "first-node", 1, "number of the first node (for several agent processes sharing a prefix)")
+	f.StringVar(&labels, "node-labels", "", "labels added to the nodes: key=value,...")
+	f.StringVar(&taints, "register-with-taints", "", "taints the nodes register with: key=value:Effect,...")
+	f.StringVar(&capacity, "capacity", "", "node capacity, e.g. cpu=4,memory=16Gi,pods=110,ephemeral-storage=100Gi (unset keys keep these defaults)")
+	f.StringVar(&allocatable, "allocatable", "", "node allocatable (default: capacity minus memory 100Mi and 10% of ephemeral-storage)")
+	f.StringVar(&cfg.PodCIDRs, "pod-cidrs", agent.DefaultPodCIDRs, "range of the nodes' pod CIDRs: node n gets the n-th /24")
+	f.StringVar(&cfg.NodeIPs, "node-ips", agent.DefaultNodeIPs, "range of the nodes' InternalIPs: node n gets the n-th address")
+	f.StringVar(&cfg.KubeletVersion, "kubelet-version", agent.DefaultKubeletVersion, "kubeletVersion the nodes report")
+	f.DurationVar(&cfg.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "leaseDurationSeconds of the node leases")
+	f.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", agent.DefaultLeaseRenewInterval, "how often node leases are renewed")
+	f.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", agent.DefaultNodeStatusUpdateFrequency, "how often node status is computed (written when it changed)")
+	f.DurationVar(&cfg.NodeStatusReportFrequency, "node-status-report-frequency", agent.DefaultNodeStatusReportFrequency, "how often node status is written when unchanged")
+	f.DurationVar(&cfg.RelistPeriod, "pleg-relist-period", agent.DefaultRelistPeriod, "PLEG relist period")
+	f.DurationVar(&cfg.PLEGRelistThreshold, "pleg-relist-threshold", agent.DefaultPLEGRelistThreshold, "age of the last relist after which the node is NotReady")
+	f.DurationVar(&cfg.SyncFrequency, "sync-frequency", agent.DefaultSyncFrequency, "how often every pod is synced without events")
+	f.DurationVar(&cfg.BackoffBase, "restart-backoff-base", agent.DefaultBackoffBase, "first container restart back-off (doubles each crash)")
+	f.DurationVar(&cfg.BackoffMax, "restart-backoff-max", agent.DefaultBackoffMax, "longest container restart back-off")
+	f.DurationVar(&cfg.BackoffReset, "restart-backoff-reset", agent.DefaultBackoffReset, "running this long without a crash resets the back-off")
+	f.IntVar(&podWorkers, "pod-workers", 16, "pods synced at once")
+	f.IntVar(&nodeWorkers, "node-workers", 8, "node registrations, lease renewals and status writes at once")
+	f.BoolVar(&cfg.DisableEvents, "disable-events", false, "do not record events")
+	f.Float32Var(&qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server (0: none)")
+	return cmd
+}
+
+// parseLabels reads key=value,...
+func parseLabels(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// parseTaints reads key[=value]:Effect,...
+func parseTaints(s string) ([]v1.Taint, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []v1.Taint
+	for _, spec := range strings.Split(s, ",") {
+		kv, effect, ok := strings.Cut(strings.TrimSpace(spec), ":")
+		if !ok {
+			return nil, fmt.Errorf("%q is not key=value:Effect", spec)
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		t := v1.Taint{Key: k, Value: v, Effect: v1.TaintEffect(effect)}
+		switch t.Effect {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+		default:
+			return nil, fmt.Errorf("%q: invalid effect %q", spec, effect)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// parseResources reads name=quantity,...
+func parseResources(s string) (v1.ResourceList, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := v1.ResourceList{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not name=quantity", kv)
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[v1.ResourceName(k)] = q
+	}
+	return out, nil
+}
