@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/corekube/corekube/agent"
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -33,28 +34,24 @@ func newUpCommand() *cobra.Command {
 				return fmt.Errorf("create data dir: %w", err)
 			}
 			cfg.DataDir, _ = filepath.Abs(cfg.DataDir)
-			if nodes > 0 {
-				// Node agents are not part of this build yet; say so rather
-				// than pretend.
-				slog.Warn("--nodes: simulated node agents are not implemented yet; running without nodes", "nodes", nodes)
-			}
 			return runServer(cmd.Context(), server.Config{
 				Listen:  cfg.Listen,
 				DataDir: filepath.Join(cfg.DataDir, "etcd"),
-			}, filepath.Join(cfg.DataDir, "kubeconfig"), true)
+			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, nodes)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "./data", "directory for etcd data and the admin kubeconfig")
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address the API server listens on")
-	cmd.Flags().IntVar(&nodes, "nodes", 0, "number of simulated nodes to run (0 = none)")
+	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of simulated nodes to run in-process (0 = none)")
 	return cmd
 }
 
 // runServer starts the API server and its control loops (all of them for
-// `up`, only the namespace controller for `apiserver`), writes the
-// kubeconfig (if path is set), and serves until ctx ends (SIGINT/SIGTERM),
-// then shuts down cleanly: loops first, then the server, then etcd.
-func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoops bool) error {
+// `up`, only the namespace controller for `apiserver`) and nodes simulated
+// node agents, writes the kubeconfig (if path is set), and serves until ctx
+// ends (SIGINT/SIGTERM), then shuts down cleanly: loops and agents first,
+// then the server, then etcd.
+func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoops bool, nodes int) error {
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -68,6 +65,12 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 	loops, err := controlLoops(&rest.Config{Host: srv.URL(), QPS: -1}, allLoops)
 	if err != nil {
 		return errors.Join(err, srv.Shutdown(context.Background()))
+	}
+	if nodes > 0 {
+		agentCfg := agent.Config{Nodes: nodes, NodeNamePrefix: "node", Logger: slog.Default()}
+		loops = append(loops, loop{"node agents", func(ctx context.Context) error {
+			return agent.Run(ctx, &rest.Config{Host: srv.URL(), QPS: -1}, agentCfg)
+		}})
 	}
 	loopsCtx, stopLoops := context.WithCancel(ctx)
 	waitLoops := runLoops(loopsCtx, loops)

@@ -82,11 +82,12 @@ func startUp(t *testing.T, dataDir string) *process {
 	return startUpAt(t, dataDir, freeAddr(t))
 }
 
-// startUpAt is startUp listening on addr.
-func startUpAt(t *testing.T, dataDir, addr string) *process {
+// startUpAt is startUp listening on addr. Without args, `up` runs no node
+// agents (tests create the nodes they print); args are more flags.
+func startUpAt(t *testing.T, dataDir, addr string, args ...string) *process {
 	t.Helper()
 	p := &process{t: t, dataDir: dataDir, cacheDir: t.TempDir(), url: "http://" + addr, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
-	p.cmd = exec.Command(binary, "up", "--data-dir", dataDir, "--listen", addr)
+	p.cmd = exec.Command(binary, append([]string{"up", "--data-dir", dataDir, "--listen", addr, "--nodes", "0"}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	start := time.Now()
 	if err := p.cmd.Start(); err != nil {

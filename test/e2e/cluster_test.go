@@ -1,0 +1,47 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUpWithNodes: `corekube up --nodes 2` is a working cluster for
+// kubectl: nodes register and become Ready, the scheduler places pods,
+// the agents run them to Running or Completed, and a graceful delete ends
+// when the agent has stopped the pod.
+func TestUpWithNodes(t *testing.T) {
+	kubectlPath(t)
+	p := startUpAt(t, t.TempDir(), freeAddr(t), "--nodes", "2")
+	p.mustKubectl("wait", "--for=condition=Ready", "node/node-1", "node/node-2", "--timeout=30s")
+
+	p.mustKubectl("run", "web", "--image=nginx:1.27")
+	p.mustKubectl("run", "once", "--image=busybox", "--restart=Never", "--", "sh", "-c", "exit 0")
+	p.mustKubectl("wait", "--for=condition=Ready", "pod/web", "--timeout=30s")
+	p.mustKubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/once", "--timeout=30s")
+
+	node := p.mustKubectl("get", "pod", "web", "-o", "jsonpath={.spec.nodeName}")
+	if node != "node-1" && node != "node-2" {
+		t.Errorf("web scheduled to %q", node)
+	}
+	out := p.mustKubectl("get", "pods", "--no-headers")
+	for _, want := range []string{"web    1/1   Running", "once   0/1   Completed"} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("kubectl get pods:\n%s\nwant a line like %q", out, want)
+		}
+	}
+	events := p.mustKubectl("get", "events", "--field-selector", "involvedObject.name=web", "-o", "custom-columns=REASON:.reason", "--no-headers")
+	for _, reason := range []string{"Scheduled", "Pulled", "Created", "Started"} {
+		if !strings.Contains(events, reason) {
+			t.Errorf("events of pod web lack %s:\n%s", reason, events)
+		}
+	}
+
+	start := time.Now()
+	p.mustKubectl("delete", "pod", "web", "--wait=true", "--timeout=60s")
+	if out, err := p.kubectl("get", "pod", "web"); err == nil || !strings.Contains(out, "not found") {
+		t.Errorf("pod web still there after delete --wait: %s", out)
+	}
+	t.Logf("graceful delete took %v", time.Since(start))
+	p.stop()
+}
