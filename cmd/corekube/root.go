@@ -26,6 +26,6 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: "+strings.Join([]string{"debug", "info", "warn", "error"}, ", "))
-	root.AddCommand(newUpCommand(), newAPIServerCommand(), newAgentCommand())
+	root.AddCommand(newUpCommand(), newAPIServerCommand(), newAgentCommand(), newSchedulerCommand(), newControllersCommand())
 	return root
 }

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// restConfigFrom loads a kubeconfig (the default loading rules when path
+// is empty) for the commands that run against an API server.
+func restConfigFrom(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	cfg.QPS = -1
+	return cfg, nil
+}
+
+// newLoopsCommand is a command that runs some control loops against the
+// API server a kubeconfig names, until SIGINT/SIGTERM.
+func newLoopsCommand(use, short string, pick func(all []loop) []loop) *cobra.Command {
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := restConfigFrom(kubeconfig)
+			if err != nil {
+				return err
+			}
+			all, err := controlLoops(cfg, true)
+			if err != nil {
+				return err
+			}
+			wait := runLoops(cmd.Context(), pick(all))
+			<-cmd.Context().Done()
+			wait()
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
+	return cmd
+}
+
+func newSchedulerCommand() *cobra.Command {
+	return newLoopsCommand("scheduler", "Run the scheduler against an API server", func(all []loop) []loop {
+		return filterLoops(all, func(l loop) bool { return l.name == "scheduler" })
+	})
+}
+
+func newControllersCommand() *cobra.Command {
+	return newLoopsCommand("controllers", "Run the controllers (namespace, node lifecycle, pod GC, ...) against an API server", func(all []loop) []loop {
+		return filterLoops(all, func(l loop) bool { return l.name != "scheduler" })
+	})
+}
+
+func filterLoops(all []loop, keep func(loop) bool) []loop {
+	var out []loop
+	for _, l := range all {
+		if keep(l) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
