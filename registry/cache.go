@@ -71,3 +71,6 @@ func (s *Store) cacheError(err error) error {
 	}
 	return toAPIError(err, s.info.GroupResource(), "")
 }
+
+// CacheStats returns the watch cache's figures, for metrics.
+func (s *Store) CacheStats() watch.Stats { return s.cache.Stats() }

@@ -33,6 +33,7 @@ func (s *Server) routes(api *handlers.API) http.Handler {
 	r.Get("/healthz", healthHandler("healthz", checks))
 	r.Get("/livez", healthHandler("livez", checks[:1]))
 	r.Get("/readyz", healthHandler("readyz", checks))
+	r.Get("/metrics", metricsHandler(api))
 	r.Get("/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(Version)

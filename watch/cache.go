@@ -457,12 +457,24 @@ func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (Snapshot, error
 	return snap, nil
 }
 
-// SlowWatchersClosed counts watchers closed for falling behind.
-func (c *Cache) SlowWatchersClosed() int64 {
+// Stats describe a cache at one moment, for metrics.
+type Stats struct {
+	Objects  int
+	Watchers int
+	Revision int64
+	// SlowWatchersClosed counts watchers closed for falling behind.
+	SlowWatchersClosed int64
+}
+
+// Stats returns the cache's current figures.
+func (c *Cache) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.slowWatchersClosed
+	return Stats{Objects: len(c.items), Watchers: len(c.watchers), Revision: c.rev, SlowWatchersClosed: c.slowWatchersClosed}
 }
+
+// SlowWatchersClosed counts watchers closed for falling behind.
+func (c *Cache) SlowWatchersClosed() int64 { return c.Stats().SlowWatchersClosed }
 
 // Get returns the cached object under key, if the cache is ready and has it.
 func (c *Cache) Get(key string) (*Object, bool) {
