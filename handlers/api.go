@@ -24,6 +24,13 @@ type Creater interface {
 	Create(ctx context.Context, namespace, name string, obj runtime.Object, dryRun bool) (runtime.Object, error)
 }
 
+// GroupVersionAcceptor is implemented by a Creater that also takes bodies
+// of its kind in other group versions with the same schema (pods/eviction
+// takes policy/v1beta1 Evictions), as kube's rest.GroupVersionAcceptor.
+type GroupVersionAcceptor interface {
+	AcceptsGroupVersion(gv schema.GroupVersion) bool
+}
+
 // Resource is one served resource: its Store and its subresources.
 type Resource struct {
 	Store        *registry.Store

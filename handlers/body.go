@@ -56,7 +56,9 @@ func requestMediaType(r *http.Request) (string, error) {
 }
 
 // decodeRequestObject decodes a body of any accepted media type into into.
-func decodeRequestObject(w http.ResponseWriter, r *http.Request, body []byte, into runtime.Object, gvk schema.GroupVersionKind, fv fieldValidation) error {
+// accepts, when not nil, lets bodies of gvk's kind in other group versions
+// with the same schema through (see GroupVersionAcceptor).
+func decodeRequestObject(w http.ResponseWriter, r *http.Request, body []byte, into runtime.Object, gvk schema.GroupVersionKind, fv fieldValidation, accepts func(schema.GroupVersion) bool) error {
 	mt, err := requestMediaType(r)
 	if err != nil {
 		return err
@@ -65,6 +67,17 @@ func decodeRequestObject(w http.ResponseWriter, r *http.Request, body []byte, in
 		out, actual, err := protobufCodec.Decode(body, &gvk, into)
 		if err != nil {
 			return badRequest("the object provided is unrecognized (must be of type %s): %v", gvk.Kind, err)
+		}
+		if (out != into || *actual != gvk) && accepts != nil && actual.Kind == gvk.Kind && accepts(actual.GroupVersion()) {
+			// Same schema in another version: carry the fields over.
+			data, err := json.Marshal(out)
+			if err == nil {
+				err = json.Unmarshal(data, into)
+			}
+			if err != nil {
+				return badRequest("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, gvk.Kind, err)
+			}
+			out, actual = into, &gvk
 		}
 		if out != into || *actual != gvk {
 			return badRequest("%s in version %q cannot be handled as a %s: unknown conversion", actual.Kind, actual.Version, gvk.Kind)
@@ -76,10 +89,22 @@ func decodeRequestObject(w http.ResponseWriter, r *http.Request, body []byte, in
 	if err != nil {
 		return err
 	}
-	err = decodeObject(w, data, into, gvk, fv)
+	decodeAs := gvk
+	if accepts != nil {
+		var tm metav1.TypeMeta
+		if json.Unmarshal(data, &tm) == nil && tm.Kind == gvk.Kind {
+			if gv, err := schema.ParseGroupVersion(tm.APIVersion); err == nil && gv != gvk.GroupVersion() && accepts(gv) {
+				decodeAs = gv.WithKind(gvk.Kind)
+			}
+		}
+	}
+	err = decodeObject(w, data, into, decodeAs, fv)
 	if _, strict := runtime.AsStrictDecodingError(err); strict {
 		// kube's create and update handlers name the kind (transformDecodeError).
-		return badRequest("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err)
+		return badRequest("%s in version %q cannot be handled as a %s: %v", gvk.Kind, decodeAs.Version, gvk.Kind, err)
+	}
+	if err == nil {
+		into.GetObjectKind().SetGroupVersionKind(gvk)
 	}
 	return err
 }

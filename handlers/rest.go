@@ -109,6 +109,12 @@ func (q *request) list() {
 // decodeBody reads and decodes the request body into a new object of the
 // endpoint's type.
 func (q *request) decodeBody(into runtime.Object, gvk schema.GroupVersionKind) error {
+	return q.decodeBodyAccepting(into, gvk, nil)
+}
+
+// decodeBodyAccepting is decodeBody that also takes bodies of gvk's kind in
+// the group versions accepts allows (nil: none).
+func (q *request) decodeBodyAccepting(into runtime.Object, gvk schema.GroupVersionKind, accepts func(schema.GroupVersion) bool) error {
 	fv, err := parseFieldValidation(q.r)
 	if err != nil {
 		return err
@@ -117,7 +123,7 @@ func (q *request) decodeBody(into runtime.Object, gvk schema.GroupVersionKind) e
 	if err != nil {
 		return err
 	}
-	return decodeRequestObject(q.w, q.r, body, into, gvk, fv)
+	return decodeRequestObject(q.w, q.r, body, into, gvk, fv, accepts)
 }
 
 // dryRun parses the dryRun parameter: only "All" is valid.
@@ -280,7 +286,11 @@ func (q *request) createSubresource(c Creater) {
 		return
 	}
 	obj := c.New()
-	if err := q.decodeBody(obj, c.GroupVersionKind()); err != nil {
+	var accepts func(schema.GroupVersion) bool
+	if a, ok := c.(GroupVersionAcceptor); ok {
+		accepts = a.AcceptsGroupVersion
+	}
+	if err := q.decodeBodyAccepting(obj, c.GroupVersionKind(), accepts); err != nil {
 		q.fail(err)
 		return
 	}
@@ -289,5 +299,11 @@ func (q *request) createSubresource(c Creater) {
 		q.fail(err)
 		return
 	}
-	q.respond(http.StatusCreated, out)
+	// A Status answer carries its own code, as in kube (pods/eviction
+	// answers 500 when a pod has two budgets).
+	code := http.StatusCreated
+	if st, ok := out.(*metav1.Status); ok && st.Code != 0 {
+		code = int(st.Code)
+	}
+	q.respond(code, out)
 }

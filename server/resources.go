@@ -49,8 +49,9 @@ func newAPI(st storage.Interface, opts registry.Options) (*handlers.API, *regist
 			"finalize": {Store: nsStore.Subresource("finalize", namespaces.NewFinalizeStrategy()), UpdateOnly: true},
 		}},
 		&handlers.Resource{Store: podStore, Subresources: map[string]handlers.Subresource{
-			"status":  {Store: podStore.Subresource("status", pods.NewStatusStrategy())},
-			"binding": {Creater: pods.NewBindingREST(podStore)},
+			"status":   {Store: podStore.Subresource("status", pods.NewStatusStrategy())},
+			"binding":  {Creater: pods.NewBindingREST(podStore)},
+			"eviction": {Creater: pods.NewEvictionREST(podStore, pdbStore)},
 		}},
 		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/corekube/corekube/controllers/disruption"
 	"github.com/corekube/corekube/controllers/namespace"
 	"github.com/corekube/corekube/controllers/nodelifecycle"
 	"github.com/corekube/corekube/controllers/podgc"
@@ -22,8 +23,8 @@ type loop struct {
 
 // controlLoops returns the control loops for a server at cfg: the
 // namespace controller always (namespaces are never deleted without it);
-// with all, also the scheduler, node lifecycle and pod GC, as `up` runs
-// them in one process.
+// with all, also the scheduler, node lifecycle, pod GC and disruption
+// controllers, as `up` runs them in one process.
 func controlLoops(cfg *rest.Config, all bool) ([]loop, error) {
 	ns, err := namespace.New(cfg, slog.Default())
 	if err != nil {
@@ -45,10 +46,15 @@ func controlLoops(cfg *rest.Config, all bool) ([]loop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod GC: %w", err)
 	}
+	budgets, err := disruption.New(cfg, disruption.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("disruption controller: %w", err)
+	}
 	return append(loops,
 		loop{"scheduler", sched.Start},
 		loop{"node lifecycle controller", lifecycle.Start},
 		loop{"pod GC", gc.Start},
+		loop{"disruption controller", budgets.Start},
 	), nil
 }
 

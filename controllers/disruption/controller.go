@@ -1,0 +1,322 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Controller keeps PodDisruptionBudget status current. It is an ordinary
+// API client: informers on pods and budgets, status written through
+// poddisruptionbudgets/status.
+type Controller struct {
+	client  kubernetes.Interface
+	cfg     Config
+	log     *slog.Logger
+	events  *eventWriter
+	started atomic.Bool
+
+	// Set by Start.
+	pods       corelisters.PodLister
+	pdbs       policylisters.PodDisruptionBudgetLister
+	queue      workqueue.TypedRateLimitingInterface[string] // budget keys
+	staleQueue workqueue.TypedRateLimitingInterface[string] // pod keys
+}
+
+// New returns a controller for the server restConfig points at.
+func New(restConfig *rest.Config, cfg Config) (*Controller, error) {
+	rc := rest.CopyConfig(restConfig)
+	if rc.UserAgent == "" {
+		rc.UserAgent = "disruption-controller"
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("disruption controller: %w", err)
+	}
+	return NewWithClient(client, cfg), nil
+}
+
+// NewWithClient returns a controller that uses client.
+func NewWithClient(client kubernetes.Interface, cfg Config) *Controller {
+	cfg = cfg.withDefaults()
+	log := cfg.Logger.With("controller", "disruption")
+	return &Controller{
+		client: client,
+		cfg:    cfg,
+		log:    log,
+		events: newEventWriter(client, cfg.Clock, log, cfg.EventQueueSize),
+	}
+}
+
+// Start runs the controller until ctx ends; it returns nil then, and an
+// error if it cannot start. Every goroutine it starts has ended when it
+// returns. A Controller runs once.
+func (c *Controller) Start(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("disruption controller: already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock})
+	c.staleQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock})
+
+	factory := informers.NewSharedInformerFactoryWithOptions(c.client, c.cfg.ResyncPeriod, informers.WithTransform(strip))
+	podInformer := factory.Core().V1().Pods()
+	pdbInformer := factory.Policy().V1().PodDisruptionBudgets()
+	c.pods = podInformer.Lister()
+	c.pdbs = pdbInformer.Lister()
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.podChanged(nil, obj) },
+		UpdateFunc: c.podChanged,
+		DeleteFunc: c.podDeleted,
+	}); err != nil {
+		return fmt.Errorf("disruption controller: %w", err)
+	}
+	if _, err := pdbInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueBudget,
+		UpdateFunc: func(_, obj any) { c.enqueueBudget(obj) },
+		DeleteFunc: c.enqueueBudget,
+	}); err != nil {
+		return fmt.Errorf("disruption controller: %w", err)
+	}
+
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		c.queue.ShutDown()
+		c.staleQueue.ShutDown()
+		wg.Wait()
+		factory.Shutdown()
+	}()
+	c.events.run(ctx, &wg)
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced, pdbInformer.Informer().HasSynced) {
+		return nil // ctx ended first
+	}
+	c.log.Info("disruption controller started")
+	for range c.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processBudget(ctx) {
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for c.processStalePod(ctx) {
+		}
+	}()
+	<-ctx.Done()
+	return nil
+}
+
+// strip keeps what the controller reads of pods and budgets in the
+// informers' caches: pods lose their spec and most of their status.
+func strip(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *v1.Pod:
+		o.ManagedFields = nil
+		o.Annotations = nil
+		o.Spec = v1.PodSpec{}
+		o.Status = v1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions}
+	case *policyv1.PodDisruptionBudget:
+		o.ManagedFields = nil
+	}
+	return obj, nil
+}
+
+func (c *Controller) enqueueBudget(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if pdb, ok := obj.(*policyv1.PodDisruptionBudget); ok {
+		c.queue.Add(pdb.Namespace + "/" + pdb.Name)
+	}
+}
+
+// podChanged enqueues the budgets that select the pod now and, when its
+// labels changed, those that selected it before; and schedules the reset
+// of a stale DisruptionTarget condition.
+func (c *Controller) podChanged(oldObj, obj any) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	c.enqueueBudgetsOf(pod, true)
+	if old, ok := oldObj.(*v1.Pod); ok && !labels.Equals(old.Labels, pod.Labels) {
+		c.enqueueBudgetsOf(old, false)
+	}
+	if stale, after := c.staleDisruptionCondition(pod); stale {
+		c.staleQueue.AddAfter(pod.Namespace+"/"+pod.Name, after)
+	}
+}
+
+func (c *Controller) podDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if pod, ok := obj.(*v1.Pod); ok {
+		c.enqueueBudgetsOf(pod, false)
+	}
+}
+
+// enqueueBudgetsOf enqueues every budget that selects pod. kube enqueues
+// one of several and warns; corekube warns the same way but keeps every
+// budget's status current.
+func (c *Controller) enqueueBudgetsOf(pod *v1.Pod, warn bool) {
+	pdbs, err := c.budgetsFor(pod)
+	if err != nil || len(pdbs) == 0 {
+		return
+	}
+	if len(pdbs) > 1 && warn {
+		msg := fmt.Sprintf("Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", pod.Namespace, pod.Name, pdbs[0].Name)
+		c.log.Info(msg)
+		c.events.eventf(podRef(pod), v1.EventTypeWarning, "MultiplePodDisruptionBudgets", "%s", msg)
+	}
+	for _, pdb := range pdbs {
+		c.queue.Add(pdb.Namespace + "/" + pdb.Name)
+	}
+}
+
+// budgetsFor returns the budgets whose selector matches pod, by name.
+func (c *Controller) budgetsFor(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, error) {
+	all, err := c.pdbs.PodDisruptionBudgets(pod.Namespace).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	var out []*policyv1.PodDisruptionBudget
+	for _, pdb := range all {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		out = append(out, pdb)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (c *Controller) processBudget(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	err := c.sync(ctx, key)
+	switch {
+	case err == nil:
+		c.queue.Forget(key)
+	case ctx.Err() != nil:
+	default:
+		if apierrors.IsConflict(err) {
+			c.log.Debug("budget changed meanwhile, requeuing", "budget", key)
+		} else {
+			c.log.Warn("syncing budget failed, requeuing", "budget", key, "err", err)
+		}
+		c.queue.AddRateLimited(key)
+	}
+	return true
+}
+
+// sync brings the status of the budget key up to date. A conflict is
+// returned for a requeue; any other failure writes the fail-safe status.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	pdb, err := c.pdbs.PodDisruptionBudgets(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = c.trySync(ctx, pdb)
+	if err == nil || apierrors.IsConflict(err) || ctx.Err() != nil {
+		return err
+	}
+	c.log.Warn("computing budget status failed", "budget", key, "err", err)
+	return c.failSafe(ctx, pdb, err)
+}
+
+func (c *Controller) trySync(ctx context.Context, pdb *policyv1.PodDisruptionBudget) error {
+	ref := pdbRef(pdb.Namespace, pdb.Name, pdb.UID, pdb.ResourceVersion)
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		c.events.eventf(ref, v1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
+		return err
+	}
+	pods, err := c.pods.Pods(pdb.Namespace).List(sel)
+	if err != nil {
+		c.events.eventf(ref, v1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
+		return err
+	}
+	if len(pods) == 0 {
+		c.events.eventf(ref, v1.EventTypeNormal, "NoPods", "No matching pods found")
+	}
+	expected, desired, err := expectedAndDesired(&pdb.Spec, len(pods))
+	if err != nil {
+		c.events.eventf(ref, v1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", err)
+		return err
+	}
+	now := c.cfg.Clock.Now()
+	disrupted, expired, recheck := disruptedPods(pods, pdb.Status.DisruptedPods, now, c.cfg.DeletionTimeout)
+	for _, pod := range expired {
+		c.log.Info("pod was expected to be deleted but it wasn't", "pod", pod.Namespace+"/"+pod.Name, "budget", pdb.Namespace+"/"+pdb.Name)
+		c.events.eventf(podRef(pod), v1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
+	}
+	healthy := countHealthy(pods, disrupted, now, c.cfg.DeletionTimeout)
+	if st, changed := newStatus(pdb, healthy, desired, expected, disrupted, now); changed {
+		if err := c.writeStatus(ctx, pdb, st); err != nil {
+			return err
+		}
+	}
+	if recheck != nil {
+		// Drop the entry when it times out.
+		c.queue.AddAfter(pdb.Namespace+"/"+pdb.Name, recheck.Sub(now)+time.Millisecond)
+	}
+	return nil
+}
+
+// failSafe allows no disruption when the status cannot be computed: the
+// eviction subresource then refuses rather than guesses.
+func (c *Controller) failSafe(ctx context.Context, pdb *policyv1.PodDisruptionBudget, cause error) error {
+	st, changed := failSafeStatus(pdb, cause, c.cfg.Clock.Now())
+	if !changed {
+		return nil
+	}
+	return c.writeStatus(ctx, pdb, st)
+}
+
+// writeStatus writes st as the status of pdb as the controller read it:
+// its resourceVersion makes a concurrent change (an eviction) a conflict.
+func (c *Controller) writeStatus(ctx context.Context, pdb *policyv1.PodDisruptionBudget, st policyv1.PodDisruptionBudgetStatus) error {
+	out := pdb.DeepCopy()
+	out.Status = st
+	_, err := c.client.PolicyV1().PodDisruptionBudgets(pdb.Namespace).UpdateStatus(ctx, out, metav1.UpdateOptions{})
+	return err
+}

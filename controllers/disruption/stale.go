@@ -1,0 +1,116 @@
+package disruption
+
+import (
+	"context"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// staleDisruptionCondition reports whether pod carries a DisruptionTarget
+// condition that will be stale if the pod is still not being deleted after
+// StalePodDisruptionTimeout, and how long until then. Conditions the node
+// agent set, and those of pods that finished, never go stale.
+func (c *Controller) staleDisruptionCondition(pod *v1.Pod) (bool, time.Duration) {
+	if pod.DeletionTimestamp != nil {
+		return false, 0
+	}
+	cond := podCondition(&pod.Status, v1.DisruptionTarget)
+	if cond == nil || cond.Status != v1.ConditionTrue || cond.Reason == v1.PodReasonTerminationByKubelet ||
+		pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		return false, 0
+	}
+	return true, max(c.cfg.StalePodDisruptionTimeout-c.cfg.Clock.Since(cond.LastTransitionTime.Time), 0)
+}
+
+func (c *Controller) processStalePod(ctx context.Context) bool {
+	key, shutdown := c.staleQueue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.staleQueue.Done(key)
+	err := c.syncStalePod(ctx, key)
+	switch {
+	case err == nil:
+		c.staleQueue.Forget(key)
+	case ctx.Err() != nil:
+	default:
+		c.log.Warn("resetting a stale DisruptionTarget condition failed, requeuing", "pod", key, "err", err)
+		c.staleQueue.AddRateLimited(key)
+	}
+	return true
+}
+
+// syncStalePod sets the pod's DisruptionTarget condition to False once it
+// has been True for StalePodDisruptionTimeout without the pod being
+// deleted (an eviction approved it, then the delete failed).
+func (c *Controller) syncStalePod(ctx context.Context, key string) error {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	cached, err := c.pods.Pods(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	stale, after := c.staleDisruptionCondition(cached)
+	if !stale {
+		return nil
+	}
+	if after > 0 {
+		c.staleQueue.AddAfter(key, after)
+		return nil
+	}
+	// The cache keeps only part of a pod: write from the whole one.
+	pod, err := c.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if stale, after := c.staleDisruptionCondition(pod); !stale || after > 0 {
+		return nil // changed meanwhile; its update event requeues it if needed
+	}
+	if !setPodCondition(&pod.Status, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionFalse}, c.cfg.Clock.Now()) {
+		return nil
+	}
+	if _, err := c.client.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	c.log.Info("reset stale DisruptionTarget condition to False", "pod", key)
+	return nil
+}
+
+func podCondition(status *v1.PodStatus, t v1.PodConditionType) *v1.PodCondition {
+	for i := range status.Conditions {
+		if status.Conditions[i].Type == t {
+			return &status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// setPodCondition is kube's UpdatePodCondition: lastTransitionTime moves
+// only when the status changes; it reports whether anything changed.
+func setPodCondition(status *v1.PodStatus, cond v1.PodCondition, now time.Time) bool {
+	cond.LastTransitionTime = metav1.NewTime(now)
+	old := podCondition(status, cond.Type)
+	if old == nil {
+		status.Conditions = append(status.Conditions, cond)
+		return true
+	}
+	if cond.Status == old.Status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	}
+	equal := cond.Status == old.Status && cond.Reason == old.Reason && cond.Message == old.Message &&
+		cond.LastProbeTime.Equal(&old.LastProbeTime) && cond.LastTransitionTime.Equal(&old.LastTransitionTime)
+	*old = cond
+	return !equal
+}
