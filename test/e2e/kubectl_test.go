@@ -207,7 +207,10 @@ spec:
 		"NAME              STATUS    ROLES    AGE   VERSION",
 		"e2e-create-node   Unknown   <none>   0s    ",
 	), "get", "nodes", "-l", "e2e=create")
-	k.expect("1 0 0 0 0", "get", "pdb", "web", "-n", "e2e-create", "-o",
+	// The disruption controller (run by `up`) observes the budget: one
+	// matching pod, not Ready (no node runs it), one required.
+	k.ok("wait", "--for=jsonpath={.status.observedGeneration}=1", "pdb/web", "-n", "e2e-create", "--timeout=30s")
+	k.expect("1 0 1 0 1", "get", "pdb", "web", "-n", "e2e-create", "-o",
 		"jsonpath={.metadata.generation} {.status.currentHealthy} {.status.desiredHealthy} {.status.disruptionsAllowed} {.status.expectedPods}")
 
 	// The same file again: every object already exists.
