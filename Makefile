@@ -34,8 +34,9 @@ fmt-check:
 ## bench: the benchmarks recorded in BENCHMARKS.md
 bench:
 	$(GO) test -run '^$$' -bench 'PodCreate' -benchtime 20000x -count 5 -benchmem ./test/bench/
-	$(GO) test -run '^$$' -bench 'PodList' -benchtime 20x -benchmem ./test/bench/
+	$(GO) test -run '^$$' -bench 'PodList|ListCacheVsEtcd' -benchtime 20x -benchmem ./test/bench/
 	$(GO) test -run '^$$' -bench 'Startup' -benchtime 7x ./test/bench/
+	$(GO) test -run '^$$' -bench 'Watchers' -benchtime 1x -count 5 ./test/bench/
 
 clean:
 	rm -rf bin

@@ -128,6 +128,9 @@ func parseChild(out []byte) (childResult, error) {
 
 // runChild is the child process: it measures and prints one childResult.
 func runChild(mode string) int {
+	if mode == watchChildMode { // watch_test.go
+		return runWatchChild()
+	}
 	if mode != childMode {
 		fmt.Fprintf(os.Stderr, "unknown %s=%q\n", childEnv, mode)
 		return 2
