@@ -7,6 +7,7 @@ import (
 
 	"github.com/corekube/corekube/agent"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/tools/clientcmd"
@@ -14,12 +15,9 @@ import (
 
 func newAgentCommand() *cobra.Command {
 	var (
-		cfg                     agent.Config
-		kubeconfig              string
-		labels, taints          string
-		capacity, allocatable   string
-		qps                     float32
-		podWorkers, nodeWorkers int
+		opts       agentOptions
+		kubeconfig string
+		qps        float32
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -39,32 +37,38 @@ a simulated container runtime, as the kubelet does.`,
 			if qps == 0 {
 				restConfig.QPS = -1
 			}
-			if cfg.Labels, err = parseLabels(labels); err != nil {
-				return fmt.Errorf("--node-labels: %w", err)
+			cfg, err := opts.config()
+			if err != nil {
+				return err
 			}
-			if cfg.Taints, err = parseTaints(taints); err != nil {
-				return fmt.Errorf("--register-with-taints: %w", err)
-			}
-			if cfg.Capacity, err = parseResources(capacity); err != nil {
-				return fmt.Errorf("--capacity: %w", err)
-			}
-			if cfg.Allocatable, err = parseResources(allocatable); err != nil {
-				return fmt.Errorf("--allocatable: %w", err)
-			}
-			cfg.PodWorkers, cfg.NodeWorkers = podWorkers, nodeWorkers
-			cfg.Logger = slog.Default()
 			return agent.Run(cmd.Context(), restConfig, cfg)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: $KUBECONFIG, then ~/.kube/config)")
-	f.IntVar(&cfg.Nodes, "nodes", 1, "number of nodes to run")
+	f.IntVar(&opts.cfg.Nodes, "nodes", 1, "number of nodes to run")
+	f.Float32Var(&qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server (0: none)")
+	opts.addFlags(f)
+	return cmd
+}
+
+// agentOptions are the node agent flags `agent` and `up` share.
+type agentOptions struct {
+	cfg                   agent.Config
+	labels, taints        string
+	capacity, allocatable string
+}
+
+// addFlags registers the agent flags (all but --nodes, whose default
+// differs between `agent` and `up`).
+func (o *agentOptions) addFlags(f *pflag.FlagSet) {
+	cfg := &o.cfg
 	f.StringVar(&cfg.NodeNamePrefix, "node-name-prefix", agent.DefaultNodeNamePrefix, "nodes are named <prefix>-1 ... <prefix>-<nodes>")
 	f.IntVar(&cfg.FirstNode, "first-node", 1, "number of the first node (for several agent processes sharing a prefix)")
-	f.StringVar(&labels, "node-labels", "", "labels added to the nodes: key=value,...")
-	f.StringVar(&taints, "register-with-taints", "", "taints the nodes register with: key=value:Effect,...")
-	f.StringVar(&capacity, "capacity", "", "node capacity, e.g. cpu=4,memory=16Gi,pods=110,ephemeral-storage=100Gi (unset keys keep these defaults)")
-	f.StringVar(&allocatable, "allocatable", "", "node allocatable (default: capacity minus memory 100Mi and 10% of ephemeral-storage)")
+	f.StringVar(&o.labels, "node-labels", "", "labels added to the nodes: key=value,...")
+	f.StringVar(&o.taints, "register-with-taints", "", "taints the nodes register with: key=value:Effect,...")
+	f.StringVar(&o.capacity, "capacity", "", "node capacity, e.g. cpu=4,memory=16Gi,pods=110,ephemeral-storage=100Gi (unset keys keep these defaults)")
+	f.StringVar(&o.allocatable, "allocatable", "", "node allocatable (default: capacity minus memory 100Mi and 10% of ephemeral-storage)")
 	f.StringVar(&cfg.PodCIDRs, "pod-cidrs", agent.DefaultPodCIDRs, "range of the nodes' pod CIDRs: node n gets the n-th /24")
 	f.StringVar(&cfg.NodeIPs, "node-ips", agent.DefaultNodeIPs, "range of the nodes' InternalIPs: node n gets the n-th address")
 	f.StringVar(&cfg.KubeletVersion, "kubelet-version", agent.DefaultKubeletVersion, "kubeletVersion the nodes report")
@@ -78,11 +82,30 @@ a simulated container runtime, as the kubelet does.`,
 	f.DurationVar(&cfg.BackoffBase, "restart-backoff-base", agent.DefaultBackoffBase, "first container restart back-off (doubles each crash)")
 	f.DurationVar(&cfg.BackoffMax, "restart-backoff-max", agent.DefaultBackoffMax, "longest container restart back-off")
 	f.DurationVar(&cfg.BackoffReset, "restart-backoff-reset", agent.DefaultBackoffReset, "running this long without a crash resets the back-off")
-	f.IntVar(&podWorkers, "pod-workers", 16, "pods synced at once")
-	f.IntVar(&nodeWorkers, "node-workers", 8, "node registrations, lease renewals and status writes at once")
+	f.IntVar(&cfg.PodWorkers, "pod-workers", 16, "pods synced at once")
+	f.IntVar(&cfg.NodeWorkers, "node-workers", 8, "node registrations, lease renewals and status writes at once")
 	f.BoolVar(&cfg.DisableEvents, "disable-events", false, "do not record events")
-	f.Float32Var(&qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server (0: none)")
-	return cmd
+}
+
+// config parses the flags that need parsing and returns the agent
+// configuration.
+func (o *agentOptions) config() (agent.Config, error) {
+	cfg := o.cfg
+	var err error
+	if cfg.Labels, err = parseLabels(o.labels); err != nil {
+		return cfg, fmt.Errorf("--node-labels: %w", err)
+	}
+	if cfg.Taints, err = parseTaints(o.taints); err != nil {
+		return cfg, fmt.Errorf("--register-with-taints: %w", err)
+	}
+	if cfg.Capacity, err = parseResources(o.capacity); err != nil {
+		return cfg, fmt.Errorf("--capacity: %w", err)
+	}
+	if cfg.Allocatable, err = parseResources(o.allocatable); err != nil {
+		return cfg, fmt.Errorf("--allocatable: %w", err)
+	}
+	cfg.Logger = slog.Default()
+	return cfg, nil
 }
 
 // parseLabels reads key=value,...

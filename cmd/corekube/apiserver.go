@@ -25,7 +25,7 @@ func newAPIServerCommand() *cobra.Command {
 			if cfg.DataDir == "" && len(cfg.EtcdServers) == 0 {
 				return errors.New("one of --data-dir or --etcd-servers is required")
 			}
-			return runServer(cmd.Context(), cfg, kubeconfig, false, 0)
+			return runServer(cmd.Context(), cfg, kubeconfig, false, nil)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address to listen on")

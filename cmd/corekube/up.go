@@ -19,16 +19,20 @@ import (
 
 func newUpCommand() *cobra.Command {
 	var (
-		cfg   server.Config
-		nodes int
+		cfg       server.Config
+		agentOpts agentOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "Run everything in one process on an embedded etcd: API server, controllers, node agents",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if nodes < 0 {
-				return fmt.Errorf("--nodes must be 0 or more, got %d", nodes)
+			if agentOpts.cfg.Nodes < 0 {
+				return fmt.Errorf("--nodes must be 0 or more, got %d", agentOpts.cfg.Nodes)
+			}
+			agentCfg, err := agentOpts.config()
+			if err != nil {
+				return err
 			}
 			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 				return fmt.Errorf("create data dir: %w", err)
@@ -37,21 +41,22 @@ func newUpCommand() *cobra.Command {
 			return runServer(cmd.Context(), server.Config{
 				Listen:  cfg.Listen,
 				DataDir: filepath.Join(cfg.DataDir, "etcd"),
-			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, nodes)
+			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "./data", "directory for etcd data and the admin kubeconfig")
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address the API server listens on")
-	cmd.Flags().IntVar(&nodes, "nodes", 3, "number of simulated nodes to run in-process (0 = none)")
+	cmd.Flags().IntVar(&agentOpts.cfg.Nodes, "nodes", 3, "number of simulated nodes to run in-process (0 = none)")
+	agentOpts.addFlags(cmd.Flags())
 	return cmd
 }
 
 // runServer starts the API server and its control loops (all of them for
-// `up`, only the namespace controller for `apiserver`) and nodes simulated
-// node agents, writes the kubeconfig (if path is set), and serves until ctx
-// ends (SIGINT/SIGTERM), then shuts down cleanly: loops and agents first,
-// then the server, then etcd.
-func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoops bool, nodes int) error {
+// `up`, only the namespace controller for `apiserver`) and, when agentCfg
+// asks for nodes, simulated node agents; writes the kubeconfig (if path is
+// set), and serves until ctx ends (SIGINT/SIGTERM), then shuts down
+// cleanly: loops and agents first, then the server, then etcd.
+func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoops bool, agentCfg *agent.Config) error {
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		return err
@@ -66,10 +71,9 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 	if err != nil {
 		return errors.Join(err, srv.Shutdown(context.Background()))
 	}
-	if nodes > 0 {
-		agentCfg := agent.Config{Nodes: nodes, NodeNamePrefix: "node", Logger: slog.Default()}
+	if agentCfg != nil && agentCfg.Nodes > 0 {
 		loops = append(loops, loop{"node agents", func(ctx context.Context) error {
-			return agent.Run(ctx, &rest.Config{Host: srv.URL(), QPS: -1}, agentCfg)
+			return agent.Run(ctx, &rest.Config{Host: srv.URL(), QPS: -1}, *agentCfg)
 		}})
 	}
 	loopsCtx, stopLoops := context.WithCancel(ctx)
