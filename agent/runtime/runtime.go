@@ -11,6 +11,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -115,6 +116,28 @@ type StopOptions struct {
 	PreStop []string
 }
 
+// LogOptions says which part of a container's log ReadLogs writes, as the
+// kubelet's PodLogOptions do once resolved against the current time.
+type LogOptions struct {
+	// TailLines, when set, keeps only the last that many lines (0: none;
+	// with Follow, only what is written from now on).
+	TailLines *int64
+	// Since drops the lines written before it (zero: keep all).
+	Since time.Time
+	// LimitBytes stops the output after that many bytes, cutting the last
+	// line (0: no limit).
+	LimitBytes int64
+	// Timestamps prefixes each line with the time it was written, in UTC,
+	// formatted as TimestampFormat, and a space.
+	Timestamps bool
+	// Follow keeps writing what the container writes until it exits.
+	Follow bool
+}
+
+// TimestampFormat is the format of the time ReadLogs prefixes lines with
+// (the kubelet's timeFormatOut): RFC 3339 with nanoseconds, never trimmed.
+const TimestampFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
 // Errors the runtime returns.
 var (
 	ErrNotFound     = errors.New("not found")
@@ -159,4 +182,12 @@ type Runtime interface {
 	// ExecSync runs a command in a running container and returns its exit
 	// code and output; ErrExecTimeout when it runs longer than timeout.
 	ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (int, []byte, error)
+	// ReadLogs writes the log of a container, running or exited, to w, as
+	// the kubelet's GetContainerLogs: the part opts selects, then, when
+	// following, what the container writes until it exits, is removed, or
+	// ctx ends (ctx's error). Once the container is found it writes to w
+	// at once, zero bytes if there is nothing to write yet, so that a
+	// streaming caller can commit its response before the first line;
+	// an unknown container is ErrNotFound before any write.
+	ReadLogs(ctx context.Context, id string, opts LogOptions, w io.Writer) error
 }

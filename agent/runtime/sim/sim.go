@@ -40,15 +40,6 @@ const (
 	Version = "1.0.0"
 )
 
-// maxLogLines bounds the log kept per container.
-const maxLogLines = 1000
-
-// LogLine is one write of a container to its output.
-type LogLine struct {
-	Time time.Time
-	Text string
-}
-
 // Runtime is the simulated runtime of one node.
 type Runtime struct {
 	clock clock.PassiveClock
@@ -86,7 +77,8 @@ type container struct {
 	exitCode      int32
 	reason        string
 	message       string
-	logs          []LogLine
+	logs          logBuffer
+	removed       bool
 	msgPath       string
 	msgFromLogs   bool
 }
@@ -176,10 +168,12 @@ func (c *container) exit(at time.Time, code int, oom bool) {
 			c.message = c.message[:maxTerminationMessage]
 		}
 	}
+	// Followers of the log drain it and end.
+	defer c.logs.notify()
 	if c.message == "" && c.msgFromLogs && code != 0 {
 		var b strings.Builder
-		first := max(0, len(c.logs)-fallbackLogLines)
-		for _, l := range c.logs[first:] {
+		logs := c.logs.kept()
+		for _, l := range logs[max(0, len(logs)-fallbackLogLines):] {
 			b.WriteString(l.Text)
 		}
 		m := b.String()
@@ -259,22 +253,31 @@ func (r *Runtime) NextChange(uid types.UID) time.Time {
 		return time.Time{}
 	}
 	var next time.Time
-	earliest := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
-	}
 	for _, c := range p.containers {
-		if c.exited {
-			continue
-		}
-		earliest(c.proc.WakeAt())
-		if c.stopRequested {
-			earliest(c.termAt)
-			earliest(c.killAt)
-		}
+		next = earliest(next, c.nextChange())
 	}
 	return next
+}
+
+// nextChange is the container's next scheduled change (zero: none).
+func (c *container) nextChange() time.Time {
+	if c.exited {
+		return time.Time{}
+	}
+	next := c.proc.WakeAt()
+	if c.stopRequested {
+		next = earliest(next, c.termAt)
+		next = earliest(next, c.killAt)
+	}
+	return next
+}
+
+// earliest is the earlier of two instants, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }
 
 // RunPodSandbox creates the pod's sandbox; running it again is a no-op
@@ -328,6 +331,7 @@ func (r *Runtime) RemovePod(_ context.Context, uid types.UID) error {
 	if p, ok := r.pods[uid]; ok {
 		for _, c := range p.containers {
 			delete(r.byID, c.id)
+			c.remove()
 		}
 		delete(r.pods, uid)
 	}
@@ -451,12 +455,7 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 		Files:       map[string]string{},
 		Vars:        vars,
 		MemoryLimit: cfg.MemoryLimit,
-		Output: func(at time.Time, text string) {
-			if len(c.logs) >= maxLogLines {
-				c.logs = append(c.logs[:0], c.logs[1:]...)
-			}
-			c.logs = append(c.logs, LogLine{Time: at, Text: text})
-		},
+		Output:      c.logs.write,
 	}
 	c.proc = prog.Start(now, c.env)
 	c.advance(now)
@@ -536,6 +535,7 @@ func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
 		return fmt.Errorf("remove %s: container is running", id)
 	}
 	delete(r.byID, c.id)
+	c.remove()
 	for _, p := range r.pods {
 		for i, pc := range p.containers {
 			if pc == c {
@@ -572,7 +572,14 @@ func (r *Runtime) ExecSync(_ context.Context, id string, cmd []string, timeout t
 	return code, []byte(out), nil
 }
 
-// Logs returns what the container wrote so far.
+// remove marks a container removed from the runtime: its log's followers
+// end.
+func (c *container) remove() {
+	c.removed = true
+	c.logs.notify()
+}
+
+// Logs returns the log the runtime keeps of the container, line by line.
 func (r *Runtime) Logs(id string) ([]LogLine, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -581,5 +588,5 @@ func (r *Runtime) Logs(id string) ([]LogLine, error) {
 		return nil, err
 	}
 	c.advance(r.clock.Now())
-	return append([]LogLine(nil), c.logs...), nil
+	return append([]LogLine(nil), c.logs.kept()...), nil
 }
