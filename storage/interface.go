@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Implementations wrap them (fmt.Errorf("...: %w", ErrX))
@@ -97,6 +98,43 @@ type Event struct {
 // Returning a value equal to current.Value makes the update a no-op.
 type UpdateFunc func(current KV) (newValue []byte, err error)
 
+// WriteOptions are the options of one write (Create, GuaranteedUpdate).
+type WriteOptions struct {
+	// TTL, when positive, makes the key expire: the store deletes it, with
+	// a Deleted watch event carrying its last value, at least TTL after
+	// this write. A backend may keep it a little longer, to share one
+	// expiry timer among the keys written close together (etcd: at most
+	// min(5% of TTL, a minute) longer, as kube-apiserver's lease manager).
+	// Zero means the key never expires, so a write without a TTL makes a
+	// key that had one permanent again (etcd: a put detaches the lease).
+	TTL time.Duration
+	// LeaseScope names the keys that may share an expiry timer with this
+	// one (callers pass a resource's key prefix): keys of different scopes
+	// never do, as kube-apiserver keeps one lease manager per resource.
+	LeaseScope string
+}
+
+// WriteOption sets one of the WriteOptions.
+type WriteOption func(*WriteOptions)
+
+// WithTTL makes the written key expire ttl after the write (see
+// WriteOptions.TTL); keys written with the same scope may share an expiry
+// timer. A ttl of zero or less means no expiry.
+func WithTTL(scope string, ttl time.Duration) WriteOption {
+	return func(o *WriteOptions) {
+		o.LeaseScope, o.TTL = scope, max(ttl, 0)
+	}
+}
+
+// ApplyWriteOptions folds opts into a WriteOptions, for implementations.
+func ApplyWriteOptions(opts []WriteOption) WriteOptions {
+	var o WriteOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
 // Interface is the contract every storage backend satisfies. All methods are
 // safe for concurrent use.
 type Interface interface {
@@ -106,11 +144,12 @@ type Interface interface {
 	List(ctx context.Context, prefix string, opts ListOptions) (ListResult, error)
 	// Create stores value under key if the key does not exist, else
 	// ErrAlreadyExists. The returned KV carries the new revision.
-	Create(ctx context.Context, key string, value []byte) (KV, error)
+	Create(ctx context.Context, key string, value []byte, opts ...WriteOption) (KV, error)
 	// GuaranteedUpdate reads key, calls tryUpdate and writes the result with
 	// a compare-and-swap on the read revision, retrying on races. If the key
-	// does not exist it returns ErrNotFound without calling tryUpdate.
-	GuaranteedUpdate(ctx context.Context, key string, tryUpdate UpdateFunc) (KV, error)
+	// does not exist it returns ErrNotFound without calling tryUpdate. A
+	// no-op update writes nothing, so it leaves the key's expiry as it was.
+	GuaranteedUpdate(ctx context.Context, key string, tryUpdate UpdateFunc, opts ...WriteOption) (KV, error)
 	// Delete removes key after precondition (may be nil) accepts its current
 	// value, with a compare-and-swap so the checked value is the deleted
 	// one. It returns the deleted value with the revision of the delete.

@@ -29,6 +29,9 @@ type Store struct {
 	client        *clientv3.Client
 	listBatch     int64
 	healthTimeout time.Duration
+	leaseConfig   LeaseConfig
+	// leases attaches keys written with a TTL to shared etcd leases.
+	leases *leaseManager
 }
 
 // Option configures a Store.
@@ -53,6 +56,12 @@ func WithHealthTimeout(d time.Duration) Option {
 	}
 }
 
+// WithLeaseConfig tunes how keys written with a TTL share leases (default
+// kube-apiserver's: reused for up to a minute, 1,000 keys per lease).
+func WithLeaseConfig(c LeaseConfig) Option {
+	return func(s *Store) { s.leaseConfig = c }
+}
+
 // New returns a Store using client. The caller keeps ownership of client
 // and closes it after the Store is no longer used.
 func New(client *clientv3.Client, opts ...Option) *Store {
@@ -60,6 +69,7 @@ func New(client *clientv3.Client, opts ...Option) *Store {
 	for _, opt := range opts {
 		opt(s)
 	}
+	s.leases = newLeaseManager(client.Lease, s.leaseConfig)
 	return s
 }
 
@@ -84,30 +94,59 @@ func (s *Store) get(ctx context.Context, key string) (storage.KV, error) {
 	return toKV(resp.Kvs[0]), nil
 }
 
-// Create stores value under key unless the key exists.
-func (s *Store) Create(ctx context.Context, key string, value []byte) (storage.KV, error) {
-	// No Else branch: the existing value is of no use to the caller.
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(value))).
-		Commit()
+// Create stores value under key unless the key exists. With a TTL the key
+// is attached to a lease (see WriteOptions.TTL).
+func (s *Store) Create(ctx context.Context, key string, value []byte, opts ...storage.WriteOption) (storage.KV, error) {
+	o := storage.ApplyWriteOptions(opts)
+	for retried := false; ; retried = true {
+		lease, err := s.lease(ctx, o)
+		if err != nil {
+			return storage.KV{}, fmt.Errorf("create %s: %w", key, err)
+		}
+		// No Else branch: the existing value is of no use to the caller.
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
+			Commit()
+		if err != nil && !retried && s.leases.staleLease(o.LeaseScope, lease, err) {
+			continue
+		}
+		if err != nil {
+			return storage.KV{}, fmt.Errorf("create %s: %w", key, translate(err))
+		}
+		if !resp.Succeeded {
+			return storage.KV{}, fmt.Errorf("create %s: %w", key, storage.ErrAlreadyExists)
+		}
+		return storage.KV{Key: key, Value: value, Revision: resp.Header.Revision}, nil
+	}
+}
+
+// lease returns the lease a write with options o attaches its key to:
+// clientv3.NoLease without a TTL, which also detaches a key from a lease
+// it had.
+func (s *Store) lease(ctx context.Context, o storage.WriteOptions) (clientv3.LeaseID, error) {
+	if o.TTL <= 0 {
+		return clientv3.NoLease, nil
+	}
+	id, err := s.leases.get(ctx, o.LeaseScope, o.TTL)
 	if err != nil {
-		return storage.KV{}, fmt.Errorf("create %s: %w", key, translate(err))
+		return clientv3.NoLease, fmt.Errorf("grant a lease of %v: %w", o.TTL, translate(err))
 	}
-	if !resp.Succeeded {
-		return storage.KV{}, fmt.Errorf("create %s: %w", key, storage.ErrAlreadyExists)
-	}
-	return storage.KV{Key: key, Value: value, Revision: resp.Header.Revision}, nil
+	return id, nil
 }
 
 // GuaranteedUpdate implements storage.Interface. Each attempt is one
 // transaction that either writes or, when another writer got there first,
-// returns the newer value to retry with.
-func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc) (storage.KV, error) {
+// returns the newer value to retry with. With a TTL every write takes a
+// lease anew, so the key expires TTL after its last change (kube's generic
+// store applies its TTLFunc on update too).
+func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc, opts ...storage.WriteOption) (storage.KV, error) {
+	o := storage.ApplyWriteOptions(opts)
 	cur, err := s.get(ctx, key)
 	if err != nil {
 		return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 	}
+	leaseRetried := false
 	for {
 		value, err := tryUpdate(cur)
 		if err != nil {
@@ -116,11 +155,19 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		if bytes.Equal(value, cur.Value) {
 			return cur, nil
 		}
+		lease, err := s.lease(ctx, o)
+		if err != nil {
+			return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
+		}
 		resp, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.Revision)).
-			Then(clientv3.OpPut(key, string(value))).
+			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
 			Else(clientv3.OpGet(key)).
 			Commit()
+		if err != nil && !leaseRetried && s.leases.staleLease(o.LeaseScope, lease, err) {
+			leaseRetried = true
+			continue
+		}
 		if err != nil {
 			return storage.KV{}, fmt.Errorf("update %s: %w", key, translate(err))
 		}

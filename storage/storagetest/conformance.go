@@ -21,6 +21,14 @@ import (
 // timeout bounds every wait for a watch event or a channel close.
 const timeout = 5 * time.Second
 
+// Expiry tests write with ttl and wait up to expiryTimeout for the delete:
+// a backend may round the TTL up (etcd: whole seconds, and a minimum lease
+// TTL of about two seconds) and checks expiry only periodically.
+const (
+	ttl           = time.Second
+	expiryTimeout = 30 * time.Second
+)
+
 // RunConformance runs the suite. newStore is called once per subtest and
 // may return the same store every time: each subtest works under a key
 // prefix of its own. Most subtests run in parallel; the compaction ones
@@ -55,6 +63,8 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Interface)
 			{"WatchRequestProgress", testWatchRequestProgress},
 			{"CurrentRevisionMonotonic", testCurrentRevision},
 			{"Healthy", testHealthy},
+			{"TTLExpires", testTTLExpires},
+			{"TTLKeptOnUpdate", testTTLKeptOnUpdate},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				t.Parallel()
@@ -747,6 +757,92 @@ func testWatchRequestProgress(t *testing.T, s storage.Interface, prefix string) 
 			}
 		case <-deadline:
 			t.Fatalf("no progress event at revision >= %d within %v", kv.Revision, timeout)
+		}
+	}
+}
+
+// testTTLExpires: a key written with a TTL is deleted by the store, and the
+// watch sees a Deleted event with its last value; keys without a TTL, or
+// whose TTL a later write without one removed, stay.
+func testTTLExpires(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	ch, err := s.Watch(ctx, prefix, 0)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	withTTL := storage.WithTTL(prefix, ttl)
+	// "kept" had a TTL until an update without one made it permanent; it
+	// is written before "expiring", so its old expiry comes first.
+	if _, err := s.Create(ctx, prefix+"kept", []byte("v1"), withTTL); err != nil {
+		t.Fatalf("Create with TTL: %v", err)
+	}
+	kept := mustUpdate(t, s, prefix+"kept", "v2")
+	permanent := mustCreate(t, s, prefix+"permanent", "v")
+	expiring, err := s.Create(ctx, prefix+"expiring", []byte("v"), withTTL)
+	if err != nil {
+		t.Fatalf("Create with TTL: %v", err)
+	}
+	del := waitDeleted(t, ch, prefix+"expiring")
+	if string(del.KV.Value) != "v" || !bytes.Equal(del.PrevValue, []byte("v")) || del.KV.Revision <= expiring.Revision {
+		t.Errorf("expiry event = %s, want the last value after revision %d", formatEvent(del), expiring.Revision)
+	}
+	if _, err := s.Get(ctx, prefix+"expiring"); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get after expiry: err = %v, want ErrNotFound", err)
+	}
+	// A later key's expiry proves that the expiry of everything written
+	// before it has been processed, "kept"'s old one included.
+	if _, err := s.Create(ctx, prefix+"later", []byte("v"), withTTL); err != nil {
+		t.Fatalf("Create with TTL: %v", err)
+	}
+	waitDeleted(t, ch, prefix+"later")
+	res, err := s.List(ctx, prefix, storage.ListOptions{})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	assertKVs(t, res.Items, []storage.KV{kept, permanent})
+}
+
+// testTTLKeptOnUpdate: an update with the TTL keeps the key expiring, and
+// the Deleted event carries the updated value.
+func testTTLKeptOnUpdate(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	ch, err := s.Watch(ctx, prefix, 0)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	key := prefix + "a"
+	withTTL := storage.WithTTL(prefix, ttl)
+	if _, err := s.Create(ctx, key, []byte("v1"), withTTL); err != nil {
+		t.Fatalf("Create with TTL: %v", err)
+	}
+	if _, err := s.GuaranteedUpdate(ctx, key, func(storage.KV) ([]byte, error) { return []byte("v2"), nil }, withTTL); err != nil {
+		t.Fatalf("GuaranteedUpdate with TTL: %v", err)
+	}
+	if del := waitDeleted(t, ch, key); string(del.KV.Value) != "v2" {
+		t.Errorf("expiry event = %s, want the value v2", formatEvent(del))
+	}
+}
+
+// waitDeleted returns the Deleted event of key, skipping other changes
+// under the watched prefix; a Deleted event of any other key fails.
+func waitDeleted(t *testing.T, ch <-chan storage.Event, key string) storage.Event {
+	t.Helper()
+	deadline := time.After(expiryTimeout)
+	for {
+		select {
+		case e, ok := <-ch:
+			switch {
+			case !ok:
+				t.Fatalf("watch closed before %s expired", key)
+			case e.Type == storage.Error:
+				t.Fatalf("watch failed before %s expired: %v", key, e.Err)
+			case e.Type == storage.Deleted && e.KV.Key == key:
+				return e
+			case e.Type == storage.Deleted:
+				t.Fatalf("unexpected delete while waiting for %s to expire: %s", key, formatEvent(e))
+			}
+		case <-deadline:
+			t.Fatalf("%s did not expire within %v", key, expiryTimeout)
 		}
 	}
 }
