@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/controllers/internal/events"
 	"log/slog"
 	"sort"
 	"sync"
@@ -31,7 +32,7 @@ type Controller struct {
 	client  kubernetes.Interface
 	cfg     Config
 	log     *slog.Logger
-	events  *eventWriter
+	events  *events.Writer
 	started atomic.Bool
 
 	// Set by Start.
@@ -62,7 +63,7 @@ func NewWithClient(client kubernetes.Interface, cfg Config) *Controller {
 		client: client,
 		cfg:    cfg,
 		log:    log,
-		events: newEventWriter(client, cfg.Clock, log, cfg.EventQueueSize),
+		events: events.NewWriter(client, cfg.Clock, log, cfg.EventQueueSize),
 	}
 }
 
@@ -109,7 +110,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		wg.Wait()
 		factory.Shutdown()
 	}()
-	c.events.run(ctx, &wg)
+	c.events.Run(ctx, &wg)
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced, pdbInformer.Informer().HasSynced) {
 		return nil // ctx ended first
@@ -194,7 +195,7 @@ func (c *Controller) enqueueBudgetsOf(pod *v1.Pod, warn bool) {
 	if len(pdbs) > 1 && warn {
 		msg := fmt.Sprintf("Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", pod.Namespace, pod.Name, pdbs[0].Name)
 		c.log.Info(msg)
-		c.events.eventf(podRef(pod), v1.EventTypeWarning, "MultiplePodDisruptionBudgets", "%s", msg)
+		c.events.Eventf(events.PodRef(pod), eventSource, v1.EventTypeWarning, "MultiplePodDisruptionBudgets", "%s", msg)
 	}
 	for _, pdb := range pdbs {
 		c.queue.Add(pdb.Namespace + "/" + pdb.Name)
@@ -267,27 +268,27 @@ func (c *Controller) trySync(ctx context.Context, pdb *policyv1.PodDisruptionBud
 	ref := pdbRef(pdb.Namespace, pdb.Name, pdb.UID, pdb.ResourceVersion)
 	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
 	if err != nil {
-		c.events.eventf(ref, v1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
+		c.events.Eventf(ref, eventSource, v1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
 		return err
 	}
 	pods, err := c.pods.Pods(pdb.Namespace).List(sel)
 	if err != nil {
-		c.events.eventf(ref, v1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
+		c.events.Eventf(ref, eventSource, v1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
 		return err
 	}
 	if len(pods) == 0 {
-		c.events.eventf(ref, v1.EventTypeNormal, "NoPods", "No matching pods found")
+		c.events.Eventf(ref, eventSource, v1.EventTypeNormal, "NoPods", "No matching pods found")
 	}
 	expected, desired, err := expectedAndDesired(&pdb.Spec, len(pods))
 	if err != nil {
-		c.events.eventf(ref, v1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", err)
+		c.events.Eventf(ref, eventSource, v1.EventTypeWarning, "CalculateExpectedPodCountFailed", "Failed to calculate the number of expected pods: %v", err)
 		return err
 	}
 	now := c.cfg.Clock.Now()
 	disrupted, expired, recheck := disruptedPods(pods, pdb.Status.DisruptedPods, now, c.cfg.DeletionTimeout)
 	for _, pod := range expired {
 		c.log.Info("pod was expected to be deleted but it wasn't", "pod", pod.Namespace+"/"+pod.Name, "budget", pdb.Namespace+"/"+pdb.Name)
-		c.events.eventf(podRef(pod), v1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
+		c.events.Eventf(events.PodRef(pod), eventSource, v1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
 	}
 	healthy := countHealthy(pods, disrupted, now, c.cfg.DeletionTimeout)
 	if st, changed := newStatus(pdb, healthy, desired, expected, disrupted, now); changed {

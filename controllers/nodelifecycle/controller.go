@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/controllers/internal/events"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,7 @@ type Controller struct {
 	client kubernetes.Interface
 	cfg    Config
 	log    *slog.Logger
-	events *eventWriter
+	events *events.Writer
 
 	// set by Start
 	nodes      corelisters.NodeLister
@@ -61,7 +62,7 @@ func New(client kubernetes.Interface, cfg Config) *Controller {
 		client:     client,
 		cfg:        cfg,
 		log:        log,
-		events:     newEventWriter(client, cfg.Clock, log),
+		events:     events.NewWriter(client, cfg.Clock, log, 0),
 		health:     map[string]*nodeHealth{},
 		known:      map[string]*v1.Node{},
 		zoneStates: map[string]zoneState{},
@@ -163,7 +164,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	}
 	c.log.Info("node lifecycle controller started", "gracePeriod", c.cfg.GracePeriod, "evictionDelay", c.cfg.EvictionDelay)
 
-	c.events.run(ctx, &wg)
+	c.events.Run(ctx, &wg)
 	c.runWorkers(ctx, &wg, 2, c.noSchedule, c.syncNoScheduleTaints)
 	c.runWorkers(ctx, &wg, 2, c.evictor.queue, c.evictor.process)
 	c.every(ctx, &wg, noExecuteTaintingPeriod, c.noExecuteTaintingPass)
