@@ -54,13 +54,13 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if err != nil {
 		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
 	}
-	kv, err := s.storage.Create(ctx, s.key(m.GetNamespace(), m.GetName()), data)
+	kv, err := s.storage.Create(ctx, s.key(m.GetNamespace(), m.GetName()), data, s.writeOpts...)
 	// A generated name may collide; kube (RetryGenerateName) tries new
 	// names a few times before reporting AlreadyExists.
 	for attempt := 0; generated && errors.Is(err, storage.ErrAlreadyExists) && attempt < 7; attempt++ {
 		m.SetName(generateName(m.GetGenerateName()))
 		if data, err = s.encode(obj); err == nil {
-			kv, err = s.storage.Create(ctx, s.key(m.GetNamespace(), m.GetName()), data)
+			kv, err = s.storage.Create(ctx, s.key(m.GetNamespace(), m.GetName()), data, s.writeOpts...)
 		}
 	}
 	if err != nil {

@@ -50,6 +50,8 @@ type Store struct {
 	subresource string
 
 	fieldLabels sets.Set[string]
+	// writeOpts go with every create and update: the strategy's TTL.
+	writeOpts []storage.WriteOption
 	// cache serves WATCH and most LISTs; Run keeps it current.
 	cache *watch.Cache
 }
@@ -69,10 +71,11 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		storage:     st,
 		strategy:    strategy,
 		info:        info,
-		prefix:      "/registry/" + info.Resource + "/",
+		prefix:      keyPrefix(info),
 		opts:        opts,
 		update:      strategy,
 		fieldLabels: labels,
+		writeOpts:   writeOptions(strategy, keyPrefix(info)),
 	}
 	cacheCfg := watch.Config{
 		Storage:          st,
@@ -87,6 +90,20 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 	}
 	s.cache = watch.New(cacheCfg)
 	return s
+}
+
+// keyPrefix is the storage key prefix of a resource's objects.
+func keyPrefix(info ResourceInfo) string { return "/registry/" + info.Resource + "/" }
+
+// writeOptions are the storage options of every create and update of a
+// resource: an expiry for a TTLStrategy, with its objects' leases kept
+// apart from other resources'.
+func writeOptions(strategy Strategy, prefix string) []storage.WriteOption {
+	ts, ok := strategy.(TTLStrategy)
+	if !ok || ts.TTL() <= 0 {
+		return nil
+	}
+	return []storage.WriteOption{storage.WithTTL(prefix, ts.TTL())}
 }
 
 // Subresource returns a Store for the named subresource (status, finalize)

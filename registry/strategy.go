@@ -154,6 +154,17 @@ type TableConvertor interface {
 	TableRow(obj runtime.Object, now time.Time) (metav1.TableRow, error)
 }
 
+// TTLStrategy is implemented by resources whose objects expire (events:
+// kube-apiserver's --event-ttl). It is kube's generic Store TTLFunc as the
+// events registry uses it: one TTL for every object, applied on create and
+// again on every update, so an object expires TTL after its last write (or
+// a little later, see storage.WriteOptions.TTL). Expiry is a delete by the
+// storage: watchers see DELETED with the last state. A TTL of zero means
+// objects never expire.
+type TTLStrategy interface {
+	TTL() time.Duration
+}
+
 // WatchIndexStrategy is implemented by resources whose watchers usually
 // select one value of a field (pods: spec.nodeName, one watch per node
 // agent): the watch cache indexes its watchers by that field.

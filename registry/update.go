@@ -53,7 +53,7 @@ func (s *Store) Update(ctx context.Context, namespace, name string, transform Tr
 		}
 		updated, deleteNow = obj, del
 		return s.encode(obj)
-	})
+	}, s.writeOpts...)
 	if errors.Is(err, storage.ErrNotFound) {
 		return s.createOnUpdate(ctx, namespace, name, transform, opts, err)
 	}

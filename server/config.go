@@ -4,6 +4,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/corekube/corekube/registry/events"
 )
 
 // Config configures an API server.
@@ -27,6 +29,10 @@ type Config struct {
 	// BookmarkInterval is how often watches that allow bookmarks get one
 	// (default a minute, as kube).
 	BookmarkInterval time.Duration
+	// EventTTL is how long an event is kept after its last write, as
+	// kube-apiserver's --event-ttl (default an hour; negative keeps events
+	// forever).
+	EventTTL time.Duration
 	// CompactionInterval is how often etcd history is compacted: each time
 	// to the revision of the previous round, so that at least one interval
 	// of history stays (default 5 minutes, as kube; negative disables).
@@ -42,6 +48,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.CompactionInterval == 0 {
 		c.CompactionInterval = 5 * time.Minute
+	}
+	if c.EventTTL == 0 {
+		c.EventTTL = events.DefaultTTL
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second

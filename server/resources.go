@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/handlers"
@@ -22,7 +23,8 @@ import (
 
 // newAPI builds the Store of every served resource and the API that
 // serves them: the one table of what corekube serves.
-func newAPI(st storage.Interface, opts registry.Options) (*handlers.API, *registry.Store) {
+// eventTTL is how long events are kept (Config.EventTTL).
+func newAPI(st storage.Interface, opts registry.Options, eventTTL time.Duration) (*handlers.API, *registry.Store) {
 	var nsStore *registry.Store
 	chain := &admission.Chain{
 		Mutators: []admission.Mutator{
@@ -56,7 +58,7 @@ func newAPI(st storage.Interface, opts registry.Options) (*handlers.API, *regist
 		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},
 		}},
-		&handlers.Resource{Store: store(events.NewStrategy())},
+		&handlers.Resource{Store: store(events.NewStrategy(events.WithTTL(eventTTL)))},
 		&handlers.Resource{Store: store(leases.NewStrategy())},
 		&handlers.Resource{Store: pdbStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: pdbStore.Subresource("status", poddisruptionbudgets.NewStatusStrategy())},

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/corekube/corekube/registry/events"
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
 )
@@ -32,5 +33,6 @@ func newAPIServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "directory of the embedded etcd (when --etcd-servers is not set)")
 	cmd.Flags().StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster, e.g. http://a:2379,http://b:2379")
 	cmd.Flags().StringVar(&kubeconfig, "write-kubeconfig", "", "write an admin kubeconfig for this server to this path")
+	cmd.Flags().DurationVar(&cfg.EventTTL, "event-ttl", events.DefaultTTL, "how long an event is kept after its last write (negative: forever)")
 	return cmd
 }

@@ -2,12 +2,14 @@
 // kube-apiserver v1.32 serves them (pkg/registry/core/event and the
 // legacy, core/v1 branch of ValidateEventCreate/ValidateEventUpdate in
 // pkg/apis/core/validation/events.go). Events are never defaulted; PUT may
-// create them. The stricter events.k8s.io/v1 rules are not applied here.
+// create them. They expire TTL after their last write (--event-ttl). The
+// stricter events.k8s.io/v1 rules are not applied here.
 package events
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,13 +30,43 @@ const (
 	NoteLengthLimit              = 1024
 )
 
+// DefaultTTL is how long an event is kept after its last write unless
+// configured otherwise: kube-apiserver's --event-ttl default.
+const DefaultTTL = time.Hour
+
 // Strategy is the strategy of the events resource.
-type Strategy struct{}
+type Strategy struct {
+	ttl time.Duration
+}
 
-var _ registry.Strategy = (*Strategy)(nil)
+var (
+	_ registry.Strategy    = (*Strategy)(nil)
+	_ registry.TTLStrategy = (*Strategy)(nil)
+)
 
-// NewStrategy returns the events strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
+// Option configures the events strategy.
+type Option func(*Strategy)
+
+// WithTTL sets how long an event is kept after its last write; zero or
+// less keeps events forever.
+func WithTTL(ttl time.Duration) Option {
+	return func(s *Strategy) { s.ttl = ttl }
+}
+
+// NewStrategy returns the events strategy; events expire after DefaultTTL
+// unless an option says otherwise.
+func NewStrategy(opts ...Option) *Strategy {
+	s := &Strategy{ttl: DefaultTTL}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+// TTL is how long an event is kept after its last write. Every event has
+// the same, as with kube's TTLFunc for events, and an update (a recorder
+// bumping count) starts it again.
+func (s *Strategy) TTL() time.Duration { return s.ttl }
 
 // Info describes events as kube's discovery does.
 func (*Strategy) Info() registry.ResourceInfo {

@@ -191,3 +191,12 @@ func TestInfo(t *testing.T) {
 		t.Error("PrepareForCreate changed the event")
 	}
 }
+
+func TestTTL(t *testing.T) {
+	if got := NewStrategy().TTL(); got != DefaultTTL {
+		t.Errorf("default TTL = %v, want %v", got, DefaultTTL)
+	}
+	if got := NewStrategy(WithTTL(5 * time.Minute)).TTL(); got != 5*time.Minute {
+		t.Errorf("TTL = %v, want 5m", got)
+	}
+}
