@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,7 +35,27 @@ type childResult struct {
 	CreatesPerSec   float64 `json:"createsPerSec"`
 	GoroutinesIdle  int     `json:"goroutinesIdle"`
 	GoroutinesAfter int     `json:"goroutinesAfter"`
+	// Where the RSS after the pods goes, read when RSS is (before the
+	// collection that measures the live heap): HeapInuse (live objects
+	// plus garbage not yet collected), HeapIdle-HeapReleased (free spans
+	// the runtime has not returned to the OS), StackInuse, and the
+	// runtime's other memory (Sys minus heap and stacks).
+	PodsHeapInuseKiB  int64 `json:"podsHeapInuseKiB"`
+	PodsHeapRetainKiB int64 `json:"podsHeapRetainKiB"`
+	PodsStackKiB      int64 `json:"podsStackKiB"`
+	PodsRuntimeKiB    int64 `json:"podsRuntimeKiB"`
+	PodsNextGCKiB     int64 `json:"podsNextGCKiB"`
+	// PodsRSSFileKiB is the file-backed part of the RSS (RssFile: the
+	// binary's pages and etcd's memory-mapped bbolt file).
+	PodsRSSFileKiB int64 `json:"podsRSSFileKiB"`
+	// PodsRSSBboltKiB is the part of it that is etcd's bbolt file.
+	PodsRSSBboltKiB int64 `json:"podsRSSBboltKiB"`
 }
+
+// startupProfileEnv, when set to a directory, makes each BenchmarkStartup
+// process write its heap profile there after the pods are created
+// (heap-startup-<pid>.pprof), taken after a collection.
+const startupProfileEnv = "COREKUBE_BENCH_STARTUP_PROFILE_DIR"
 
 const (
 	childMode     = "startup-memory"
@@ -99,6 +121,8 @@ func BenchmarkStartup(b *testing.B) {
 		b.Logf("b.N=%d, process %d: ready %.1f ms (exec to ready %.1f ms), RSS idle %.1f MiB, after %d pods %.1f MiB (peak %.1f MiB), live heap %.1f / %.1f MiB, %.0f creates/s, goroutines %d / %d",
 			b.N, i+1, r.ReadyMS, execToReady[i], mib(r.IdleRSSKiB), memPods, mib(r.PodsRSSKiB), mib(r.PeakRSSKiB),
 			mib(r.IdleHeapKiB), mib(r.PodsHeapKiB), r.CreatesPerSec, r.GoroutinesIdle, r.GoroutinesAfter)
+		b.Logf("  after %d pods: heap in use %.1f MiB (live %.1f, the rest garbage), free heap not returned %.1f MiB, stacks %.1f MiB, runtime other %.1f MiB, GC goal %.1f MiB; file-backed RSS %.1f MiB (bbolt %.1f MiB)",
+			memPods, mib(r.PodsHeapInuseKiB), mib(r.PodsHeapKiB), mib(r.PodsHeapRetainKiB), mib(r.PodsStackKiB), mib(r.PodsRuntimeKiB), mib(r.PodsNextGCKiB), mib(r.PodsRSSFileKiB), mib(r.PodsRSSBboltKiB))
 	}
 }
 
@@ -191,7 +215,29 @@ func measureChild() (childResult, error) {
 	if r.PodsRSSKiB, r.PeakRSSKiB, err = procStatus(); err != nil {
 		return r, err
 	}
+	r.PodsRSSFileKiB, _ = procStatusField("RssFile")
+	r.PodsRSSBboltKiB, _ = mappedRSSKiB("/member/snap/db")
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	r.PodsHeapInuseKiB = int64(m.HeapInuse / 1024)
+	r.PodsHeapRetainKiB = int64((m.HeapIdle - m.HeapReleased) / 1024)
+	r.PodsStackKiB = int64(m.StackInuse / 1024)
+	r.PodsRuntimeKiB = int64((m.Sys - m.HeapSys - m.StackSys) / 1024)
+	r.PodsNextGCKiB = int64(m.NextGC / 1024)
 	r.PodsHeapKiB = liveHeapKiB()
+	if dir := os.Getenv(startupProfileEnv); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-startup-%d.pprof", os.Getpid())))
+		if err != nil {
+			return r, err
+		}
+		err = pprof.Lookup("heap").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return r, err
+		}
+	}
 	r.GoroutinesAfter = runtime.NumGoroutine()
 	return r, nil
 }
@@ -226,6 +272,48 @@ func procStatus() (rss, peak int64, err error) {
 		return 0, 0, fmt.Errorf("no VmRSS in /proc/self/status")
 	}
 	return rss, peak, nil
+}
+
+// procStatusField reads one "<name>: <n> kB" line of /proc/self/status.
+func procStatusField(name string) (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			f := strings.Fields(v)
+			if len(f) == 2 && f[1] == "kB" {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/self/status", name)
+}
+
+// mappedRSSKiB sums the Rss of the mappings of files whose path ends in
+// suffix (/proc/self/smaps).
+func mappedRSSKiB(suffix string) (int64, error) {
+	data, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+			in = len(f) >= 6 && strings.HasSuffix(f[5], suffix)
+		case in && len(f) == 3 && f[0] == "Rss:":
+			n, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			total += n
+		}
+	}
+	return total, nil
 }
 
 // liveHeapKiB is the Go heap still reachable after a collection, taken
