@@ -24,7 +24,7 @@ type watchEvent struct {
 }
 
 // watch streams events as kube does over JSON: chunked, one event per
-// line, flushed per event.
+// line, flushed whenever no further event is ready.
 func (q *request) watch(opts *metainternalversion.ListOptions) {
 	timeout := minWatchTimeout + time.Duration(rand.Int64N(int64(minWatchTimeout)))
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
@@ -37,6 +37,7 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 		q.fail(err)
 		return
 	}
+	defer events.Stop()
 	fixup, err := q.watchTransform()
 	if err != nil {
 		q.fail(err)
@@ -55,7 +56,11 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 	plain := err == nil && t == nil
 	enc := json.NewEncoder(q.w)
 	var line []byte
-	for ev := range events {
+	for {
+		ev, ok := events.Next()
+		if !ok {
+			return
+		}
 		if data, ok := ev.JSON(); plain && ok {
 			line = append(append(append(append(line[:0], `{"type":"`...), ev.Type...), `","object":`...), data...)
 			_, err = q.w.Write(append(line, "}\n"...))
@@ -66,7 +71,9 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 			slog.Debug("watch client went away", "path", q.r.URL.Path, "err", err)
 			return
 		}
-		if flusher != nil {
+		// As kube: flush only when no other event is ready, so that a
+		// burst leaves in few writes.
+		if flusher != nil && !events.Ready() {
 			flusher.Flush()
 		}
 	}

@@ -47,9 +47,9 @@ func (e WatchEvent) JSON() ([]byte, bool) {
 // or "0", synthetic ADDED events for the current state first; from N, every
 // change after N (N older than the cache's window: one ERROR event, 410).
 // Objects that start or stop matching the selectors arrive as ADDED or
-// DELETED. The channel closes when ctx ends, after an ERROR event, or when
-// the watch is cut (the client then watches again).
-func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (<-chan WatchEvent, error) {
+// DELETED. The watch ends when ctx ends, after an ERROR event, or when it
+// is cut (the client then watches again).
+func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (*Watcher, error) {
 	if errs := listvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(listOptionsKind, "", errs)
 	}
@@ -89,41 +89,66 @@ func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalv
 		wo.FromRevision = rev
 	}
 
-	out := make(chan WatchEvent)
 	w, err := s.cache.Watch(ctx, wo)
 	var compacted *storage.CompactedError
 	switch {
 	case errors.As(err, &compacted):
 		// kube answers 200 and one ERROR event, not a 410 response.
-		go func() {
-			defer close(out)
-			status := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", compacted.Requested, compacted.Compacted)).Status()
-			status.Kind, status.APIVersion = "Status", "v1"
-			select {
-			case out <- WatchEvent{Type: apiwatch.Error, Object: &status}:
-			case <-ctx.Done():
-			}
-		}()
-		return out, nil
+		status := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", compacted.Requested, compacted.Compacted)).Status()
+		status.Kind, status.APIVersion = "Status", "v1"
+		return &Watcher{store: s, final: &WatchEvent{Type: apiwatch.Error, Object: &status}}, nil
 	case err != nil:
 		return nil, s.cacheError(err)
 	}
-	go func() {
-		defer close(out)
-		defer w.Stop()
-		for ev := range w.Events() {
-			we := WatchEvent{Type: apiwatch.EventType(ev.Type), Object: ev.Object.Object, cached: ev.Object}
-			if ev.Type == watch.Bookmark {
-				we = WatchEvent{Type: apiwatch.Bookmark, Object: s.bookmark(ev.Object.Revision, ev.InitialEventsEnd)}
-			}
-			select {
-			case out <- we:
-			case <-ctx.Done():
-				return
-			}
+	return &Watcher{store: s, w: w}, nil
+}
+
+// Watcher is one watch of a Store. Its consumer pulls the events with Next
+// (from one goroutine) and must call Stop when it is done; the watch also
+// ends with the context given to Store.Watch, or when the server cuts it
+// (the client then watches again).
+type Watcher struct {
+	store *Store
+	w     *watch.Watcher // nil for a watch that is only final
+	// final, when set, is the one event of a watch that could not start
+	// (an ERROR event); Next returns it once.
+	final *WatchEvent
+}
+
+// Next returns the next event, blocking until there is one; false means
+// the watch has ended.
+func (w *Watcher) Next() (WatchEvent, bool) {
+	if w.w == nil {
+		if ev := w.final; ev != nil {
+			w.final = nil
+			return *ev, true
 		}
-	}()
-	return out, nil
+		return WatchEvent{}, false
+	}
+	ev, ok := w.w.Next()
+	if !ok {
+		return WatchEvent{}, false
+	}
+	if ev.Type == watch.Bookmark {
+		return WatchEvent{Type: apiwatch.Bookmark, Object: w.store.bookmark(ev.Object.Revision, ev.InitialEventsEnd)}, true
+	}
+	return WatchEvent{Type: apiwatch.EventType(ev.Type), Object: ev.Object.Object, cached: ev.Object}, true
+}
+
+// Ready reports whether Next would return at once; a streaming consumer
+// flushes when it is false.
+func (w *Watcher) Ready() bool {
+	if w.w == nil {
+		return w.final != nil
+	}
+	return w.w.Ready()
+}
+
+// Stop ends the watch; it may be called more than once.
+func (w *Watcher) Stop() {
+	if w.w != nil {
+		w.w.Stop()
+	}
 }
 
 // bookmark is an object of the resource's kind carrying only a

@@ -38,21 +38,29 @@ type Event struct {
 	InitialEventsEnd bool
 }
 
-// Watcher is one client's watch.
+// Watcher is one client's watch. Its consumer pulls events with Next (one
+// goroutine at a time); Events offers a channel instead, for callers that
+// want one. A Watcher ends when the context given to Cache.Watch ends, on
+// Stop, when it falls too far behind, or when the cache restarts (the
+// client then lists and watches again). Its owner must call Stop (or end
+// the context) to release it.
 type Watcher struct {
-	out  chan Event
-	stop context.CancelFunc
+	c *Cache
+	w *watcher
+	// first holds the events known when the watch started (initial state
+	// or replay), delivered before anything queued; only the consumer
+	// touches it.
+	first []Event
+	// stopCtx unregisters the context.AfterFunc that stops the watcher
+	// when the watch's context ends.
+	stopCtx func() bool
+
+	eventsOnce sync.Once
+	events     chan Event
 }
 
-// Events delivers the watch's events; it is closed when the watch ends:
-// its context ended, Stop was called, it fell too far behind, or the cache
-// restarted (the client then lists and watches again).
-func (w *Watcher) Events() <-chan Event { return w.out }
-
-// Stop ends the watch.
-func (w *Watcher) Stop() { w.stop() }
-
-// watcher is the cache's side of a Watcher.
+// watcher is the cache's side of a Watcher: the selector and the queue the
+// cache fills under its lock.
 type watcher struct {
 	match     func(*Object) bool
 	prefix    string
@@ -62,10 +70,26 @@ type watcher struct {
 	// indexValue.
 	indexed    bool
 	indexValue string
-	buffer     chan Event
-	done       chan struct{}
-	closeOnce  sync.Once
+	// limit bounds the queue: a watcher that falls further behind is
+	// closed. The queue itself grows on demand, so that a watcher that
+	// sees few events (a node agent) costs little memory.
+	limit int
+
+	mu sync.Mutex
+	// queue[head:] are the events not yet taken.
+	queue []Event
+	head  int
+	// notify has room for one signal: "the queue may be non-empty".
+	notify chan struct{}
+	// done is closed when the watcher ends (closeOnce).
+	done      chan struct{}
+	closeOnce sync.Once
 }
+
+// shrinkAbove is the queue capacity above which a drained queue is
+// released rather than reused: a burst must not pin a large buffer to an
+// idle watcher.
+const shrinkAbove = 64
 
 // Watch starts a watch. A FromRevision older than the cache's window is
 // storage.CompactedError (the API's 410 Expired).
@@ -83,7 +107,8 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		match:     match,
 		prefix:    c.cfg.Prefix + opts.Prefix,
 		bookmarks: opts.Bookmarks,
-		buffer:    make(chan Event, c.cfg.WatcherBuffer),
+		limit:     c.cfg.WatcherBuffer,
+		notify:    make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
 	if opts.IndexValue != nil {
@@ -132,45 +157,108 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	c.addLocked(w)
 	c.mu.Unlock()
 
-	ctx, cancel := context.WithCancel(ctx)
-	public := &Watcher{out: make(chan Event), stop: cancel}
-	go func() {
-		defer close(public.out)
-		defer c.remove(w)
-		for _, ev := range first {
-			if !w.send(ctx, public.out, ev) {
-				return
-			}
-		}
-		for {
-			select {
-			case ev := <-w.buffer:
-				if !w.send(ctx, public.out, ev) {
-					return
-				}
-			case <-w.done:
-				return
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return public, nil
+	pw := &Watcher{c: c, w: w, first: first}
+	// No goroutine waits on ctx: AfterFunc starts one only once ctx ends,
+	// to unregister the watcher (which wakes a blocked Next).
+	pw.stopCtx = context.AfterFunc(ctx, func() { c.remove(w) })
+	return pw, nil
 }
 
-func (w *watcher) send(ctx context.Context, out chan<- Event, ev Event) bool {
-	select {
-	case out <- ev:
-		return true
-	case <-w.done:
-		return false
-	case <-ctx.Done():
-		return false
+// Next returns the watch's next event, blocking until there is one; false
+// means the watch has ended. Events still queued when the watch ends are
+// not delivered: its client resumes from the last one it saw.
+func (p *Watcher) Next() (Event, bool) {
+	for {
+		select {
+		case <-p.w.done:
+			return Event{}, false
+		default:
+		}
+		if len(p.first) > 0 {
+			ev := p.first[0]
+			p.first[0] = Event{}
+			if p.first = p.first[1:]; len(p.first) == 0 {
+				p.first = nil // release the initial events' backing array
+			}
+			return ev, true
+		}
+		if ev, ok := p.w.take(); ok {
+			return ev, true
+		}
+		select {
+		case <-p.w.notify:
+		case <-p.w.done:
+			return Event{}, false
+		}
 	}
 }
 
+// Ready reports whether Next would return an event without blocking; a
+// consumer that writes to a network stream can flush only when it is false.
+func (p *Watcher) Ready() bool {
+	if len(p.first) > 0 {
+		return true
+	}
+	p.w.mu.Lock()
+	defer p.w.mu.Unlock()
+	return p.w.head < len(p.w.queue)
+}
+
+// Stop ends the watch. It may be called more than once, and concurrently
+// with Next.
+func (p *Watcher) Stop() {
+	p.stopCtx()
+	p.c.remove(p.w)
+}
+
+// Events delivers the watch's events on a channel, closed when the watch
+// ends. It is for callers that want a channel rather than Next; the first
+// call starts the goroutine that relays them, which ends with the watch.
+// A caller of Events must not call Next.
+func (p *Watcher) Events() <-chan Event {
+	p.eventsOnce.Do(func() {
+		p.events = make(chan Event)
+		go func() {
+			defer close(p.events)
+			for {
+				ev, ok := p.Next()
+				if !ok {
+					return
+				}
+				select {
+				case p.events <- ev:
+				case <-p.w.done:
+					return
+				}
+			}
+		}()
+	})
+	return p.events
+}
+
+// take removes the oldest queued event.
+func (w *watcher) take() (Event, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.head == len(w.queue) {
+		return Event{}, false
+	}
+	ev := w.queue[w.head]
+	w.queue[w.head] = Event{} // let the object go once it is superseded
+	w.head++
+	if w.head == len(w.queue) {
+		if cap(w.queue) > shrinkAbove {
+			w.queue = nil
+		} else {
+			w.queue = w.queue[:0]
+		}
+		w.head = 0
+	}
+	return ev, true
+}
+
 // offer queues ev for the watcher without blocking (the cache holds its
-// lock); false means the watcher's buffer is full.
+// lock); false means the watcher already holds limit events.
 func (w *watcher) offer(ev *event) bool {
 	if ev.typ != Bookmark && (ev.revision() <= w.after || !strings.HasPrefix(ev.obj.Key, w.prefix)) {
 		return true
@@ -179,12 +267,24 @@ func (w *watcher) offer(ev *event) bool {
 	if !ok {
 		return true
 	}
-	select {
-	case w.buffer <- out:
-		return true
-	default:
+	w.mu.Lock()
+	if len(w.queue)-w.head >= w.limit {
+		w.mu.Unlock()
 		return false
 	}
+	if w.head > 0 && len(w.queue) == cap(w.queue) {
+		// Reuse the taken slots before growing.
+		n := copy(w.queue, w.queue[w.head:])
+		clear(w.queue[n:])
+		w.queue, w.head = w.queue[:n], 0
+	}
+	w.queue = append(w.queue, out)
+	w.mu.Unlock()
+	select {
+	case w.notify <- struct{}{}:
+	default: // a signal is already pending
+	}
+	return true
 }
 
 // translate applies the watcher's selector to the old and the new state:
@@ -224,7 +324,7 @@ func (c *Cache) dropLocked(w *watcher, slow bool) {
 	}
 	if slow {
 		c.slowWatchersClosed++
-		c.log.Info("closing a watcher that fell behind", "buffer", cap(w.buffer))
+		c.log.Info("closing a watcher that fell behind", "buffer", w.limit)
 	}
 	w.closeOnce.Do(func() { close(w.done) })
 }
