@@ -35,6 +35,12 @@ type Agent struct {
 	nodes  []*node
 	byName map[string]*node
 
+	// kubelet is the kubelet API server; set by Run before the nodes
+	// register, as they advertise its URL and port, and before
+	// kubeletReady is closed (tests wait for it).
+	kubelet      *kubeletServer
+	kubeletReady chan struct{}
+
 	plegEvents chan *pleg.PodLifecycleEvent
 	events     *eventRecorder
 
@@ -101,6 +107,8 @@ func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {
 		host:    readHostInfo(),
 		byName:  map[string]*node{},
 		workers: map[types.UID]*podWorker{},
+
+		kubeletReady: make(chan struct{}),
 		// Room for a burst of events from every pod of every node.
 		plegEvents: make(chan *pleg.PodLifecycleEvent, 1000+cfg.Nodes*110),
 	}
@@ -155,6 +163,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer a.podQueue.ShutDown()
 	defer a.nodeQueue.ShutDown()
 	defer cancel()
+
+	kubelet, err := a.listenKubelet(ctx)
+	if err != nil {
+		return err
+	}
+	a.kubelet = kubelet
+	close(a.kubeletReady)
+	goFn(func() { kubelet.run(ctx) })
+	a.log.Info("kubelet API listening", "url", kubelet.url, "port", kubelet.port)
 
 	goFn(func() { a.events.run(ctx) })
 

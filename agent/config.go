@@ -3,7 +3,10 @@ package agent
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"net/url"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -42,6 +45,16 @@ type Config struct {
 
 	// KubeletVersion is reported in nodeInfo (default v1.32.3).
 	KubeletVersion string
+
+	// KubeletListen is where the process's one kubelet API server (container
+	// logs for all its nodes) listens (default 127.0.0.1:0, a free port).
+	KubeletListen string
+	// KubeletAdvertiseURL is the base URL the API server reaches that
+	// server at, recorded in every Node's node.corekube.io/kubelet-endpoint
+	// annotation. Default "http://" + the listening host:port; required
+	// when KubeletListen's host is unspecified (0.0.0.0, ::, or empty),
+	// as no single address of the machine can be told then.
+	KubeletAdvertiseURL string
 
 	// LeaseDuration is the node Lease's leaseDurationSeconds (40s).
 	LeaseDuration time.Duration
@@ -99,6 +112,7 @@ const (
 	DefaultBackoffReset              = 10 * time.Minute
 	DefaultPodCIDRs                  = "10.244.0.0/14"
 	DefaultNodeIPs                   = "172.20.0.0/14"
+	DefaultKubeletListen             = "127.0.0.1:0"
 )
 
 // DefaultCapacity is a node's capacity when Config.Capacity is not set.
@@ -172,6 +186,9 @@ func (c Config) complete() (Config, error) {
 	if last := c.FirstNode + c.Nodes - 1; c.Nodes > 0 && last >= 1<<(32-nodeIPs.Bits())-1 {
 		return c, fmt.Errorf("agent: node IPs %s too small for node %d", c.NodeIPs, last)
 	}
+	if err := c.completeKubeletAPI(); err != nil {
+		return c, err
+	}
 	if c.Capacity == nil {
 		c.Capacity = DefaultCapacity()
 	} else {
@@ -201,6 +218,35 @@ func (c Config) complete() (Config, error) {
 		c.Clock = clock.RealClock{}
 	}
 	return c, nil
+}
+
+// completeKubeletAPI defaults and checks the kubelet API's listen address
+// and advertised URL.
+func (c *Config) completeKubeletAPI() error {
+	if c.KubeletListen == "" {
+		c.KubeletListen = DefaultKubeletListen
+	}
+	host, _, err := net.SplitHostPort(c.KubeletListen)
+	if err != nil {
+		return fmt.Errorf("agent: kubelet listen address %q: %w", c.KubeletListen, err)
+	}
+	if c.KubeletAdvertiseURL == "" {
+		if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+			return fmt.Errorf("agent: kubelet listen address %q is every interface of the machine: "+
+				"give the URL the API server reaches it at (KubeletAdvertiseURL, --kubelet-advertise-url)", c.KubeletListen)
+		}
+		return nil
+	}
+	u, err := url.Parse(c.KubeletAdvertiseURL)
+	if err != nil {
+		return fmt.Errorf("agent: kubelet advertise URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("agent: kubelet advertise URL %q: want http(s)://host[:port][/path]", c.KubeletAdvertiseURL)
+	}
+	// The API server appends /containerLogs/... to it.
+	c.KubeletAdvertiseURL = strings.TrimSuffix(c.KubeletAdvertiseURL, "/")
+	return nil
 }
 
 // defaultAllocatable is capacity minus the kubelet's default hard eviction

@@ -198,8 +198,8 @@ func TestNodesRegisterAndBecomeReady(t *testing.T) {
 		if len(node.Status.Addresses) != 2 || node.Status.Addresses[0].Type != v1.NodeInternalIP || node.Status.Addresses[1] != (v1.NodeAddress{Type: v1.NodeHostName, Address: name}) {
 			t.Errorf("%s addresses = %v", name, node.Status.Addresses)
 		}
-		if node.Status.DaemonEndpoints.KubeletEndpoint.Port != 10250 {
-			t.Errorf("%s daemonEndpoints = %v", name, node.Status.DaemonEndpoints)
+		if k := e.kubelet(); node.Status.DaemonEndpoints.KubeletEndpoint.Port != k.port || node.Annotations[KubeletEndpointAnnotation] != k.url {
+			t.Errorf("%s daemonEndpoints = %v, kubelet endpoint %q; agent listens at %s", name, node.Status.DaemonEndpoints, node.Annotations[KubeletEndpointAnnotation], k.url)
 		}
 		if q := node.Status.Capacity[v1.ResourcePods]; q.Value() != 110 {
 			t.Errorf("%s capacity pods = %v", name, q.String())

@@ -23,9 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
-// kubeletPort is the port nodes report as their kubelet endpoint.
-const kubeletPort = 10250
-
 // node is one simulated node: its runtime, PLEG and IP addresses, and what
 // the agent last knew of its Node and Lease objects.
 type node struct {
@@ -132,9 +129,12 @@ func (n *node) labels() map[string]string {
 func (n *node) initialNode(now time.Time) *v1.Node {
 	node := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        n.name,
-			Labels:      n.labels(),
-			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+			Name:   n.name,
+			Labels: n.labels(),
+			Annotations: map[string]string{
+				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
+				KubeletEndpointAnnotation:                                n.a.kubeletURL(),
+			},
 		},
 		Spec: v1.NodeSpec{
 			PodCIDR:  n.podCIDR,
@@ -195,7 +195,7 @@ func (n *node) desiredStatus(now time.Time, old *v1.NodeStatus) v1.NodeStatus {
 			{Type: v1.NodeInternalIP, Address: n.ip},
 			{Type: v1.NodeHostName, Address: n.name},
 		},
-		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: kubeletPort}},
+		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: n.a.kubeletPort()}},
 		NodeInfo: v1.NodeSystemInfo{
 			MachineID:               machineID(n.name),
 			SystemUUID:              systemUUID(n.name),
@@ -236,7 +236,7 @@ func sameStatus(a, b *v1.NodeStatus) bool {
 			return false
 		}
 	}
-	return len(a.Addresses) == len(b.Addresses) && a.NodeInfo == b.NodeInfo &&
+	return len(a.Addresses) == len(b.Addresses) && a.NodeInfo == b.NodeInfo && a.DaemonEndpoints == b.DaemonEndpoints &&
 		resourceListsEqual(a.Capacity, b.Capacity) && resourceListsEqual(a.Allocatable, b.Allocatable)
 }
 
@@ -293,6 +293,14 @@ func (n *node) register(ctx context.Context) error {
 			updated.Labels[k], changed = v, true
 		}
 	}
+	// A restarted agent process listens elsewhere: the API server must
+	// proxy to the new address.
+	if url := n.a.kubeletURL(); updated.Annotations[KubeletEndpointAnnotation] != url {
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[KubeletEndpointAnnotation], changed = url, true
+	}
 	if changed {
 		if updated, err = nodes.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("reconcile node %s: %w", n.name, err)
@@ -308,6 +316,12 @@ func (n *node) register(ctx context.Context) error {
 	}
 	n.a.events.nodeEvent(n, v1.EventTypeNormal, "Starting", "Starting kubelet.")
 	n.registeredAs(updated, now, false)
+	// As the kubelet's syncNodeStatus: the status follows registration at
+	// once, so that the new bootID and kubelet port (a restarted process
+	// listens elsewhere) do not wait for the next status update.
+	if err := n.updateStatus(ctx); err != nil {
+		return fmt.Errorf("register node %s: %w", n.name, err)
+	}
 	return nil
 }
 
@@ -332,6 +346,23 @@ func findNodeCondition(st *v1.NodeStatus, t v1.NodeConditionType) *v1.NodeCondit
 		}
 	}
 	return nil
+}
+
+// kubeletURL is the kubelet API's advertised URL ("" before Run listens).
+func (a *Agent) kubeletURL() string {
+	if a.kubelet == nil {
+		return ""
+	}
+	return a.kubelet.url
+}
+
+// kubeletPort is the port the kubelet API listens on (0 before Run
+// listens).
+func (a *Agent) kubeletPort() int32 {
+	if a.kubelet == nil {
+		return 0
+	}
+	return a.kubelet.port
 }
 
 // addresses is the node's pod IP allocator.
