@@ -5,9 +5,13 @@
 // For each node the agent
 //   - registers the Node as the kubelet does (capacity and allocatable,
 //     nodeInfo with kubeletVersion and containerRuntimeVersion sim://1.0.0,
-//     InternalIP and Hostname addresses, daemonEndpoints, a /24 podCIDR,
-//     the kubernetes.io/{hostname,os,arch} labels plus Config.Labels,
-//     Config.Taints), or adopts an existing one;
+//     InternalIP and Hostname addresses, a /24 podCIDR, the
+//     kubernetes.io/{hostname,os,arch} labels plus Config.Labels,
+//     Config.Taints, and where its kubelet API is: the annotation
+//     node.corekube.io/kubelet-endpoint (the advertised URL) and
+//     daemonEndpoints.kubeletEndpoint.Port), or adopts an existing one,
+//     updating that annotation, the port and the rest of its status at
+//     once (a restarted process listens elsewhere);
 //   - renews its Lease in kube-node-lease every 10s (leaseDurationSeconds 40);
 //   - computes its status every 10s (conditions MemoryPressure, DiskPressure,
 //     PIDPressure, Ready) and writes it, as a strategic merge patch of
@@ -32,6 +36,7 @@
 //     pods within their grace period (preStop, SIGTERM, SIGKILL; sidecars
 //     last), then deletes them with gracePeriodSeconds=0 and a UID
 //     precondition;
+//   - serves the kubelet's container logs (below);
 //   - records the kubelet's events (Pulling, Pulled, Created, Started,
 //     Killing, BackOff, Unhealthy, Failed, ...; for nodes Starting,
 //     RegisteredNode, NodeHasSufficientMemory, NodeReady, NodeNotReady, ...).
@@ -45,6 +50,31 @@
 // when listed, and future work (back-off ends, probes, deadlines, renewals)
 // is a delayed queue item.
 //
+// # Kubelet API
+//
+// Each process runs one HTTP server for all its nodes (Config.KubeletListen,
+// default 127.0.0.1:0; advertised as Config.KubeletAdvertiseURL, default
+// http://<listening host:port>, which must be given when the listen address
+// is every interface). The API server's pods/log proxies to it:
+//
+//   - GET /containerLogs/{namespace}/{pod}/{container}?follow=&previous=&
+//     timestamps=&tailLines=&sinceSeconds=&sinceTime=&limitBytes= answers as
+//     the kubelet's getContainerLogs: 404 "pod %q does not exist\n" or
+//     "container %q not found in pod %q\n", then the kubelet's
+//     validateContainerLogStatus on the pod's status as the agent last wrote
+//     it (400 "container %q in pod %q is not available", "... is waiting to
+//     start: ...", "previous terminated container %q in pod %q not found",
+//     ...), bad query values 400; else 200 text/plain, flushed after every
+//     write, read by the runtime's ReadLogs (tail, since, limitBytes,
+//     timestamps as the kubelet's ReadLogs). A followed log streams until
+//     the container exits or is removed, the client goes away or Run ends;
+//   - GET /healthz: "ok".
+//
+// The simulated runtime keeps each container's last 1,000 lines (256 KiB at
+// most) for as long as it keeps the container: the agent keeps the newest
+// exited container of each name beside the current one, which is what
+// previous=true reads (lastState.terminated.containerID).
+//
 // Everything long-running belongs to Agent.Run and stops when its context
-// ends.
+// ends; Run returns after the kubelet API server has shut down.
 package agent

@@ -15,6 +15,10 @@
 // Images: every image can be pulled, except references whose tag or digest
 // contains "doesnotexist" or "notfound" (ErrImagePull) and malformed ones
 // (InvalidImageName).
+//
+// Logs: what a container writes is kept line by line with its virtual time
+// (the newest 1,000 lines, 256 KiB at most) as long as the container is;
+// ReadLogs reads it as the kubelet reads CRI log files, and follows it.
 package sim
 
 import (
