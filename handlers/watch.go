@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -65,7 +66,10 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 			line = append(append(append(append(line[:0], `{"type":"`...), ev.Type...), `","object":`...), data...)
 			_, err = q.w.Write(append(line, "}\n"...))
 		} else {
-			err = enc.Encode(watchEvent{Type: ev.Type, Object: fixup(ev.Object)})
+			var obj runtime.Object
+			if obj, err = ev.Decoded(); err == nil {
+				err = enc.Encode(watchEvent{Type: ev.Type, Object: fixup(obj)})
+			}
 		}
 		if err != nil {
 			slog.Debug("watch client went away", "path", q.r.URL.Path, "err", err)

@@ -18,8 +18,10 @@ func (s *Store) Run(ctx context.Context) error {
 	return s.cache.Run(ctx)
 }
 
-// decodeForCache decodes a stored object once for the cache, with the
-// labels and fields selectors match on.
+// decodeForCache decodes a stored object for the cache, with the labels and
+// fields selectors match on: once per written revision (the cache keeps the
+// attributes and the encoding), and whenever the cache decodes an object on
+// demand.
 func (s *Store) decodeForCache(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
 	obj, err := s.decode(kv)
 	if err != nil {
@@ -56,9 +58,16 @@ func (s *Store) cachePrefix(namespace string) string {
 // reads etcd otherwise (a miss may be an object created an instant ago). It
 // suits lookups that tolerate a slightly stale answer, like admission's
 // namespace checks; the returned object is shared and must not be changed.
+// The cache keeps objects encoded; one read through GetCached stays decoded
+// alongside until it changes, which suits a few objects read often (the
+// namespaces), not every object of a large resource.
 func (s *Store) GetCached(ctx context.Context, namespace, name string) (runtime.Object, error) {
 	if obj, ok := s.cache.Get(s.key(namespace, name)); ok {
-		return obj.Object, nil
+		decoded, err := obj.Shared()
+		if err != nil {
+			return nil, toAPIError(err, s.info.GroupResource(), "")
+		}
+		return decoded, nil
 	}
 	return s.Get(ctx, namespace, name, nil)
 }

@@ -28,12 +28,14 @@ import (
 
 var listOptionsKind = schema.GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}
 
-// ListPage is one page of a list. Items that come from the watch cache keep
-// their cached encoding, so that a JSON answer never re-encodes them.
+// ListPage is one page of a list. Items that come from the watch cache are
+// kept as the cache holds them, encoded: a JSON answer copies their
+// encodings, and only the typed list (Object) decodes them.
 type ListPage struct {
-	store  *Store
-	items  []runtime.Object
-	cached []*watch.Object // parallel to items when they came from the cache
+	store *Store
+	items []runtime.Object // the decoded items, when they came from etcd
+	// cached holds the items instead when they came from the cache.
+	cached []*watch.Object
 	meta   metav1.ListMeta
 }
 
@@ -139,21 +141,29 @@ func (s *Store) listFromCache(ctx context.Context, namespace string, opts *metai
 		items = items[:limit]
 	}
 	page.cached = items
-	page.items = make([]runtime.Object, len(items))
-	for i, o := range items {
-		page.items[i] = o.Object
-	}
 	return page, nil
 }
 
 // Object returns the page as the resource's typed list (e.g. *v1.PodList).
 func (p *ListPage) Object() (runtime.Object, error) {
+	items := p.items
+	if p.cached != nil {
+		// Decoded here, for this answer only: the cache keeps encodings.
+		items = make([]runtime.Object, len(p.cached))
+		for i, o := range p.cached {
+			obj, err := o.Decode()
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			items[i] = obj
+		}
+	}
 	list := p.store.strategy.NewList()
-	if err := meta.SetList(list, p.items); err != nil {
+	if err := meta.SetList(list, items); err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
 	// Items of a list carry no kind or apiVersion, as in kube. SetList
-	// copied them, so the shared objects stay untouched.
+	// copied them, so objects shared with others stay untouched.
 	_ = meta.EachListItem(list, func(item runtime.Object) error {
 		item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 		return nil
@@ -193,7 +203,11 @@ func (p *ListPage) AppendJSON(buf []byte) ([]byte, error) {
 	}
 	buf = append(buf, head[:len(head)-1]...)
 	buf = append(buf, `,"items":[`...)
-	for i, obj := range p.items {
+	n := len(p.items)
+	if p.cached != nil {
+		n = len(p.cached)
+	}
+	for i := range n {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
@@ -201,7 +215,7 @@ func (p *ListPage) AppendJSON(buf []byte) ([]byte, error) {
 		if p.cached != nil {
 			data, err = p.cached[i].JSON()
 		} else {
-			data, err = json.Marshal(obj)
+			data, err = json.Marshal(p.items[i])
 		}
 		if err != nil {
 			return nil, err

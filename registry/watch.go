@@ -25,12 +25,22 @@ const initialEventsEndAnnotation = "k8s.io/initial-events-end"
 // encoded empty list (metav1.InitialEventsListBlueprintAnnotationKey).
 const initialEventsListBlueprintAnnotation = "kubernetes.io/initial-events-list-blueprint"
 
-// WatchEvent is one event of a watch. Object is shared with other
-// watchers and must not be changed.
+// WatchEvent is one event of a watch: Object, or for the objects of the
+// watch cache (every ADDED, MODIFIED and DELETED event) their cached
+// encoding, decoded by Decoded on demand.
 type WatchEvent struct {
 	Type   apiwatch.EventType
-	Object runtime.Object
+	Object runtime.Object // bookmarks and errors
 	cached *watch.Object
+}
+
+// Decoded returns the event's object, decoding it if it came from the
+// cache (the copy is the caller's).
+func (e WatchEvent) Decoded() (runtime.Object, error) {
+	if e.cached != nil {
+		return e.cached.Decode()
+	}
+	return e.Object, nil
 }
 
 // JSON returns the object's cached JSON encoding, when it has one.
@@ -132,7 +142,7 @@ func (w *Watcher) Next() (WatchEvent, bool) {
 	if ev.Type == watch.Bookmark {
 		return WatchEvent{Type: apiwatch.Bookmark, Object: w.store.bookmark(ev.Object.Revision, ev.InitialEventsEnd)}, true
 	}
-	return WatchEvent{Type: apiwatch.EventType(ev.Type), Object: ev.Object.Object, cached: ev.Object}, true
+	return WatchEvent{Type: apiwatch.EventType(ev.Type), cached: ev.Object}, true
 }
 
 // Ready reports whether Next would return at once; a streaming consumer

@@ -22,28 +22,60 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Object is one object at one revision, decoded once and shared by every
-// reader. Nothing may modify Object after it is cached.
+// Object is one object at one revision as the cache keeps it: its JSON
+// encoding (the wire form, resourceVersion included) and the labels and
+// fields selectors match on. The typed object is decoded only on demand
+// (Tables, YAML, GetCached): kept decoded, a pod takes ~4× its encoded
+// size, most of it small maps the garbage collector must walk. Nothing may
+// modify an Object after it is cached.
 type Object struct {
 	Key      string
 	Revision int64
-	Object   runtime.Object
 	Labels   labels.Set
 	Fields   fields.Set
 
-	jsonOnce sync.Once
-	json     []byte
-	jsonErr  error
+	json   []byte
+	decode DecodeFunc // nil for bookmarks
+
+	// shared is the decoded object, once Shared has been asked for it.
+	sharedOnce sync.Once
+	shared     runtime.Object
+	sharedErr  error
 }
 
-// JSON returns the object's JSON encoding, computed once.
+// JSON returns the object's JSON encoding. The bytes are shared and must
+// not be modified.
 func (o *Object) JSON() ([]byte, error) {
-	o.jsonOnce.Do(func() { o.json, o.jsonErr = json.Marshal(o.Object) })
-	return o.json, o.jsonErr
+	if o.json == nil {
+		return nil, errors.New("watch: object has no encoding")
+	}
+	return o.json, nil
+}
+
+// Decode returns a new decoded copy of the object, which the caller owns.
+func (o *Object) Decode() (runtime.Object, error) {
+	if o.decode == nil {
+		return nil, errors.New("watch: object cannot be decoded")
+	}
+	obj, _, _, err := o.decode(storage.KV{Key: o.Key, Value: o.json, Revision: o.Revision})
+	return obj, err
+}
+
+// Shared returns the decoded object, decoding it on the first call and
+// keeping it for as long as the Object lives. The result is shared and must
+// not be modified. It suits small objects read often (admission's
+// namespace lookups); a reader of many objects should use Decode, so that
+// the cache does not grow back to holding every object decoded.
+func (o *Object) Shared() (runtime.Object, error) {
+	o.sharedOnce.Do(func() { o.shared, o.sharedErr = o.Decode() })
+	return o.shared, o.sharedErr
 }
 
 // DecodeFunc turns a stored value into an object (with its resourceVersion
-// set from kv.Revision) and the labels and fields selectors match on.
+// set from kv.Revision) and the labels and fields selectors match on. The
+// cache calls it once per written revision, for the attributes, and again
+// whenever an Object is decoded on demand, then with the Object's own JSON
+// as kv.Value.
 type DecodeFunc func(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error)
 
 // EventType says what happened to an object.
@@ -60,9 +92,13 @@ const (
 // event is one change in the window. For Deleted, obj is the last state
 // with the revision of the delete.
 type event struct {
-	typ  EventType
-	obj  *Object
-	prev *Object // nil for Added
+	typ EventType
+	obj *Object
+	// prev holds the previous state's attributes only (key, revision,
+	// labels, fields: what selectors and the index look at), so that the
+	// window does not keep a superseded object's encoding alive. nil for
+	// Added.
+	prev *Object
 }
 
 func (e *event) revision() int64 { return e.obj.Revision }
@@ -212,12 +248,31 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 	}
 }
 
+// decode makes the cache's Object of a stored value: the value is decoded
+// for the attributes, and then dropped; the JSON kept is the stored value
+// with the resourceVersion spliced in (stored values are the same
+// encoding without it), or, for a value the splice cannot read, the
+// decoded object encoded again.
 func (c *Cache) decode(kv storage.KV) (*Object, error) {
 	obj, l, f, err := c.cfg.Decode(kv)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
 	}
-	return &Object{Key: kv.Key, Revision: kv.Revision, Object: obj, Labels: l, Fields: f}, nil
+	data, ok := spliceResourceVersion(kv.Value, kv.Revision)
+	if !ok {
+		if data, err = json.Marshal(obj); err != nil {
+			return nil, fmt.Errorf("encode %s: %w", kv.Key, err)
+		}
+	}
+	return &Object{Key: kv.Key, Revision: kv.Revision, Labels: l, Fields: f, json: data, decode: c.cfg.Decode}, nil
+}
+
+// attrs returns an Object carrying only o's attributes, for event.prev.
+func attrs(o *Object) *Object {
+	if o == nil {
+		return nil
+	}
+	return &Object{Key: o.Key, Revision: o.Revision, Labels: o.Labels, Fields: o.Fields}
 }
 
 // apply adds one storage event to the state and the window and hands it to
@@ -241,7 +296,7 @@ func (c *Cache) apply(se storage.Event) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ev := &event{obj: obj, prev: c.items[se.KV.Key]}
+	ev := &event{obj: obj, prev: attrs(c.items[se.KV.Key])}
 	switch se.Type {
 	case storage.Deleted:
 		ev.typ = Deleted
