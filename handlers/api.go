@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"sort"
 
 	"github.com/corekube/corekube/registry"
@@ -31,6 +32,23 @@ type GroupVersionAcceptor interface {
 	AcceptsGroupVersion(gv schema.GroupVersion) bool
 }
 
+// Getter serves GET on a subresource that reads through the object to
+// something else, with options from the query (pods/log): kube's
+// rest.GetterWithOptions. What Get returns is answered as an object, or
+// streamed when it is a ResourceStreamer (stream.go).
+type Getter interface {
+	// GroupVersionKind is the kind discovery lists for the subresource
+	// (kube lists v1 Pod for pods/log).
+	GroupVersionKind() schema.GroupVersionKind
+	// NewGetOptions returns an empty value of the options the query
+	// decodes to (&v1.PodLogOptions{}), whose fields the OpenAPI documents
+	// describe as query parameters.
+	NewGetOptions() runtime.Object
+	// Get decodes and validates the options in query and returns what to
+	// answer for namespace/name.
+	Get(ctx context.Context, namespace, name string, query url.Values) (runtime.Object, error)
+}
+
 // Resource is one served resource: its Store and its subresources.
 type Resource struct {
 	Store        *registry.Store
@@ -38,10 +56,12 @@ type Resource struct {
 }
 
 // Subresource is either a Store that updates part of the object (status,
-// finalize) or a Creater that acts on POST (binding, eviction).
+// finalize), a Creater that acts on POST (binding, eviction) or a Getter
+// that answers GET from elsewhere (log).
 type Subresource struct {
 	Store   *registry.Store
 	Creater Creater
+	Getter  Getter
 	// UpdateOnly restricts a Store subresource to PUT (namespaces/finalize).
 	UpdateOnly bool
 }
@@ -51,11 +71,25 @@ func (s Subresource) verbs() []string {
 	switch {
 	case s.Creater != nil:
 		return []string{"create"}
+	case s.Getter != nil:
+		return []string{"get"}
 	case s.UpdateOnly:
 		return []string{"update"}
 	default:
 		return []string{"get", "patch", "update"}
 	}
+}
+
+// kind is the kind discovery lists for the subresource when it is not the
+// parent's: a Creater's body kind, a Getter's kind.
+func (s Subresource) kind() (schema.GroupVersionKind, bool) {
+	switch {
+	case s.Creater != nil:
+		return s.Creater.GroupVersionKind(), true
+	case s.Getter != nil:
+		return s.Getter.GroupVersionKind(), true
+	}
+	return schema.GroupVersionKind{}, false
 }
 
 type resourceKey struct{ group, version, resource string }
@@ -162,6 +196,14 @@ func (a *API) serveSubresource(req *request, res *Resource) {
 			return
 		}
 		req.createSubresource(sub.Creater)
+		return
+	}
+	if sub.Getter != nil {
+		if req.r.Method != http.MethodGet {
+			WriteError(req.w, req.r, errMethodNotAllowed)
+			return
+		}
+		req.getSubresource(sub.Getter)
 		return
 	}
 	req.store = sub.Store

@@ -126,8 +126,7 @@ func (d *Discovery) Resources(w http.ResponseWriter, r *http.Request, group, ver
 		for _, name := range names {
 			sub := res.Subresources[name]
 			entry := metav1.APIResource{Name: info.Resource + "/" + name, Namespaced: info.Namespaced, Kind: info.Kind, Verbs: sub.verbs()}
-			if sub.Creater != nil {
-				gvk := sub.Creater.GroupVersionKind()
+			if gvk, ok := sub.kind(); ok {
 				entry.Kind = gvk.Kind
 				if gvk.GroupVersion() != info.GroupVersion() {
 					entry.Group, entry.Version = gvk.Group, gvk.Version

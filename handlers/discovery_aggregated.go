@@ -105,8 +105,7 @@ func resourceDiscovery(res *Resource) apidiscoveryv2.APIResourceDiscovery {
 	for _, name := range names {
 		sub := res.Subresources[name]
 		kind := &metav1.GroupVersionKind{Kind: info.Kind}
-		if sub.Creater != nil {
-			gvk := sub.Creater.GroupVersionKind()
+		if gvk, ok := sub.kind(); ok {
 			kind = &metav1.GroupVersionKind{Kind: gvk.Kind}
 			if gvk.GroupVersion() != info.GroupVersion() {
 				kind.Group, kind.Version = gvk.Group, gvk.Version

@@ -15,8 +15,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 )
 
-// testResources mirrors the table of server/resources.go, plus
-// pods/eviction.
+// testResources mirrors the table of server/resources.go.
 func testResources() []Resource {
 	res := func(s registry.Strategy, subs ...Subresource) Resource {
 		return Resource{Info: s.Info(), Object: s.New(), List: s.NewList(), Subresources: subs}
@@ -29,6 +28,8 @@ func testResources() []Resource {
 	podRes := res(po, status(po),
 		Subresource{Name: "binding", Verbs: []string{"create"}, Kind: v1.SchemeGroupVersion.WithKind("Binding"), Object: &v1.Binding{}},
 		Subresource{Name: "eviction", Verbs: []string{"create"}, Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Object: &policyv1.Eviction{}},
+		Subresource{Name: "log", Verbs: []string{"get"}, Kind: v1.SchemeGroupVersion.WithKind("Pod"), Object: &v1.Pod{},
+			GetOptions: &v1.PodLogOptions{}, Produces: []string{"text/plain"}},
 	)
 	podRes.DeleteReturnsObject = true
 	return []Resource{

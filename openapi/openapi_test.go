@@ -268,6 +268,7 @@ var wantOps = []wantOp{
 	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/status", "PATCH", "patchCoreV1NamespacedPodStatus", "patch", corePod},
 	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/binding", "POST", "createCoreV1NamespacedPodBinding", "post", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}},
 	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/eviction", "POST", "createCoreV1NamespacedPodEviction", "post", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}},
+	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/log", "GET", "readCoreV1NamespacedPodLog", "get", corePod},
 	{"api/v1", "/api/v1/nodes", "GET", "listCoreV1Node", "list", schema.GroupVersionKind{Version: "v1", Kind: "Node"}},
 	{"api/v1", "/api/v1/nodes/{name}/status", "PATCH", "patchCoreV1NodeStatus", "patch", schema.GroupVersionKind{Version: "v1", Kind: "Node"}},
 	{"api/v1", "/api/v1/namespaces", "POST", "createCoreV1Namespace", "post", schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}},
@@ -328,8 +329,8 @@ func TestOperations(t *testing.T) {
 	if op := docs["api/v1"].Paths.Value("/api/v1/namespaces").Delete; op != nil {
 		t.Errorf("namespaces serve %s", op.OperationID)
 	}
-	if n := docs["api/v1"].Paths.Len(); n != 17 {
-		t.Errorf("api/v1 has %d paths, want 17", n)
+	if n := docs["api/v1"].Paths.Len(); n != 18 {
+		t.Errorf("api/v1 has %d paths, want 18", n)
 	}
 }
 

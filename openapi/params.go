@@ -35,10 +35,15 @@ var (
 )
 
 // optionParams returns one query parameter per JSON field of an options
-// struct (skipping TypeMeta and structured fields such as preconditions).
-func optionParams(options swaggerDocer) []*openapi3.Parameter {
-	docs := options.SwaggerDoc()
-	t := reflect.TypeOf(options)
+// struct or pointer to one (skipping TypeMeta and structured fields such
+// as preconditions or PodLogOptions' sinceTime, as kube does), described
+// by its SwaggerDoc when it has one.
+func optionParams(options any) []*openapi3.Parameter {
+	var docs map[string]string
+	if d, ok := options.(swaggerDocer); ok {
+		docs = d.SwaggerDoc()
+	}
+	t := derefType(reflect.TypeOf(options))
 	var out []*openapi3.Parameter
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)

@@ -18,6 +18,7 @@ const (
 	mediaJSONWatch     = "application/json;stream=watch"
 	mediaProtobufWatch = "application/vnd.kubernetes.protobuf;stream=watch"
 	mediaAny           = "*/*"
+	mediaText          = "text/plain"
 	mediaJSONPatch     = "application/json-patch+json"
 	mediaMergePatch    = "application/merge-patch+json"
 	mediaStrategic     = "application/strategic-merge-patch+json"
@@ -29,7 +30,9 @@ var (
 	listMedia   = []string{mediaJSON, mediaYAML, mediaProtobuf, mediaJSONWatch, mediaProtobufWatch}
 	patchMedia  = []string{mediaJSONPatch, mediaMergePatch, mediaStrategic, mediaApply}
 	// mediaOrder orders media types in the v2 document's consumes/produces.
-	mediaOrder = []string{mediaAny, mediaJSONPatch, mediaMergePatch, mediaStrategic, mediaApply,
+	// A stream's own media types (pods/log's text/plain) come before the
+	// object ones, as kube's installer lists them.
+	mediaOrder = []string{mediaAny, mediaText, mediaJSONPatch, mediaMergePatch, mediaStrategic, mediaApply,
 		mediaJSON, mediaYAML, mediaProtobuf, mediaJSONWatch, mediaProtobufWatch}
 )
 
@@ -318,8 +321,16 @@ func (b *builder) resourcePaths(p *pathsBuilder, r *Resource) error {
 		var ops []operation
 		if hasVerb(sub.Verbs, "get") {
 			op := base("GET", "read", "get", "read "+sub.Name+" of the specified "+kind, suffix, sub.Kind)
-			op.params = withParams(nil, sub.Kind.Kind)
+			var options []*openapi3.Parameter
+			if sub.GetOptions != nil {
+				options = optionParams(sub.GetOptions)
+			}
+			op.params = withParams(options, sub.Kind.Kind)
 			op.responses = responses(subRef, objectMedia, 200)
+			if len(sub.Produces) > 0 {
+				str := &openapi3.SchemaRef{Value: &openapi3.Schema{Type: typesOf("string")}}
+				op.responses = responses(str, append(append([]string{}, sub.Produces...), objectMedia...), 200)
+			}
 			ops = append(ops, op)
 		}
 		if hasVerb(sub.Verbs, "create") {

@@ -35,6 +35,15 @@ type Subresource struct {
 	Kind schema.GroupVersionKind
 	// Object is an empty value of Kind's Go type.
 	Object runtime.Object
+	// GetOptions, for a GET that takes options in its query (pods/log: an
+	// empty v1.PodLogOptions), has its fields documented as query
+	// parameters.
+	GetOptions runtime.Object
+	// Produces are the media types a GET answers in besides the encoded
+	// objects' (pods/log: text/plain). When set, the GET answers a stream
+	// rather than Object, documented as a string, as kube documents a
+	// ProducesObject of "".
+	Produces []string
 }
 
 func hasVerb(verbs []string, verb string) bool {

@@ -54,6 +54,7 @@ func newAPI(st storage.Interface, opts registry.Options, eventTTL time.Duration)
 			"status":   {Store: podStore.Subresource("status", pods.NewStatusStrategy())},
 			"binding":  {Creater: pods.NewBindingREST(podStore)},
 			"eviction": {Creater: pods.NewEvictionREST(podStore, pdbStore)},
+			"log":      {Getter: pods.NewLogREST(podStore, nodeStore)},
 		}},
 		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},
@@ -81,6 +82,13 @@ func openAPIResources(api *handlers.API) []openapi.Resource {
 			switch {
 			case sub.Creater != nil:
 				s.Verbs, s.Kind, s.Object = []string{"create"}, sub.Creater.GroupVersionKind(), sub.Creater.New()
+			case sub.Getter != nil:
+				s.Verbs, s.Kind, s.GetOptions = []string{"get"}, sub.Getter.GroupVersionKind(), sub.Getter.NewGetOptions()
+				// A Getter that streams says in what (kube's
+				// rest.StorageMetadata); its answer is documented as a string.
+				if p, ok := sub.Getter.(interface{ ProducesMIMETypes() []string }); ok {
+					s.Produces = p.ProducesMIMETypes()
+				}
 			case sub.UpdateOnly:
 				s.Verbs = []string{"update"}
 			}

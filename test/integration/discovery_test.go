@@ -15,7 +15,8 @@ const kubectlDiscoveryAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=A
 
 // TestAggregatedDiscoveryMatchesKube: every resource corekube serves is
 // described exactly as kube-apiserver v1.32 describes it, with the
-// subresources corekube serves (kube has more: exec, log, proxy, ...).
+// subresources corekube serves (kube has more: exec, proxy, ...), among
+// them those listed in servedSubresources.
 func TestAggregatedDiscoveryMatchesKube(t *testing.T) {
 	for _, path := range []string{"/api", "/apis"} {
 		resp := doRaw(t, "GET", path, nil, "Accept", kubectlDiscoveryAccept)
@@ -54,6 +55,7 @@ func TestAggregatedDiscoveryMatchesKube(t *testing.T) {
 			}
 		}
 		served := 0
+		subs := map[string]bool{}
 		for _, g := range got.Items {
 			for _, v := range g.Versions {
 				if v.Freshness != apidiscoveryv2.DiscoveryFreshnessCurrent {
@@ -72,6 +74,7 @@ func TestAggregatedDiscoveryMatchesKube(t *testing.T) {
 						kubeSubs[s.Subresource] = s
 					}
 					for _, s := range r.Subresources {
+						subs[r.Resource+"/"+s.Subresource] = true
 						if !reflect.DeepEqual(s, kubeSubs[s.Subresource]) {
 							t.Errorf("%s/%s: got %+v, kube has %+v", key, s.Subresource, s, kubeSubs[s.Subresource])
 						}
@@ -86,8 +89,19 @@ func TestAggregatedDiscoveryMatchesKube(t *testing.T) {
 		if served == 0 {
 			t.Errorf("GET %s: no resources", path)
 		}
+		if path == "/api" {
+			for _, name := range servedSubresources {
+				if !subs[name] {
+					t.Errorf("GET %s: no %s", path, name)
+				}
+			}
+		}
 	}
 }
+
+// servedSubresources are the core subresources corekube must list, so
+// that the comparisons above cover them.
+var servedSubresources = []string{"pods/status", "pods/binding", "pods/eviction", "pods/log", "nodes/status", "namespaces/status", "namespaces/finalize"}
 
 // TestLegacyDiscoveryMatchesKube does the same for the legacy documents
 // kubectl falls back to.
@@ -106,9 +120,18 @@ func TestLegacyDiscoveryMatchesKube(t *testing.T) {
 			r.StorageVersionHash = ""
 			kube[r.Name] = r
 		}
+		served := map[string]bool{}
 		for _, r := range got.APIResources {
+			served[r.Name] = true
 			if !reflect.DeepEqual(r, kube[r.Name]) {
 				t.Errorf("%s %s:\n got  %+v\n kube %+v", path, r.Name, r, kube[r.Name])
+			}
+		}
+		if path == "/api/v1" {
+			for _, name := range servedSubresources {
+				if !served[name] {
+					t.Errorf("GET %s: no %s", path, name)
+				}
 			}
 		}
 		if got.GroupVersion != want.GroupVersion || got.Kind != want.Kind {
