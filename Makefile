@@ -4,7 +4,7 @@ BIN      := bin/corekube
 DATA_DIR ?= ./data
 PKGS     := ./...
 
-.PHONY: all build run test test-short vet fmt-check bench clean
+.PHONY: all build run test test-short vet fmt-check bench bench-scale clean
 
 all: build
 
@@ -37,6 +37,18 @@ bench:
 	$(GO) test -run '^$$' -bench 'PodList|ListCacheVsEtcd' -benchtime 20x -benchmem ./test/bench/
 	$(GO) test -run '^$$' -bench 'Startup' -benchtime 7x ./test/bench/
 	$(GO) test -run '^$$' -bench 'Watchers' -benchtime 1x -count 5 ./test/bench/
+
+## bench-scale: one agent process with $(NODES) nodes and $(PODS) pods beside
+## the API server (separate processes of bin/corekube); CPU and memory of
+## each at steady state. Minutes at full size: run it on a quiet machine.
+NODES  ?= 1000
+PODS   ?= 30000
+SETTLE ?= 30s
+WINDOW ?= 60s
+bench-scale: build
+	COREKUBE_BENCH_BIN=$(abspath $(BIN)) COREKUBE_BENCH_SCALE_NODES=$(NODES) COREKUBE_BENCH_SCALE_PODS=$(PODS) \
+	COREKUBE_BENCH_SCALE_SETTLE=$(SETTLE) COREKUBE_BENCH_SCALE_WINDOW=$(WINDOW) \
+		$(GO) test -run '^$$' -bench 'ScaleSteadyState' -benchtime 1x -timeout 60m ./test/bench/
 
 clean:
 	rm -rf bin
