@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -40,6 +41,10 @@ type Agent struct {
 	// kubeletReady is closed (tests wait for it).
 	kubelet      *kubeletServer
 	kubeletReady chan struct{}
+
+	// nodeLister reads the agent's Nodes as the node informer has them
+	// (labels and taints for pod admission); set by Run.
+	nodeLister corelisters.NodeLister
 
 	plegEvents chan *pleg.PodLifecycleEvent
 	events     *eventRecorder
@@ -209,9 +214,25 @@ func (a *Agent) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	// The Nodes, as the kubelet's node informer: what pod admission checks
+	// pods against.
+	nodeSelector := fields.Everything().String()
+	if len(a.nodes) == 1 {
+		nodeSelector = fields.OneTermEqualSelector("metadata.name", a.nodes[0].name).String()
+	}
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nodeSelector }))
+	nodeInformer := nodeFactory.Core().V1().Nodes()
+	if err := nodeInformer.Informer().SetTransform(stripManagedFields); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	a.nodeLister = nodeInformer.Lister()
+
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced) {
+	nodeFactory.Start(ctx.Done())
+	defer nodeFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.Informer().HasSynced) {
 		return nil
 	}
 	for i := 0; i < a.cfg.PodWorkers; i++ {

@@ -2,8 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"net"
 	"strings"
 	"time"
 
@@ -49,7 +52,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 			return setReason("ImagePullBackOff", msg)
 		}
 		event(v1.EventTypeNormal, "Pulling", fmt.Sprintf("Pulling image %q", c.Image))
-		_, err := n.runtime.PullImage(ctx, c.Image)
+		img, err := n.runtime.PullImage(ctx, c.Image)
 		if errors.Is(err, runtime.ErrInvalidImage) {
 			msg := fmt.Sprintf("Failed to apply default image tag %q: couldn't parse image name %q: invalid reference format", c.Image, c.Image)
 			event(v1.EventTypeWarning, "InspectFailed", msg)
@@ -71,8 +74,10 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 			return setReason("ErrImagePull", msg)
 		}
 		delete(w.imageBackoff, c.Image)
-		took := a.clock.Since(now).Round(time.Millisecond)
-		event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: 0 bytes.", c.Image, took, took))
+		// The pull itself and the pull with its wait in the puller's queue
+		// (the agent pulls at once: the same), truncated as the kubelet's.
+		took := a.clock.Since(now).Truncate(time.Millisecond)
+		event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", c.Image, took, took, img.Size))
 	default:
 		event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
 	}
@@ -87,7 +92,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 		memLimit = q.Value()
 	}
 	id, err := n.runtime.StartContainer(ctx, w.uid, runtime.ContainerConfig{
-		Name: c.Name, Image: c.Image, Argv: argv, Env: env, MemoryLimit: memLimit, Attempt: attempt,
+		Name: c.Name, Image: c.Image, Argv: argv, Env: env, MemoryLimit: memLimit, Attempt: attempt, Hash: containerHash(c),
 		TerminationMessagePath:           c.TerminationMessagePath,
 		TerminationMessageFallbackToLogs: c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError,
 	})
@@ -100,23 +105,97 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 	_, had := w.reasons[c.Name]
 	delete(w.reasons, c.Name)
 
-	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil && c.Lifecycle.PostStart.Exec != nil {
-		cmd := c.Lifecycle.PostStart.Exec.Command
-		code, out, err := n.runtime.ExecSync(ctx, id, cmd, podGracePeriod(pod))
-		if err == nil && code != 0 {
-			err = fmt.Errorf("command '%s' exited with %d: %s", strings.Join(cmd, " "), code, out)
-		}
-		if err != nil {
-			event(v1.EventTypeWarning, "FailedPostStartHook",
-				fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q", cmd, c.Name, podFormat(pod), err, string(out)))
-			event(v1.EventTypeNormal, "Killing", "FailedPostStartHook")
-			grace := podGracePeriod(pod)
-			if err := n.runtime.StopContainer(ctx, id, runtime.StopOptions{Timeout: grace}); err == nil {
-				w.stopping[id] = grace
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		if msg := a.runHook(ctx, n, pod, c, id, c.Lifecycle.PostStart); msg != "" {
+			// As the kubelet: the event leaves the message out (it could
+			// carry secrets); the waiting reason has it. The container is
+			// killed as any other, preStop hook included, and restarts per
+			// the restart policy, with back-off.
+			event(v1.EventTypeWarning, "FailedPostStartHook", "PostStartHook failed")
+			if err := a.stopContainer(ctx, w, pod, c, id, podGracePeriod(pod), "FailedPostStartHook"); err != nil {
+				a.log.Warn("container not stopped after its postStart hook failed", "pod", w.key(), "container", c.Name, "err", err)
 			}
+			w.reasons[c.Name] = waitingReason{"PostStartHookError", msg}
+			return true
 		}
 	}
 	return had
+}
+
+// runHook runs a lifecycle handler as the kubelet's handler runner does
+// and returns why it failed, in the kubelet's words ("" when it succeeded).
+// Exec handlers run through the simulated shell in the container; HTTP
+// handlers succeed while the container runs (there is no network to reach
+// it through), as the agent's HTTP probes; sleep handlers succeed at once
+// (a postStart sleep does not hold the sync up); TCP handlers fail, as the
+// kubelet does not run them (the API keeps the field for compatibility
+// only).
+func (a *Agent) runHook(ctx context.Context, n *node, pod *v1.Pod, c *v1.Container, id string, h *v1.LifecycleHandler) string {
+	switch {
+	case h.Exec != nil:
+		// The kubelet gives hooks no timeout of their own; the grace
+		// period bounds the simulated run.
+		code, out, err := n.runtime.ExecSync(ctx, id, h.Exec.Command, podGracePeriod(pod))
+		if err == nil && code != 0 {
+			// The CRI client's error for a non-zero exit.
+			err = fmt.Errorf("command '%s' exited with %d: %s", strings.Join(h.Exec.Command, " "), code, out)
+		}
+		if err != nil {
+			return fmt.Sprintf("Exec lifecycle hook (%v) for Container %q in Pod %q failed - error: %v, message: %q", h.Exec.Command, c.Name, podFormat(pod), err, string(out))
+		}
+	case h.HTTPGet != nil:
+		if err := a.reachable(ctx, n, pod, c, id, h.HTTPGet.Host, h.HTTPGet.Port.String(), h.HTTPGet.Path, h.HTTPGet.Scheme); err != nil {
+			return fmt.Sprintf("HTTP lifecycle hook (%s) for Container %q in Pod %q failed - error: %v", h.HTTPGet.Path, c.Name, podFormat(pod), err)
+		}
+	case h.Sleep != nil:
+	default:
+		return fmt.Sprintf("Cannot run handler: %v", fmt.Errorf("invalid handler: %v", h))
+	}
+	return ""
+}
+
+// reachable is the outcome of an HTTP GET against a container: it answers
+// while it runs; otherwise the connection is refused, worded as Go's HTTP
+// client words it.
+func (a *Agent) reachable(ctx context.Context, n *node, pod *v1.Pod, c *v1.Container, id, host, port, path string, scheme v1.URIScheme) error {
+	rs, err := n.runtime.GetPodStatus(ctx, pod.UID)
+	if err != nil {
+		return err
+	}
+	for _, cs := range rs.ContainerStatuses {
+		if cs.ID == id && cs.State == runtime.ContainerStateRunning {
+			return nil
+		}
+	}
+	if host == "" {
+		host = n.ip
+		if len(rs.IPs) > 0 && !pod.Spec.HostNetwork {
+			host = rs.IPs[0]
+		}
+	}
+	for _, p := range c.Ports {
+		if p.Name == port {
+			port = fmt.Sprint(p.ContainerPort)
+		}
+	}
+	if scheme == "" {
+		scheme = v1.URISchemeHTTP
+	}
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	addr := net.JoinHostPort(host, port)
+	return fmt.Errorf("Get %q: dial tcp %s: connect: connection refused", strings.ToLower(string(scheme))+"://"+addr+path, addr)
+}
+
+// containerHash is the kubelet's HashContainer: a hash of the container
+// fields whose change restarts a running container. Since v1.31 those are
+// its name and image, the only ones that may change and matter.
+func containerHash(c *v1.Container) uint64 {
+	h := fnv.New32a()
+	b, _ := json.Marshal(map[string]string{"name": c.Name, "image": c.Image})
+	h.Write(b)
+	return uint64(h.Sum32())
 }
 
 // containerEnv resolves a container's environment: literal values (with

@@ -37,9 +37,13 @@
 //     last), then deletes them with gracePeriodSeconds=0 and a UID
 //     precondition;
 //   - serves the kubelet's container logs (below);
-//   - records the kubelet's events (Pulling, Pulled, Created, Started,
-//     Killing, BackOff, Unhealthy, Failed, ...; for nodes Starting,
-//     RegisteredNode, NodeHasSufficientMemory, NodeReady, NodeNotReady, ...).
+//   - records the kubelet's events (Pulling, Pulled with the image's size,
+//     Created, Started, Killing, BackOff, Unhealthy, Failed,
+//     FailedPostStartHook, ...; for nodes, at every start, Starting,
+//     NodeAllocatableEnforced, NodeHasSufficientMemory,
+//     NodeHasNoDiskPressure, NodeHasSufficientPID, then NodeReady and
+//     NodeNotReady as Ready changes; RegisteredNode is left to the node
+//     lifecycle controller, as in kube).
 //
 // One process carries many nodes cheaply: one pod informer for all of them
 // (bound pods, filtered by node name), one work queue of pod syncs served by

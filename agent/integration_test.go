@@ -321,7 +321,7 @@ func TestPLEGUnhealthyMakesNodeNotReady(t *testing.T) {
 				got[ev.Reason] = true
 			}
 		}
-		return got["NodeNotReady"] && got["NodeReady"] && got["RegisteredNode"] && got["Starting"], nil
+		return got["NodeNotReady"] && got["NodeReady"] && got["Starting"], nil
 	})
 }
 

@@ -34,6 +34,8 @@ type node struct {
 
 	runtime *sim.Runtime
 	pleg    *pleg.GenericPLEG
+	// admissions: the pods the node admitted and that have not ended.
+	admissions admissions
 
 	mu         sync.Mutex
 	ipam       *ipam     // replaced when an adopted Node has another podCIDR
@@ -262,18 +264,7 @@ func (n *node) register(ctx context.Context) error {
 	created, err := nodes.Create(ctx, want, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		n.a.events.nodeEvent(n, v1.EventTypeNormal, "Starting", "Starting kubelet.")
-		for _, c := range created.Status.Conditions {
-			switch c.Type {
-			case v1.NodeMemoryPressure:
-				n.a.events.nodeStatusEvent(n, "NodeHasSufficientMemory")
-			case v1.NodeDiskPressure:
-				n.a.events.nodeStatusEvent(n, "NodeHasNoDiskPressure")
-			case v1.NodePIDPressure:
-				n.a.events.nodeStatusEvent(n, "NodeHasSufficientPID")
-			}
-		}
-		n.a.events.nodeEvent(n, v1.EventTypeNormal, "RegisteredNode", fmt.Sprintf("Node %s event: Registered Node %s in Controller", n.name, n.name))
+		n.recordStartEvents()
 		n.registeredAs(created, now, true)
 		return nil
 	case !apierrors.IsAlreadyExists(err):
@@ -314,7 +305,7 @@ func (n *node) register(ctx context.Context) error {
 			n.mu.Unlock()
 		}
 	}
-	n.a.events.nodeEvent(n, v1.EventTypeNormal, "Starting", "Starting kubelet.")
+	n.recordStartEvents()
 	n.registeredAs(updated, now, false)
 	// As the kubelet's syncNodeStatus: the status follows registration at
 	// once, so that the new bootID and kubelet port (a restarted process
@@ -323,6 +314,49 @@ func (n *node) register(ctx context.Context) error {
 		return fmt.Errorf("register node %s: %w", n.name, err)
 	}
 	return nil
+}
+
+// recordStartEvents records what the kubelet records each time it starts,
+// whether its Node is new or not: Starting (its birth cry),
+// NodeAllocatableEnforced (the container manager setting the pods' cgroup
+// limits), then an event per pressure condition, as the status setters
+// report them on the fresh Node the kubelet builds before registering
+// (NodeHasSufficientMemory, ...). NodeReady follows when the Node turns
+// Ready. RegisteredNode is the node lifecycle controller's, not the
+// kubelet's.
+func (n *node) recordStartEvents() {
+	ev := n.a.events
+	ev.nodeEvent(n, v1.EventTypeNormal, "Starting", "Starting kubelet.")
+	ev.nodeEvent(n, v1.EventTypeNormal, "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods")
+	for _, c := range n.conditions() {
+		if e := pressureEvent(c.typ, c.status); e != "" {
+			ev.nodeStatusEvent(n, e)
+		}
+	}
+}
+
+// pressureEvent is the event the kubelet's status setters record for a
+// pressure condition's status ("" for other conditions).
+func pressureEvent(t v1.NodeConditionType, status v1.ConditionStatus) string {
+	pressure := status == v1.ConditionTrue
+	switch t {
+	case v1.NodeMemoryPressure:
+		if pressure {
+			return "NodeHasInsufficientMemory"
+		}
+		return "NodeHasSufficientMemory"
+	case v1.NodeDiskPressure:
+		if pressure {
+			return "NodeHasDiskPressure"
+		}
+		return "NodeHasNoDiskPressure"
+	case v1.NodePIDPressure:
+		if pressure {
+			return "NodeHasInsufficientPID"
+		}
+		return "NodeHasSufficientPID"
+	}
+	return ""
 }
 
 func (n *node) registeredAs(obj *v1.Node, now time.Time, created bool) {

@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -37,10 +39,18 @@ type podWorker struct {
 	probes        *podProbes
 	// stopping: containers sent a stop, with the grace period.
 	stopping map[string]time.Duration
+	// replacing: by container name, the running container stopped because
+	// its definition changed; its successor starts as soon as it exits,
+	// whatever the restart policy and back-off say.
+	replacing map[string]string
 	// terminal: the pod finished (or failed); nothing restarts any more.
 	terminal     bool
 	deleteSent   bool
 	deadlineSent bool
+	// admitted: the node admitted the pod; rejected: it did not (the pod
+	// never runs).
+	admitted bool
+	rejected *rejection
 }
 
 func newPodWorker(uid types.UID, n *node) *podWorker {
@@ -51,6 +61,7 @@ func newPodWorker(uid types.UID, n *node) *podWorker {
 		backOffEvents: map[string]string{},
 		imageBackoff:  map[string]*backoffEntry{},
 		stopping:      map[string]time.Duration{},
+		replacing:     map[string]string{},
 	}
 }
 
@@ -117,6 +128,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Time, error) {
 			return time.Time{}, err
 		}
 		n.addresses().release(w.uid)
+		n.admissions.release(w.uid)
 		a.forget(w.uid)
 		return time.Time{}, nil
 	}
@@ -124,6 +136,23 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Time, error) {
 		return a.clock.Now().Add(500 * time.Millisecond), nil // until the node is registered
 	}
 	now := a.clock.Now()
+	switch {
+	case w.rejected != nil:
+		return a.syncRejected(ctx, w, pod, now)
+	case isTerminalPhase(pod.Status.Phase):
+		// Ended: no longer holds any of the node's resources.
+		n.admissions.release(w.uid)
+	case !w.admitted && pod.DeletionTimestamp == nil:
+		rej, err := a.admitPod(ctx, w, pod)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if rej != nil {
+			w.rejected = rej
+			return a.syncRejected(ctx, w, pod, now)
+		}
+		w.admitted = true
+	}
 	rs, err := n.runtime.GetPodStatus(ctx, w.uid)
 	if err != nil {
 		return time.Time{}, err
@@ -161,6 +190,10 @@ func (a *Agent) statusFor(w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now 
 // syncRunning: probes, status, then the actions (sandbox, init containers
 // in order, then the containers, restarts with back-off, liveness kills).
 func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now, deadline time.Time) (time.Time, error) {
+	rs, err := a.replaceChanged(ctx, w, pod, rs)
+	if err != nil {
+		return time.Time{}, err
+	}
 	next := a.runProbes(ctx, w, pod, rs, now)
 	status := a.statusFor(w, pod, rs, now, false, false)
 	if isTerminalPhase(status.Phase) {
@@ -169,7 +202,7 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 		w.terminal = true
 		return a.syncTerminating(ctx, w, pod, rs, now, false)
 	}
-	pod, err := a.writeStatus(ctx, w, pod, status)
+	pod, err = a.writeStatus(ctx, w, pod, status)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -194,17 +227,28 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 	// probeKill stops a running container whose liveness or startup probe
 	// failed.
 	probeKill := func(c *v1.Container, latest *runtime.ContainerStatus) error {
+		if latest.Hash != containerHash(c) {
+			// The kubelet restarts a container whose definition changed
+			// (kubectl set image) whatever the restart policy.
+			msg := fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
+			if isRestartableInit(c) {
+				msg = fmt.Sprintf("Init container %s definition changed", c.Name)
+			}
+			if err := a.stopContainer(ctx, w, pod, c, latest.ID, podGracePeriod(pod), msg); err != nil {
+				return err
+			}
+			w.replacing[c.Name] = latest.ID
+			next = earliest(next, n.runtime.NextChange(w.uid))
+			return nil
+		}
 		msg, kill := w.probes.killReason(c.Name, latest.ID)
 		if !kill {
 			return nil
 		}
 		if _, sent := w.stopping[latest.ID]; !sent {
-			a.events.podEvent(pod, containerFieldPath(pod, c.Name), n, v1.EventTypeNormal, "Killing", msg)
-			grace := killGracePeriod(pod, c)
-			if err := n.runtime.StopContainer(ctx, latest.ID, runtime.StopOptions{Timeout: grace, PreStop: preStopCommand(c)}); err != nil {
+			if err := a.stopContainer(ctx, w, pod, c, latest.ID, killGracePeriod(pod, c), msg); err != nil {
 				return err
 			}
-			w.stopping[latest.ID] = grace
 		}
 		next = earliest(next, n.runtime.NextChange(w.uid))
 		return nil
@@ -227,7 +271,7 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 			switch {
 			case regularDone:
 				if latest != nil && latest.State == runtime.ContainerStateRunning {
-					if err := a.stopContainer(ctx, w, pod, c, latest.ID, podGracePeriod(pod)); err != nil {
+					if err := a.stopContainer(ctx, w, pod, c, latest.ID, podGracePeriod(pod), ""); err != nil {
 						return time.Time{}, err
 					}
 				}
@@ -300,6 +344,37 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 	return earliest(next, now.Add(a.resyncInterval())), nil
 }
 
+// replaceChanged starts the successors of the containers stopped because
+// their definition changed once they have exited, before the pod's status
+// is computed (the kubelet kills and starts within one sync: its status
+// never shows the old container exited and not replaced, which with
+// restartPolicy Never would fail the pod). It returns the runtime's status
+// as it then is.
+func (a *Agent) replaceChanged(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus) (*runtime.PodStatus, error) {
+	started := false
+	for name, id := range w.replacing {
+		c, latest := containerSpec(pod, name), findRuntimeStatus(rs, name)
+		if c == nil || latest == nil || latest.ID != id {
+			delete(w.replacing, name)
+			continue
+		}
+		if latest.State != runtime.ContainerStateExited {
+			continue
+		}
+		delete(w.replacing, name)
+		a.startContainer(ctx, w, pod, c, latest.Attempt+1)
+		started = true
+	}
+	if !started {
+		return rs, nil
+	}
+	rs, err := w.node.runtime.GetPodStatus(ctx, w.uid)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: %w", podFormat(pod), err)
+	}
+	return rs, nil
+}
+
 // anyRegularToRun: a regular container runs, or is yet to start, or will
 // be restarted.
 func anyRegularToRun(pod *v1.Pod, rs *runtime.PodStatus) bool {
@@ -313,18 +388,48 @@ func anyRegularToRun(pod *v1.Pod, rs *runtime.PodStatus) bool {
 	return false
 }
 
-// stopContainer stops a running container (once; again only to shorten
-// the grace period), with the kubelet's Killing event.
-func (a *Agent) stopContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c *v1.Container, id string, grace time.Duration) error {
+// stopContainer is the kubelet's killContainer: the Killing event (with
+// message, by default "Stopping container <name>"), the preStop hook, then
+// SIGTERM, and SIGKILL once grace has passed. A container being stopped
+// already is stopped again only to shorten its grace period, silently.
+func (a *Agent) stopContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c *v1.Container, id string, grace time.Duration, message string) error {
 	sent, ok := w.stopping[id]
 	if ok && grace >= sent {
 		return nil
 	}
+	fp := containerFieldPath(pod, c.Name)
+	opts := runtime.StopOptions{Timeout: grace}
+	hookFailed := false
 	if !ok {
-		a.events.podEvent(pod, containerFieldPath(pod, c.Name), w.node, v1.EventTypeNormal, "Killing", fmt.Sprintf("Stopping container %s", c.Name))
+		if message == "" {
+			message = fmt.Sprintf("Stopping container %s", c.Name)
+		}
+		a.events.podEvent(pod, fp, w.node, v1.EventTypeNormal, "Killing", message)
+		// The kubelet runs the hook only when there is time for it.
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+			switch h := c.Lifecycle.PreStop; {
+			case h.Exec != nil:
+				opts.PreStop = h.Exec.Command
+			case h.Sleep != nil:
+				opts.PreStop = []string{"sleep", strconv.FormatInt(h.Sleep.Seconds, 10)}
+			case h.HTTPGet != nil:
+				// The container runs: it answers at once.
+			default:
+				// TCP handlers: the kubelet does not run them.
+				hookFailed = true
+			}
+		}
 	}
-	if err := w.node.runtime.StopContainer(ctx, id, runtime.StopOptions{Timeout: grace, PreStop: preStopCommand(c)}); err != nil {
-		return err
+	err := w.node.runtime.StopContainer(ctx, id, opts)
+	if errors.Is(err, runtime.ErrPreStopHook) {
+		hookFailed, err = true, nil
+	}
+	if hookFailed {
+		// As the kubelet: the hook's message stays out of the event.
+		a.events.podEvent(pod, fp, w.node, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
+	}
+	if err != nil {
+		return fmt.Errorf("stop container %s of pod %s: %w", c.Name, podFormat(pod), err)
 	}
 	w.stopping[id] = grace
 	return nil
@@ -385,13 +490,6 @@ func killGracePeriod(pod *v1.Pod, c *v1.Container) time.Duration {
 	return 30 * time.Second
 }
 
-func preStopCommand(c *v1.Container) []string {
-	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Exec != nil {
-		return c.Lifecycle.PreStop.Exec.Command
-	}
-	return nil
-}
-
 // collectGarbage removes the containers older than the newest two of each
 // name (the newest is the state, the one before it the last state).
 func (a *Agent) collectGarbage(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus) {
@@ -443,7 +541,7 @@ func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *v1.Pod, 
 				g = max(0, min(grace, pod.DeletionTimestamp.Sub(now)))
 			}
 		}
-		if err := a.stopContainer(ctx, w, pod, c, cs.ID, g); err != nil {
+		if err := a.stopContainer(ctx, w, pod, c, cs.ID, g, ""); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -494,7 +592,17 @@ func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	if err := n.runtime.RemovePod(ctx, w.uid); err != nil {
 		return time.Time{}, err
 	}
-	err = a.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+	if err := a.deletePod(ctx, pod); err != nil {
+		return time.Time{}, err
+	}
+	w.deleteSent = true
+	return time.Time{}, nil
+}
+
+// deletePod deletes a deleted pod that has stopped, as the kubelet's status
+// manager does: at once, and only that very pod (a UID precondition).
+func (a *Agent) deletePod(ctx context.Context, pod *v1.Pod) error {
+	err := a.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To(int64(0)),
 		Preconditions:      &metav1.Preconditions{UID: ptr.To(pod.UID)},
 	})
@@ -503,10 +611,9 @@ func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	case apierrors.IsConflict(err):
 		// A new pod of the same name: ours is gone.
 	default:
-		return time.Time{}, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	w.deleteSent = true
-	return time.Time{}, nil
+	return nil
 }
 
 // podGracePeriod is how long the pod's containers get to stop: the

@@ -63,6 +63,8 @@ type ContainerStatus struct {
 	// (docker.io/library/busybox:latest); ImageRef its digest reference.
 	Image    string
 	ImageRef string
+	// Hash is ContainerConfig.Hash of the container.
+	Hash uint64
 }
 
 // PodStatus is the detailed status of one pod.
@@ -100,12 +102,25 @@ type ContainerConfig struct {
 	MemoryLimit int64
 	// Attempt is the restart count of the new container.
 	Attempt int
+	// Hash is the agent's hash of the container's definition, kept with the
+	// container (a CRI runtime keeps it in the container's annotations) and
+	// reported back by GetPodStatus, so that a changed definition shows.
+	Hash uint64
 	// TerminationMessagePath is the file whose content becomes the
 	// terminated state's message; TerminationMessageFallbackToLogs uses the
 	// end of the log instead when that file is empty and the container
 	// failed.
 	TerminationMessagePath           string
 	TerminationMessageFallbackToLogs bool
+}
+
+// Image is an image present on the node.
+type Image struct {
+	// Ref is the image's digest reference (a container status's imageID).
+	Ref string
+	// Size is the image's size in bytes, as the CRI's ImageStatus reports
+	// it.
+	Size uint64
 }
 
 // StopOptions says how to stop a container.
@@ -146,6 +161,9 @@ var (
 	ErrRuntimeDown  = errors.New("container runtime is down")
 	ErrImagePull    = errors.New("ErrImagePull")
 	ErrInvalidImage = errors.New("InvalidImageName")
+	// ErrPreStopHook: the preStop hook StopContainer ran failed; the
+	// container is being stopped all the same.
+	ErrPreStopHook = errors.New("preStop hook failed")
 )
 
 // Runtime is a container runtime.
@@ -169,13 +187,16 @@ type Runtime interface {
 	RemovePod(ctx context.Context, uid types.UID) error
 	// HasImage reports whether the image is present on the node.
 	HasImage(ctx context.Context, image string) bool
-	// PullImage pulls an image and returns its digest reference.
-	PullImage(ctx context.Context, image string) (string, error)
+	// PullImage pulls an image and returns what was pulled: its digest
+	// reference and size (what the kubelet reports in its Pulled event).
+	PullImage(ctx context.Context, image string) (Image, error)
 	// StartContainer creates and starts a container in the pod's sandbox;
 	// it returns the container's ID.
 	StartContainer(ctx context.Context, uid types.UID, cfg ContainerConfig) (string, error)
 	// StopContainer stops a container (preStop hook, SIGTERM, SIGKILL after
 	// the timeout) and returns at once; the exit shows in later listings.
+	// When the preStop hook fails the stop goes on and the error wraps
+	// ErrPreStopHook.
 	StopContainer(ctx context.Context, id string, opts StopOptions) error
 	// RemoveContainer removes an exited container.
 	RemoveContainer(ctx context.Context, id string) error

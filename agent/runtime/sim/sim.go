@@ -14,7 +14,9 @@
 //
 // Images: every image can be pulled, except references whose tag or digest
 // contains "doesnotexist" or "notfound" (ErrImagePull) and malformed ones
-// (InvalidImageName).
+// (InvalidImageName). An image's size is stable for its reference: the
+// typical size of well-known repositories (busybox about 4 MB, nginx about
+// 72 MB), tens of MB for others, varied a little per tag.
 //
 // Logs: what a container writes is kept line by line with its virtual time
 // (the newest 1,000 lines, 256 KiB at most) as long as the container is;
@@ -24,6 +26,7 @@ package sim
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -51,7 +54,7 @@ type Runtime struct {
 	mu     sync.Mutex
 	pods   map[types.UID]*pod
 	byID   map[string]*container
-	images map[string]string // image → digest reference
+	images map[string]runtime.Image // by full reference
 	down   error
 }
 
@@ -69,6 +72,7 @@ type container struct {
 	id, name      string
 	fullID        string // sim://<id>
 	image, ref    string
+	hash          uint64
 	attempt       int
 	created       time.Time
 	proc          *shell.Process
@@ -92,7 +96,7 @@ func New(c clock.PassiveClock) *Runtime {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Runtime{clock: c, pods: map[types.UID]*pod{}, byID: map[string]*container{}, images: map[string]string{}}
+	return &Runtime{clock: c, pods: map[types.UID]*pod{}, byID: map[string]*container{}, images: map[string]runtime.Image{}}
 }
 
 // Type is "sim".
@@ -236,7 +240,7 @@ func (r *Runtime) GetPodStatus(_ context.Context, uid types.UID) (*runtime.PodSt
 		c.advance(now)
 		cs := runtime.ContainerStatus{
 			ID: c.fullID, Name: c.name, State: c.state(), Attempt: c.attempt,
-			CreatedAt: c.created, StartedAt: c.created, Image: c.image, ImageRef: c.ref,
+			CreatedAt: c.created, StartedAt: c.created, Image: c.image, ImageRef: c.ref, Hash: c.hash,
 		}
 		if c.exited {
 			cs.FinishedAt, cs.ExitCode, cs.Reason, cs.Message = c.finished, c.exitCode, c.reason, c.message
@@ -400,24 +404,63 @@ func (r *Runtime) HasImage(_ context.Context, image string) bool {
 	return ok
 }
 
-// PullImage "pulls" an image at once.
-func (r *Runtime) PullImage(_ context.Context, image string) (string, error) {
+// PullImage "pulls" an image at once; its size is imageSize's.
+func (r *Runtime) PullImage(_ context.Context, image string) (runtime.Image, error) {
 	full, err := normalizeImage(image)
 	if err != nil {
-		return "", err
+		return runtime.Image{}, err
 	}
 	tag := full[strings.LastIndexAny(full, ":@"):]
 	if strings.Contains(tag, "doesnotexist") || strings.Contains(tag, "notfound") {
-		return "", fmt.Errorf("%w: failed to pull and unpack image %q: %s: not found", runtime.ErrImagePull, full, full)
+		return runtime.Image{}, fmt.Errorf("%w: failed to pull and unpack image %q: %s: not found", runtime.ErrImagePull, full, full)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.down != nil {
-		return "", r.down
+		return runtime.Image{}, r.down
 	}
-	ref := digestRef(full)
-	r.images[full] = ref
-	return ref, nil
+	img := runtime.Image{Ref: digestRef(full), Size: imageSize(full)}
+	r.images[full] = img
+	return img, nil
+}
+
+// repositorySizes are the typical sizes of well-known images (what
+// containerd reports for linux/amd64), so that Pulled events read as they
+// do on a real node.
+var repositorySizes = map[string]uint64{
+	"docker.io/library/busybox":  4_270_000,
+	"docker.io/library/alpine":   3_650_000,
+	"docker.io/library/nginx":    72_100_000,
+	"docker.io/library/httpd":    58_000_000,
+	"docker.io/library/redis":    45_000_000,
+	"docker.io/library/postgres": 160_000_000,
+	"docker.io/library/python":   380_000_000,
+	"docker.io/library/ubuntu":   29_700_000,
+	"docker.io/library/debian":   49_500_000,
+	"registry.k8s.io/pause":      320_000,
+	"registry.k8s.io/liveness":   2_400_000,
+}
+
+// imageSize is a stable pseudo-size for a full image reference: the
+// repository's typical size (10 to 90 MB for unknown ones), varied by up to
+// ±5% per tag or digest, so that different versions differ as they do.
+func imageSize(full string) uint64 {
+	name := full
+	if i := strings.Index(full, "@"); i >= 0 {
+		name = full[:i]
+	} else if i := strings.LastIndex(full, ":"); i > strings.LastIndex(full, "/") {
+		name = full[:i]
+	}
+	sum := sha256.Sum256([]byte(full))
+	h := binary.BigEndian.Uint64(sum[:8])
+	base, ok := repositorySizes[name]
+	if !ok {
+		nameSum := sha256.Sum256([]byte(name))
+		base = 10_000_000 + binary.BigEndian.Uint64(nameSum[:8])%80_000_000
+	}
+	// ±5%, in bytes.
+	spread := base / 10
+	return base - base/20 + h%(spread+1)
 }
 
 // StartContainer creates and starts a container running cfg.Argv.
@@ -440,7 +483,7 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 	if !ok || !p.sandboxReady {
 		return "", fmt.Errorf("pod sandbox of %s: %w", uid, runtime.ErrNotFound)
 	}
-	ref, ok := r.images[full]
+	img, ok := r.images[full]
 	if !ok {
 		return "", fmt.Errorf("image %q: %w", full, runtime.ErrNotFound)
 	}
@@ -452,7 +495,7 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 	}
 	id := newID()
 	c := &container{
-		id: id, fullID: Name + "://" + id, name: cfg.Name, image: full, ref: ref, attempt: cfg.Attempt, created: now,
+		id: id, fullID: Name + "://" + id, name: cfg.Name, image: full, ref: img.Ref, hash: cfg.Hash, attempt: cfg.Attempt, created: now,
 		msgPath: cfg.TerminationMessagePath, msgFromLogs: cfg.TerminationMessageFallbackToLogs,
 	}
 	c.env = &shell.Env{
@@ -510,11 +553,20 @@ func (r *Runtime) StopContainer(_ context.Context, id string, opts runtime.StopO
 	}
 	c.stopRequested = true
 	c.termAt, c.killAt = now, now.Add(opts.Timeout)
+	var hookErr error
 	if len(opts.PreStop) > 0 {
-		if prog, err := shell.FromArgv(opts.PreStop); err == nil && prog != nil {
-			_, _, took, timedOut := shell.Run(prog, now, *c.env, opts.Timeout)
+		prog, err := shell.FromArgv(opts.PreStop)
+		switch {
+		case err != nil:
+			// As an exec of a command line sh cannot parse: 126.
+			hookErr = fmt.Errorf("%w: command '%s' exited with 126: %v", runtime.ErrPreStopHook, strings.Join(opts.PreStop, " "), err)
+		case prog != nil:
+			code, out, took, timedOut := shell.Run(prog, now, *c.env, opts.Timeout)
 			if timedOut {
+				// Still running when SIGTERM is due: not a failure (yet).
 				took = opts.Timeout
+			} else if code != 0 {
+				hookErr = fmt.Errorf("%w: command '%s' exited with %d: %s", runtime.ErrPreStopHook, strings.Join(opts.PreStop, " "), code, out)
 			}
 			c.termAt = now.Add(took)
 			if !c.termAt.Before(c.killAt) {
@@ -523,7 +575,7 @@ func (r *Runtime) StopContainer(_ context.Context, id string, opts runtime.StopO
 		}
 	}
 	c.advance(now)
-	return nil
+	return hookErr
 }
 
 // RemoveContainer removes an exited container.

@@ -189,7 +189,7 @@ func TestImages(t *testing.T) {
 	}
 	r := New(nil)
 	for _, tc := range tests {
-		ref, err := r.PullImage(context.Background(), tc.image)
+		img, err := r.PullImage(context.Background(), tc.image)
 		if !errors.Is(err, tc.err) {
 			t.Errorf("PullImage(%q) error = %v, want %v", tc.image, err, tc.err)
 			continue
@@ -198,9 +198,41 @@ func TestImages(t *testing.T) {
 			continue
 		}
 		full, _ := normalizeImage(tc.image)
-		if full != tc.full || ref == "" || !r.HasImage(context.Background(), tc.image) {
-			t.Errorf("%q: full %q ref %q", tc.image, full, ref)
+		if full != tc.full || img.Ref == "" || img.Size == 0 || !r.HasImage(context.Background(), tc.image) {
+			t.Errorf("%q: full %q image %+v", tc.image, full, img)
 		}
+	}
+}
+
+// TestImageSize: sizes are stable per reference, near the repository's
+// typical size, and differ between tags.
+func TestImageSize(t *testing.T) {
+	r := New(nil)
+	pull := func(image string) uint64 {
+		t.Helper()
+		img, err := r.PullImage(context.Background(), image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return img.Size
+	}
+	for _, tc := range []struct {
+		image    string
+		min, max uint64
+	}{
+		{"busybox:1.36", 4_000_000, 4_500_000},
+		{"nginx:1.27", 68_000_000, 76_000_000},
+		{"example.com/team/app:v1", 9_000_000, 95_000_000},
+	} {
+		if got := pull(tc.image); got < tc.min || got > tc.max {
+			t.Errorf("size of %s = %d, want within [%d, %d]", tc.image, got, tc.min, tc.max)
+		}
+		if a, b := pull(tc.image), pull(tc.image); a != b {
+			t.Errorf("size of %s not stable: %d, %d", tc.image, a, b)
+		}
+	}
+	if pull("nginx:1.27") == pull("nginx:1.26") {
+		t.Errorf("nginx:1.27 and nginx:1.26 have the same size")
 	}
 }
 
