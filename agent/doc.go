@@ -22,6 +22,15 @@
 //     agent/runtime/sim: containers run a tiny shell in virtual time), with
 //     a generic PLEG (package agent/pleg) that relists every second and wakes
 //     the pods whose containers changed;
+//   - admits each pod before running it, as the kubelet's canAdmitPod
+//     (node informer for labels and taints; the pods it admitted that have
+//     not ended): the OS checks, resources (pod count, cpu, memory,
+//     ephemeral storage, hugepages and known extended resources against
+//     allocatable), required node affinity and nodeSelector, host ports,
+//     NoExecute taints; a pod that does not fit (one created with
+//     spec.nodeName, bypassing the scheduler) is rejected: phase Failed,
+//     reason OutOfcpu, NodeAffinity, TaintToleration, ..., message "Pod was
+//     rejected: <the kubelet's message>", and a Warning event;
 //   - runs init containers in order, then the containers (sidecars, i.e.
 //     init containers with restartPolicy Always, start in their turn, run
 //     beside the containers and stop after them);
@@ -29,10 +38,16 @@
 //     it (phase per restartPolicy, conditions incl. readiness gates,
 //     container statuses with state, last state, restart count, image IDs,
 //     termination messages; IPs from the node's podCIDR, start time, QoS),
-//     restarts containers with back-off (CrashLoopBackOff), runs startup,
+//     restarts containers with back-off (CrashLoopBackOff), restarts a
+//     running container whose image changed ("Container c definition
+//     changed, will be restarted", whatever the restart policy), runs startup,
 //     liveness and readiness probes (exec probes run through the simulated
 //     shell in the container's files; HTTP, TCP and gRPC probes succeed while
-//     the container runs), enforces activeDeadlineSeconds, stops deleted
+//     the container runs; lifecycle hooks likewise: exec through the shell,
+//     httpGet answered while the container runs, sleep, tcpSocket failing as
+//     the kubelet does not run it; a failed postStart kills the container,
+//     FailedPostStartHook, a failed preStop is FailedPreStopHook),
+//     enforces activeDeadlineSeconds, stops deleted
 //     pods within their grace period (preStop, SIGTERM, SIGKILL; sidecars
 //     last), then deletes them with gracePeriodSeconds=0 and a UID
 //     precondition;
@@ -46,7 +61,7 @@
 //     lifecycle controller, as in kube).
 //
 // One process carries many nodes cheaply: one pod informer for all of them
-// (bound pods, filtered by node name), one work queue of pod syncs served by
+// (bound pods, filtered by node name), one node informer, one work queue of pod syncs served by
 // a few workers (no goroutine per pod or per node), one queue of node tasks
 // (registration, lease renewals, status updates) with a few workers, one
 // goroutine relisting every node's PLEG, and a few event writers. Nothing

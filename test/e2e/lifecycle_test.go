@@ -53,6 +53,8 @@ func TestLifecycle(t *testing.T) {
 		t.Run("Describe", func(t *testing.T) { t.Parallel(); testDescribe(t, p.kc(t, bin)) })
 		t.Run("Heartbeats", func(t *testing.T) { t.Parallel(); testHeartbeats(t, p.kc(t, bin)) })
 		t.Run("GracefulDelete", func(t *testing.T) { t.Parallel(); testGracefulDelete(t, p.kc(t, bin)) })
+		t.Run("Admission", func(t *testing.T) { t.Parallel(); testAdmission(t, p.kc(t, bin)) })
+		t.Run("SetImage", func(t *testing.T) { t.Parallel(); testSetImage(t, p.kc(t, bin)) })
 	})
 	// The liveness example kept the group busy for over a minute, during
 	// which the agent synced the gated pod periodically and rewrote its
@@ -336,9 +338,29 @@ func testDescribe(t *testing.T, k *kc) {
 	t.Run("PulledImageSize", func(t *testing.T) {
 		k := k.p.kc(t, k.bin)
 		out := k.ok("get", "events", "--field-selector=reason=Pulled", "-o", "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}")
-		if strings.Contains(out, "Image size: 0 bytes.") {
-			t.Skipf("KNOWN DISCREPANCY (agent runtime): Pulled events say \"Image size: 0 bytes.\"; "+
-				"the kubelet 1.32 reports the pulled image's size (e.g. nginx:1.27 about 70 MB). Pulled messages:\n%s", out)
+		pulled := regexp.MustCompile(`^Successfully pulled image "([^"]+)" in \S+ \(\S+ including waiting\)\. Image size: (\d+) bytes\.$`)
+		sizes := map[string]int{}
+		for _, msg := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(msg, "Successfully pulled") {
+				continue
+			}
+			m := pulled.FindStringSubmatch(msg)
+			if m == nil {
+				t.Errorf("Pulled message %q, want the kubelet's format", msg)
+				continue
+			}
+			size, _ := strconv.Atoi(m[2])
+			if size == 0 {
+				t.Errorf("Pulled message %q reports no size", msg)
+			}
+			if prev, ok := sizes[m[1]]; ok && prev != size {
+				t.Errorf("%s pulled with sizes %d and %d", m[1], prev, size)
+			}
+			sizes[m[1]] = size
+		}
+		// nginx:1.27 is about 70 MB, busybox about 4 MB.
+		if size := sizes["nginx:1.27"]; size < 50_000_000 || size > 100_000_000 {
+			t.Errorf("nginx:1.27 pulled with size %d, want about 72 MB; Pulled messages:\n%s", size, out)
 		}
 	})
 	// The kubelet records Starting, NodeAllocatableEnforced, NodeHas*,
@@ -347,17 +369,65 @@ func testDescribe(t *testing.T, k *kc) {
 		k := k.p.kc(t, k.bin)
 		out := k.ok("get", "events", "--field-selector=involvedObject.kind=Node,involvedObject.name=node-1",
 			"-o", `jsonpath={range .items[*]}{.source.component} {.reason}: {.message}{"\n"}{end}`)
-		var differs []string
 		if strings.Contains(out, "kubelet RegisteredNode:") {
-			differs = append(differs, "got a RegisteredNode event from kubelet (agent/node.go:276), want RegisteredNode from node-controller only")
+			t.Errorf("a RegisteredNode event from kubelet; RegisteredNode is node-controller's only. Events:\n%s", out)
 		}
-		if !strings.Contains(out, "kubelet NodeAllocatableEnforced: Updated Node Allocatable limit across pods\n") {
-			differs = append(differs, `want "kubelet NodeAllocatableEnforced: Updated Node Allocatable limit across pods" after Starting`)
-		}
-		if differs != nil {
-			t.Skipf("KNOWN DISCREPANCY with the kubelet 1.32 in node-1's events: %s. Events:\n%s", strings.Join(differs, "; "), out)
+		for _, want := range []string{
+			"kubelet Starting: Starting kubelet.",
+			"kubelet NodeAllocatableEnforced: Updated Node Allocatable limit across pods",
+			"kubelet NodeHasSufficientMemory: Node node-1 status is now: NodeHasSufficientMemory",
+			"kubelet NodeHasNoDiskPressure: Node node-1 status is now: NodeHasNoDiskPressure",
+			"kubelet NodeHasSufficientPID: Node node-1 status is now: NodeHasSufficientPID",
+			"kubelet NodeReady: Node node-1 status is now: NodeReady",
+			"node-controller RegisteredNode: Node node-1 event: Registered Node node-1 in Controller",
+		} {
+			if !strings.Contains(out+"\n", want+"\n") {
+				t.Errorf("node-1's events lack %q. Events:\n%s", want, out)
+			}
 		}
 	})
+}
+
+// testAdmission: a pod created with spec.nodeName (no scheduler) that asks
+// for more cpu than the node has is rejected by the node's kubelet: phase
+// Failed, STATUS OutOfcpu, the kubelet's message and Warning event.
+func testAdmission(t *testing.T, k *kc) {
+	k.expect(`pod/lc-big created`, "create", "-f", k.file("lc-big.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: lc-big
+spec:
+  nodeName: node-2
+  containers:
+  - name: big
+    image: busybox
+    command: ["sleep", "3600"]
+    resources:
+      requests:
+        cpu: "8"
+`))
+	k.okWithin(40*time.Second, "wait", "--for=jsonpath={.status.phase}=Failed", "pod/lc-big", "--timeout=30s")
+	k.expect(lines(
+		"NAME     READY   STATUS     RESTARTS   AGE",
+		"lc-big   0/1     OutOfcpu   0          0s",
+	), "get", "pod", "lc-big")
+	const msg = "Node didn't have enough resource: cpu, requested: 8000, used: 0, capacity: 4000"
+	k.expect("OutOfcpu Pod was rejected: "+msg, "get", "pod", "lc-big", "-o", "jsonpath={.status.reason} {.status.message}")
+	k.poll(30*time.Second, "the kubelet's OutOfcpu event", matchAll(`^Warning kubelet `+regexp.QuoteMeta(msg)+`$`),
+		"get", "events", "--field-selector=involvedObject.name=lc-big,reason=OutOfcpu", "-o", "jsonpath={.items[*].type} {.items[*].source.component} {.items[*].message}")
+}
+
+// testSetImage: kubectl set image on a running pod makes the kubelet kill
+// the container and start the new image; RESTARTS becomes 1.
+func testSetImage(t *testing.T, k *kc) {
+	k.expect(`pod/lc-image created`, "run", "lc-image", "--image=nginx:1.26")
+	k.okWithin(70*time.Second, "wait", "--for=condition=Ready", "pod/lc-image", "--timeout=60s")
+	k.expect(`pod/lc-image image updated`, "set", "image", "pod/lc-image", "lc-image=nginx:1.27")
+	// nginx stops on SIGTERM: the new container starts at once.
+	k.poll(60*time.Second, "the new image to run, restart count 1", matchAll(`^docker\.io/library/nginx:1\.27 1 true$`),
+		"get", "pod", "lc-image", "-o", "jsonpath={.status.containerStatuses[0].image} {.status.containerStatuses[0].restartCount} {.status.containerStatuses[0].ready}")
+	k.expect("Normal Killing kubelet Container lc-image definition changed, will be restarted", "get", "events", "--field-selector=involvedObject.name=lc-image,reason=Killing",
+		"-o", "jsonpath={.items[*].type} {.items[*].reason} {.items[*].source.component} {.items[*].message}")
 }
 
 // testHeartbeats: the node leases are renewed, and the node's Ready
