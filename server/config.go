@@ -2,10 +2,20 @@ package server
 
 import (
 	"errors"
+	"github.com/corekube/corekube/admission"
 	"log/slog"
 	"time"
 
 	"github.com/corekube/corekube/registry/events"
+)
+
+// Defaults of Config that the command line shows.
+const (
+	// DefaultEventTTL is how long events are kept (kube's --event-ttl).
+	DefaultEventTTL = events.DefaultTTL
+	// DefaultTolerationSeconds is the tolerationSeconds of the not-ready
+	// and unreachable tolerations pods get.
+	DefaultTolerationSeconds = admission.DefaultTolerationSecondsValue
 )
 
 // Config configures an API server.
@@ -33,6 +43,14 @@ type Config struct {
 	// kube-apiserver's --event-ttl (default an hour; negative keeps events
 	// forever).
 	EventTTL time.Duration
+	// DefaultNotReadyTolerationSeconds and
+	// DefaultUnreachableTolerationSeconds are the tolerationSeconds the
+	// DefaultTolerationSeconds admission plugin gives pods for the
+	// not-ready and unreachable NoExecute taints (0 means 300, as kube's
+	// --default-not-ready-toleration-seconds and
+	// --default-unreachable-toleration-seconds).
+	DefaultNotReadyTolerationSeconds    int64
+	DefaultUnreachableTolerationSeconds int64
 	// CompactionInterval is how often etcd history is compacted: each time
 	// to the revision of the previous round, so that at least one interval
 	// of history stays (default 5 minutes, as kube; negative disables).

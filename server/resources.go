@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/handlers"
@@ -21,10 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// newAPI builds the Store of every served resource and the API that
-// serves them: the one table of what corekube serves.
-// eventTTL is how long events are kept (Config.EventTTL).
-func newAPI(st storage.Interface, opts registry.Options, eventTTL time.Duration) (*handlers.API, *registry.Store) {
+// newAPI builds the Store of every served resource, the admission chain
+// and the API that serves them: the one table of what corekube serves.
+// cfg supplies the resource-specific settings (event TTL, default
+// tolerations).
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers.API, *registry.Store) {
 	var nsStore *registry.Store
 	chain := &admission.Chain{
 		Mutators: []admission.Mutator{
@@ -35,6 +35,10 @@ func newAPI(st storage.Interface, opts registry.Options, eventTTL time.Duration)
 				}
 				return obj.(*v1.Namespace), nil
 			}},
+			&admission.DefaultTolerationSeconds{
+				NotReadySeconds:    cfg.DefaultNotReadyTolerationSeconds,
+				UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds,
+			},
 		},
 	}
 	opts.Admission = chain
@@ -59,7 +63,7 @@ func newAPI(st storage.Interface, opts registry.Options, eventTTL time.Duration)
 		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},
 		}},
-		&handlers.Resource{Store: store(events.NewStrategy(events.WithTTL(eventTTL)))},
+		&handlers.Resource{Store: store(events.NewStrategy(events.WithTTL(cfg.EventTTL)))},
 		&handlers.Resource{Store: store(leases.NewStrategy())},
 		&handlers.Resource{Store: pdbStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: pdbStore.Subresource("status", poddisruptionbudgets.NewStatusStrategy())},

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/corekube/corekube/registry/events"
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func newAPIServerCommand() *cobra.Command {
@@ -33,6 +33,16 @@ func newAPIServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "directory of the embedded etcd (when --etcd-servers is not set)")
 	cmd.Flags().StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster, e.g. http://a:2379,http://b:2379")
 	cmd.Flags().StringVar(&kubeconfig, "write-kubeconfig", "", "write an admin kubeconfig for this server to this path")
-	cmd.Flags().DurationVar(&cfg.EventTTL, "event-ttl", events.DefaultTTL, "how long an event is kept after its last write (negative: forever)")
+	addAPIFlags(cmd.Flags(), &cfg)
 	return cmd
+}
+
+// addAPIFlags registers the flags of the API's behaviour that `apiserver`
+// and `up` share, named as kube-apiserver's.
+func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
+	f.DurationVar(&cfg.EventTTL, "event-ttl", server.DefaultEventTTL, "how long an event is kept after its last write (negative: forever)")
+	f.Int64Var(&cfg.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", server.DefaultTolerationSeconds,
+		"tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration added to every pod that has none")
+	f.Int64Var(&cfg.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", server.DefaultTolerationSeconds,
+		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration added to every pod that has none")
 }

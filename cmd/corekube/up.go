@@ -11,7 +11,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/corekube/corekube/agent"
-	"github.com/corekube/corekube/registry/events"
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,12 +42,15 @@ func newUpCommand() *cobra.Command {
 				Listen:   cfg.Listen,
 				DataDir:  filepath.Join(cfg.DataDir, "etcd"),
 				EventTTL: cfg.EventTTL,
+
+				DefaultNotReadyTolerationSeconds:    cfg.DefaultNotReadyTolerationSeconds,
+				DefaultUnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
 			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "./data", "directory for etcd data and the admin kubeconfig")
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address the API server listens on")
-	cmd.Flags().DurationVar(&cfg.EventTTL, "event-ttl", events.DefaultTTL, "how long an event is kept after its last write (negative: forever)")
+	addAPIFlags(cmd.Flags(), &cfg)
 	cmd.Flags().IntVar(&agentOpts.cfg.Nodes, "nodes", 3, "number of simulated nodes to run in-process (0 = none)")
 	agentOpts.addFlags(cmd.Flags())
 	return cmd

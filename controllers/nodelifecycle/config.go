@@ -24,11 +24,6 @@ type Config struct {
 	// StartupGracePeriod replaces GracePeriod for a node that never posted
 	// a Ready condition: 60s (--node-startup-grace-period).
 	StartupGracePeriod time.Duration
-	// EvictionDelay is the tolerationSeconds of the not-ready and
-	// unreachable NoExecute tolerations kube's admission would have given
-	// pods that have none: 300s (--default-not-ready-toleration-seconds,
-	// --default-unreachable-toleration-seconds).
-	EvictionDelay time.Duration
 
 	// EvictionRate is how many nodes per second per zone get NoExecute
 	// taints: 0.1 (--node-eviction-rate).
@@ -62,9 +57,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StartupGracePeriod <= 0 {
 		c.StartupGracePeriod = 60 * time.Second
-	}
-	if c.EvictionDelay <= 0 {
-		c.EvictionDelay = 300 * time.Second
 	}
 	if c.EvictionRate <= 0 {
 		c.EvictionRate = 0.1

@@ -162,7 +162,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), nodeReg.HasSynced, podReg.HasSynced, leaseSynced) {
 		return nil
 	}
-	c.log.Info("node lifecycle controller started", "gracePeriod", c.cfg.GracePeriod, "evictionDelay", c.cfg.EvictionDelay)
+	c.log.Info("node lifecycle controller started", "gracePeriod", c.cfg.GracePeriod)
 
 	c.events.Run(ctx, &wg)
 	c.runWorkers(ctx, &wg, 2, c.noSchedule, c.syncNoScheduleTaints)

@@ -45,13 +45,11 @@
 // DeletionByTaintManager is added and a TaintManagerEviction event
 // recorded). A pod that tolerates all of them with tolerationSeconds is
 // deleted when the shortest of those has passed since the controller saw
-// the taint; without tolerationSeconds it stays. Kube's API server gives
-// every pod, through the DefaultTolerationSeconds admission plugin,
-// tolerations for the not-ready and unreachable NoExecute taints with
-// tolerationSeconds 300; corekube's does not, so the controller treats a
-// pod without its own toleration for them as having one of EvictionDelay
-// (300s). A pod on a dead node therefore gets its deletionTimestamp after
-// EvictionDelay; with no kubelet to finish the deletion it stays
+// the taint; without tolerationSeconds it stays. The API server gives
+// every pod, through the DefaultTolerationSeconds admission plugin (package
+// admission), tolerations for the not-ready and unreachable NoExecute
+// taints with tolerationSeconds 300, as kube's does. A pod on a dead node
+// therefore gets its deletionTimestamp after 300s; with no kubelet to finish the deletion it stays
 // terminating, as in kube, until the node is deleted (pod GC) or gets the
 // out-of-service taint.
 package nodelifecycle

@@ -116,7 +116,7 @@ func (e *evictor) process(ctx context.Context, key string) error {
 		return nil
 	}
 	now := e.c.cfg.Clock.Now()
-	tolerated, used := matchingTolerations(taints, withDefaultTolerations(pod.Spec.Tolerations, e.c.cfg.EvictionDelay))
+	tolerated, used := matchingTolerations(taints, pod.Spec.Tolerations)
 	if !tolerated {
 		return e.evict(ctx, pod, key, now)
 	}
@@ -215,34 +215,6 @@ func hasDisruptionTarget(pod *v1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// withDefaultTolerations adds what kube's DefaultTolerationSeconds
-// admission plugin adds: tolerations of the not-ready and unreachable
-// NoExecute taints for delay, unless the pod has its own for them.
-func withDefaultTolerations(tolerations []v1.Toleration, delay time.Duration) []v1.Toleration {
-	notReady, unreachable := false, false
-	for _, t := range tolerations {
-		noExecute := t.Effect == v1.TaintEffectNoExecute || t.Effect == ""
-		if noExecute && (t.Key == v1.TaintNodeNotReady || t.Key == "") {
-			notReady = true
-		}
-		if noExecute && (t.Key == v1.TaintNodeUnreachable || t.Key == "") {
-			unreachable = true
-		}
-	}
-	if notReady && unreachable {
-		return tolerations
-	}
-	seconds := int64(delay / time.Second)
-	out := append([]v1.Toleration(nil), tolerations...)
-	if !notReady {
-		out = append(out, v1.Toleration{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &seconds})
-	}
-	if !unreachable {
-		out = append(out, v1.Toleration{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &seconds})
-	}
-	return out
 }
 
 // matchingTolerations is kube's GetMatchingTolerations: whether every

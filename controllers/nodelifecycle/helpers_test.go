@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/controllers/nodelifecycle"
+	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/testserver"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
@@ -37,15 +38,25 @@ func testLogger() *slog.Logger {
 }
 
 // fastConfig: a node is lost after two seconds of silence (its live
-// neighbours renew every 100ms), its pods go a second after it is tainted.
+// neighbours renew every 100ms); with startServer's tolerations its pods
+// go a second after it is tainted.
 func fastConfig() nodelifecycle.Config {
 	return nodelifecycle.Config{
 		Logger:        testLogger(),
 		MonitorPeriod: 100 * time.Millisecond,
 		GracePeriod:   2 * time.Second,
-		EvictionDelay: time.Second,
 		EvictionRate:  100,
 	}
+}
+
+// startServer starts a server whose DefaultTolerationSeconds admission
+// gives pods one second (not 300) on a not-ready or unreachable node.
+func startServer(t *testing.T) *testserver.Server {
+	t.Helper()
+	return testserver.StartWith(t, t.TempDir(), func(c *server.Config) {
+		c.DefaultNotReadyTolerationSeconds = 1
+		c.DefaultUnreachableTolerationSeconds = 1
+	})
 }
 
 func startController(t *testing.T, srv *testserver.Server, cfg nodelifecycle.Config) {

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -13,7 +12,7 @@ import (
 )
 
 func TestStaleLeaseMarksNodeUnknownTaintsItAndEvictsPods(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := startServer(t)
 	c := srv.Client
 	alive := newKubelet(t, c, "alive", nil)
 	dead := newKubelet(t, c, "dead", nil)
@@ -91,7 +90,7 @@ func TestStaleLeaseMarksNodeUnknownTaintsItAndEvictsPods(t *testing.T) {
 }
 
 func TestNotReadyNodeTaints(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := startServer(t)
 	c := srv.Client
 	healthy := newKubelet(t, c, "healthy", nil)
 	sick := newKubelet(t, c, "sick", nil)
@@ -128,7 +127,7 @@ func TestNotReadyNodeTaints(t *testing.T) {
 }
 
 func TestNodeThatNeverPostedStatus(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := startServer(t)
 	c := srv.Client
 	healthy := newKubelet(t, c, "healthy", nil)
 	healthy.run()

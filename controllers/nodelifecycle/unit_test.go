@@ -16,40 +16,6 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-func TestWithDefaultTolerations(t *testing.T) {
-	delay := 300 * time.Second
-	keys := func(ts []v1.Toleration) []string {
-		var out []string
-		for _, t := range ts {
-			s := t.Key + "/" + string(t.Effect)
-			if t.TolerationSeconds != nil {
-				s += "/" + time.Duration(*t.TolerationSeconds*int64(time.Second)).String()
-			}
-			out = append(out, s)
-		}
-		return out
-	}
-	tests := []struct {
-		name string
-		in   []v1.Toleration
-		want []string
-	}{
-		{"none", nil, []string{"node.kubernetes.io/not-ready/NoExecute/5m0s", "node.kubernetes.io/unreachable/NoExecute/5m0s"}},
-		{"own unreachable", []v1.Toleration{{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}},
-			[]string{"node.kubernetes.io/unreachable/NoExecute", "node.kubernetes.io/not-ready/NoExecute/5m0s"}},
-		{"tolerate everything", []v1.Toleration{{Operator: v1.TolerationOpExists}}, []string{"/"}},
-		{"a NoSchedule one does not count", []v1.Toleration{{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}},
-			[]string{"node.kubernetes.io/not-ready/NoSchedule", "node.kubernetes.io/not-ready/NoExecute/5m0s", "node.kubernetes.io/unreachable/NoExecute/5m0s"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := keys(withDefaultTolerations(tc.in, delay)); !slices.Equal(got, tc.want) {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestEvictionDecision(t *testing.T) {
 	unreachable := v1.Taint{Key: v1.TaintNodeUnreachable, Effect: v1.TaintEffectNoExecute}
 	custom := v1.Taint{Key: "maintenance", Value: "now", Effect: v1.TaintEffectNoExecute}
@@ -63,15 +29,17 @@ func TestEvictionDecision(t *testing.T) {
 		tolerated bool
 		wait      time.Duration
 	}{
-		{"default delay", []v1.Taint{unreachable}, nil, true, 300 * time.Second},
-		{"custom taint untolerated", []v1.Taint{unreachable, custom}, nil, false, 0},
+		// What DefaultTolerationSeconds admission gives every pod.
+		{"default toleration", []v1.Taint{unreachable}, []v1.Toleration{tol(v1.TaintNodeUnreachable, ptr.To[int64](300))}, true, 300 * time.Second},
+		{"no toleration", []v1.Taint{unreachable}, nil, false, 0},
+		{"custom taint untolerated", []v1.Taint{unreachable, custom}, []v1.Toleration{tol(v1.TaintNodeUnreachable, ptr.To[int64](300))}, false, 0},
 		{"tolerated forever", []v1.Taint{unreachable}, []v1.Toleration{tol(v1.TaintNodeUnreachable, nil)}, true, -1},
-		{"shortest wins", []v1.Taint{unreachable, custom}, []v1.Toleration{tol("maintenance", ptr.To[int64](60))}, true, 60 * time.Second},
+		{"shortest wins", []v1.Taint{unreachable, custom}, []v1.Toleration{tol(v1.TaintNodeUnreachable, ptr.To[int64](300)), tol("maintenance", ptr.To[int64](60))}, true, 60 * time.Second},
 		{"zero seconds is now", []v1.Taint{unreachable}, []v1.Toleration{tol(v1.TaintNodeUnreachable, ptr.To[int64](0))}, true, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ok, used := matchingTolerations(tc.taints, withDefaultTolerations(tc.tols, 300*time.Second))
+			ok, used := matchingTolerations(tc.taints, tc.tols)
 			if ok != tc.tolerated {
 				t.Fatalf("tolerated = %v, want %v", ok, tc.tolerated)
 			}

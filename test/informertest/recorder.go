@@ -170,6 +170,12 @@ func (b *watchBody) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	n, err := b.ReadCloser.Read(p)
+	if b.isCut.Load() {
+		// Cut while this Read waited (the Close runs asynchronously): what
+		// it got may come from writes made after the cut, which a cut
+		// client must not see.
+		return 0, io.EOF
+	}
 	if n > 0 && !b.found {
 		buf := append(b.tail, p[:n]...)
 		if bytes.Contains(buf, expiredMarker) {
@@ -180,9 +186,6 @@ func (b *watchBody) Read(p []byte) (int, error) {
 		}
 		keep := min(len(buf), len(expiredMarker)-1)
 		b.tail = append(b.tail[:0:0], buf[len(buf)-keep:]...)
-	}
-	if err != nil && b.isCut.Load() {
-		err = io.EOF
 	}
 	return n, err
 }

@@ -51,13 +51,13 @@ func TestStrategicMergePatch(t *testing.T) {
 
 	// Tolerations are an atomic list for strategic merge: a patch replaces
 	// it, so adding one means sending the old ones too (kube allows only
-	// additions).
+	// additions; DefaultTolerationSeconds admission appends its two again).
 	out, err = pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,
 		[]byte(`{"spec":{"tolerations":[{"key":"a","operator":"Exists"},{"key":"b","operator":"Exists"}]}}`), metav1.PatchOptions{})
 	if err != nil {
 		t.Fatalf("adding a toleration: %v", err)
 	}
-	if len(out.Spec.Tolerations) != 2 {
+	if len(out.Spec.Tolerations) != 4 || out.Spec.Tolerations[0].Key != "a" || out.Spec.Tolerations[1].Key != "b" {
 		t.Errorf("tolerations %+v", out.Spec.Tolerations)
 	}
 	_, err = pods.Patch(t.Context(), "smp", types.StrategicMergePatchType,

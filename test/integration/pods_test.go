@@ -17,8 +17,8 @@ import (
 
 // TestPodDefaults compares a created pod with the one kube created from
 // the same request (201-create-pod.json), less what kube's ServiceAccount
-// and DefaultTolerationSeconds admission plugins add (corekube has
-// neither: no service accounts, tolerations left alone).
+// admission plugin adds (corekube serves no service accounts). The
+// tolerations DefaultTolerationSeconds adds are compared.
 func TestPodDefaults(t *testing.T) {
 	ns := newNamespace(t)
 	r := doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods", []byte(goldPodBody))
@@ -33,7 +33,7 @@ func TestPodDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSpec := want["spec"].(map[string]any)
-	for _, k := range []string{"volumes", "serviceAccountName", "serviceAccount", "tolerations"} {
+	for _, k := range []string{"volumes", "serviceAccountName", "serviceAccount"} {
 		delete(wantSpec, k)
 	}
 	delete(wantSpec["containers"].([]any)[0].(map[string]any), "volumeMounts")
@@ -126,7 +126,8 @@ func TestPodUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatalf("allowed spec update: %v", err)
 	}
-	if pod.Spec.Containers[0].Image != "busybox:1.36" || pod.Spec.ActiveDeadlineSeconds == nil || len(pod.Spec.Tolerations) != 1 {
+	if pod.Spec.Containers[0].Image != "busybox:1.36" || pod.Spec.ActiveDeadlineSeconds == nil ||
+		len(pod.Spec.Tolerations) != 3 || pod.Spec.Tolerations[2].Key != "k" { // after the two DefaultTolerationSeconds adds
 		t.Errorf("allowed update not stored: %+v", pod.Spec)
 	}
 
