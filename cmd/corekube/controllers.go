@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -21,9 +22,9 @@ func restConfigFrom(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// newLoopsCommand is a command that runs some control loops against the
-// API server a kubeconfig names, until SIGINT/SIGTERM.
-func newLoopsCommand(use, short string, pick func(all []loop) []loop) *cobra.Command {
+// newLoopsCommand is a command that runs the control loops of set against
+// the API server a kubeconfig names, until SIGINT/SIGTERM.
+func newLoopsCommand(use, short string, set loopSet) *cobra.Command {
 	var kubeconfig string
 	cmd := &cobra.Command{
 		Use:   use,
@@ -34,11 +35,11 @@ func newLoopsCommand(use, short string, pick func(all []loop) []loop) *cobra.Com
 			if err != nil {
 				return err
 			}
-			all, err := controlLoops(cfg, true)
+			loops, err := newLoops(cfg, set, slog.Default())
 			if err != nil {
 				return err
 			}
-			wait := runLoops(cmd.Context(), pick(all))
+			wait := runLoops(cmd.Context(), loops)
 			<-cmd.Context().Done()
 			wait()
 			return nil
@@ -49,23 +50,10 @@ func newLoopsCommand(use, short string, pick func(all []loop) []loop) *cobra.Com
 }
 
 func newSchedulerCommand() *cobra.Command {
-	return newLoopsCommand("scheduler", "Run the scheduler against an API server", func(all []loop) []loop {
-		return filterLoops(all, func(l loop) bool { return l.name == "scheduler" })
-	})
+	return newLoopsCommand("scheduler", "Run the scheduler against an API server", schedulerLoop)
 }
 
 func newControllersCommand() *cobra.Command {
-	return newLoopsCommand("controllers", "Run the controllers (namespace, node lifecycle, pod GC, ...) against an API server", func(all []loop) []loop {
-		return filterLoops(all, func(l loop) bool { return l.name != "scheduler" })
-	})
-}
-
-func filterLoops(all []loop, keep func(loop) bool) []loop {
-	var out []loop
-	for _, l := range all {
-		if keep(l) {
-			out = append(out, l)
-		}
-	}
-	return out
+	return newLoopsCommand("controllers", "Run the controllers (namespace, node lifecycle, pod GC, ...) against an API server",
+		namespaceLoop|controllerLoops)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/corekube/corekube/controllers/nodelifecycle"
 	"github.com/corekube/corekube/controllers/podgc"
 	"github.com/corekube/corekube/controllers/scheduler"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"k8s.io/client-go/rest"
 )
 
@@ -21,41 +22,107 @@ type loop struct {
 	start func(ctx context.Context) error
 }
 
+// loopSet selects the control loops a process runs.
+type loopSet uint8
+
+const (
+	// namespaceLoop is the namespace controller.
+	namespaceLoop loopSet = 1 << iota
+	// schedulerLoop is the scheduler.
+	schedulerLoop
+	// controllerLoops are the node lifecycle, pod GC and disruption
+	// controllers and the loop that runs the informers they share.
+	controllerLoops
+)
+
 // controlLoops returns the control loops for a server at cfg: the
 // namespace controller always (namespaces are never deleted without it);
 // with all, also the scheduler, node lifecycle, pod GC and disruption
 // controllers, as `up` runs them in one process.
 func controlLoops(cfg *rest.Config, all bool) ([]loop, error) {
-	ns, err := namespace.New(cfg, slog.Default())
+	set := namespaceLoop
+	if all {
+		set |= schedulerLoop | controllerLoops
+	}
+	return newLoops(cfg, set, slog.Default())
+}
+
+// newLoops returns the loops of set for a server at cfg, logging to log.
+// Everything is constructed before it returns, so the shared informers
+// (started by their loop in runLoops) start after every controller has
+// registered its handlers.
+func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
+	var loops []loop
+	if set&namespaceLoop != 0 {
+		ns, err := namespace.New(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		loops = append(loops, loop{"namespace controller", ns.Start})
+	}
+	if set&schedulerLoop != 0 {
+		// The scheduler keeps its informers, even beside the controllers
+		// (`up`): its pod informer selects the non-terminal pods and keeps
+		// what scheduling reads (requests, affinity, host ports, ...).
+		// Sharing would put the terminated pods (pod GC keeps up to 12,500)
+		// in its cache and its fields in every controller's pods, and
+		// would tie `corekube scheduler` to the controllers' informers.
+		sched, err := scheduler.NewForConfig(cfg, scheduler.Config{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: %w", err)
+		}
+		loops = append(loops, loop{"scheduler", sched.Start})
+	}
+	if set&controllerLoops != 0 {
+		ctrls, err := sharedInformerLoops(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		loops = append(loops, ctrls...)
+	}
+	return loops, nil
+}
+
+// sharedInformerLoops returns the controllers that share one informer
+// factory (one cache and one watch of pods, of nodes, ...), as
+// kube-controller-manager's share its SharedInformerFactory, and the loop
+// that owns the factory: it starts it and, once ctx ended, shuts it down.
+func sharedInformerLoops(cfg *rest.Config, log *slog.Logger) ([]loop, error) {
+	factory, err := sharedinformers.NewFactoryForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	loops := []loop{{"namespace controller", ns.Start}}
-	if !all {
-		return loops, nil
+	var loops []loop
+	// release lets the controllers built so far go when a later one cannot
+	// be: Start with an ended context returns at once and frees their
+	// queues.
+	release := func(err error) ([]loop, error) {
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		for _, l := range loops {
+			_ = l.start(ended)
+		}
+		return nil, err
 	}
-	sched, err := scheduler.NewForConfig(cfg, scheduler.Config{})
+	lifecycle, err := nodelifecycle.NewForConfig(cfg, factory, nodelifecycle.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("scheduler: %w", err)
+		return release(err)
 	}
-	lifecycle, err := nodelifecycle.NewForConfig(cfg, nodelifecycle.Config{})
+	loops = append(loops, loop{"node lifecycle controller", lifecycle.Start})
+	gc, err := podgc.NewForConfig(cfg, factory, podgc.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("node lifecycle controller: %w", err)
+		return release(err)
 	}
-	gc, err := podgc.NewForConfig(cfg, podgc.Config{})
+	loops = append(loops, loop{"pod GC", gc.Start})
+	budgets, err := disruption.NewForConfig(cfg, factory, disruption.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("pod GC: %w", err)
+		return release(err)
 	}
-	budgets, err := disruption.New(cfg, disruption.Config{})
-	if err != nil {
-		return nil, fmt.Errorf("disruption controller: %w", err)
-	}
-	return append(loops,
-		loop{"scheduler", sched.Start},
-		loop{"node lifecycle controller", lifecycle.Start},
-		loop{"pod GC", gc.Start},
-		loop{"disruption controller", budgets.Start},
-	), nil
+	loops = append(loops, loop{"disruption controller", budgets.Start})
+	return append(loops, loop{"shared informers", func(ctx context.Context) error {
+		sharedinformers.Run(ctx, factory)
+		return nil
+	}}), nil
 }
 
 // runLoops starts every loop in a goroutine of its own; the returned

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"log/slog"
 	"sort"
 	"sync"
@@ -35,15 +36,52 @@ type Controller struct {
 	events  *events.Writer
 	started atomic.Bool
 
-	// Set by Start.
+	// own is the factory of a controller built by New or NewWithClient,
+	// which Start runs; nil when the factory is shared and its owner runs
+	// it.
+	own        informers.SharedInformerFactory
 	pods       corelisters.PodLister
 	pdbs       policylisters.PodDisruptionBudgetLister
+	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[string] // budget keys
 	staleQueue workqueue.TypedRateLimitingInterface[string] // pod keys
 }
 
-// New returns a controller for the server restConfig points at.
+// New returns a controller for the server restConfig points at, with
+// informers of its own that Start runs: for a process (or test) that runs
+// it alone. Controllers that share a process share informers: see
+// NewForConfig.
 func New(restConfig *rest.Config, cfg Config) (*Controller, error) {
+	client, err := newClient(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithClient(client, cfg)
+}
+
+// NewWithClient is New with client.
+func NewWithClient(client kubernetes.Interface, cfg Config) (*Controller, error) {
+	factory := sharedinformers.NewFactory(client)
+	c, err := NewWithInformers(client, factory, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.own = factory
+	return c, nil
+}
+
+// NewForConfig returns NewWithInformers with a client of its own (user
+// agent disruption-controller unless set) for the server restConfig points
+// at.
+func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+	client, err := newClient(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithInformers(client, factory, cfg)
+}
+
+func newClient(restConfig *rest.Config) (kubernetes.Interface, error) {
 	rc := rest.CopyConfig(restConfig)
 	if rc.UserAgent == "" {
 		rc.UserAgent = "disruption-controller"
@@ -52,24 +90,67 @@ func New(restConfig *rest.Config, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disruption controller: %w", err)
 	}
-	return NewWithClient(client, cfg), nil
+	return client, nil
 }
 
-// NewWithClient returns a controller that uses client.
-func NewWithClient(client kubernetes.Interface, cfg Config) *Controller {
+// NewWithInformers returns a controller that reads pods and budgets from
+// factory's informers and writes through client. It registers its event
+// handlers there: factory's owner starts the factory after this and shuts
+// it down after Start returned, and Start must run (its queues live until
+// it returns). factory's transform must keep what the controller reads of
+// pods (sharedinformers.Transform does).
+func NewWithInformers(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("controller", "disruption")
-	return &Controller{
+	c := &Controller{
 		client: client,
 		cfg:    cfg,
 		log:    log,
 		events: events.NewWriter(client, cfg.Clock, log, cfg.EventQueueSize),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Clock: cfg.Clock}),
+		staleQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Clock: cfg.Clock}),
 	}
+	if err := c.register(factory); err != nil {
+		c.queue.ShutDown()
+		c.staleQueue.ShutDown()
+		return nil, fmt.Errorf("disruption controller: %w", err)
+	}
+	return c, nil
 }
 
-// Start runs the controller until ctx ends; it returns nil then, and an
-// error if it cannot start. Every goroutine it starts has ended when it
-// returns. A Controller runs once.
+// register takes the pod and budget informers from factory and adds the
+// event handlers.
+func (c *Controller) register(factory informers.SharedInformerFactory) error {
+	podInformer := factory.Core().V1().Pods()
+	pdbInformer := factory.Policy().V1().PodDisruptionBudgets()
+	c.pods = podInformer.Lister()
+	c.pdbs = pdbInformer.Lister()
+	podReg, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.podChanged(nil, obj) },
+		UpdateFunc: c.podChanged,
+		DeleteFunc: c.podDeleted,
+	})
+	if err != nil {
+		return err
+	}
+	pdbReg, err := pdbInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueBudget,
+		UpdateFunc: func(_, obj any) { c.enqueueBudget(obj) },
+		DeleteFunc: c.enqueueBudget,
+	})
+	if err != nil {
+		return err
+	}
+	c.synced = []cache.InformerSynced{podReg.HasSynced, pdbReg.HasSynced}
+	return nil
+}
+
+// Start runs the controller until ctx ends, once its informers have
+// synced; it returns nil then, and an error if it cannot start. Every
+// goroutine it starts has ended when it returns (and, for a controller
+// built by New or NewWithClient, its informers). A Controller runs once.
 func (c *Controller) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("disruption controller: already started")
@@ -77,42 +158,21 @@ func (c *Controller) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock})
-	c.staleQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock})
-
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, c.cfg.ResyncPeriod, informers.WithTransform(strip))
-	podInformer := factory.Core().V1().Pods()
-	pdbInformer := factory.Policy().V1().PodDisruptionBudgets()
-	c.pods = podInformer.Lister()
-	c.pdbs = pdbInformer.Lister()
-	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.podChanged(nil, obj) },
-		UpdateFunc: c.podChanged,
-		DeleteFunc: c.podDeleted,
-	}); err != nil {
-		return fmt.Errorf("disruption controller: %w", err)
-	}
-	if _, err := pdbInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueBudget,
-		UpdateFunc: func(_, obj any) { c.enqueueBudget(obj) },
-		DeleteFunc: c.enqueueBudget,
-	}); err != nil {
-		return fmt.Errorf("disruption controller: %w", err)
-	}
-
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
 		c.queue.ShutDown()
 		c.staleQueue.ShutDown()
 		wg.Wait()
-		factory.Shutdown()
+		if c.own != nil {
+			c.own.Shutdown()
+		}
 	}()
 	c.events.Run(ctx, &wg)
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced, pdbInformer.Informer().HasSynced) {
+	if c.own != nil {
+		c.own.Start(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return nil // ctx ended first
 	}
 	c.log.Info("disruption controller started")
@@ -130,23 +190,38 @@ func (c *Controller) Start(ctx context.Context) error {
 		for c.processStalePod(ctx) {
 		}
 	}()
+	if c.cfg.ResyncPeriod > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.resync(ctx)
+		}()
+	}
 	<-ctx.Done()
 	return nil
 }
 
-// strip keeps what the controller reads of pods and budgets in the
-// informers' caches: pods lose their spec and most of their status.
-func strip(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *v1.Pod:
-		o.ManagedFields = nil
-		o.Annotations = nil
-		o.Spec = v1.PodSpec{}
-		o.Status = v1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions}
-	case *policyv1.PodDisruptionBudget:
-		o.ManagedFields = nil
+// resync enqueues every budget each ResyncPeriod until ctx ends. It is not
+// the informers' resync: the shared factory has none, and client-go checks
+// a handler's own resync period only as often as its factory's default, so
+// AddEventHandlerWithResyncPeriod on it would never resync.
+func (c *Controller) resync(ctx context.Context) {
+	t := c.cfg.Clock.NewTicker(c.cfg.ResyncPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			pdbs, err := c.pdbs.List(labels.Everything())
+			if err != nil {
+				continue
+			}
+			for _, pdb := range pdbs {
+				c.queue.Add(pdb.Namespace + "/" + pdb.Name)
+			}
+		}
 	}
-	return obj, nil
 }
 
 func (c *Controller) enqueueBudget(obj any) {

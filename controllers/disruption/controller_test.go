@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/controllers/sharedinformers"
+
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,13 +22,20 @@ import (
 var t0 = time.Date(2026, 11, 21, 20, 17, 18, 0, time.UTC)
 
 // startFake runs a controller over a fake clientset holding objs, on a
-// fake clock, until the test ends.
+// fake clock, until the test ends. The test owns the informer factory, as
+// a process does: it starts it after the controller registered its
+// handlers and shuts it down after the controller stopped.
 func startFake(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *clocktesting.FakeClock) {
 	t.Helper()
 	client := fake.NewClientset(objs...)
 	clk := clocktesting.NewFakeClock(t0)
-	c := NewWithClient(client, Config{Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	factory := sharedinformers.NewFactory(client)
+	c, err := NewWithInformers(client, factory, Config{Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
 	t.Cleanup(func() {
@@ -39,12 +48,16 @@ func startFake(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *clocktes
 		case <-time.After(10 * time.Second):
 			t.Error("controller did not stop")
 		}
+		factory.Shutdown()
 	})
 	return client, clk
 }
 
 func TestControllerStartsOnce(t *testing.T) {
-	c := NewWithClient(fake.NewClientset(), Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c, err := NewWithClient(fake.NewClientset(), Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := c.Start(ctx); err != nil {

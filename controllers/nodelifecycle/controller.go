@@ -11,7 +11,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -26,22 +25,23 @@ import (
 // taint (kube's nodeEvictionPeriod).
 const noExecuteTaintingPeriod = 100 * time.Millisecond
 
-// byNode indexes pods by spec.nodeName.
-const byNode = "node"
+// byNode indexes pods by spec.nodeName. The name is qualified: the pod
+// informer is shared, and an indexer name is taken once per informer.
+const byNode = "nodelifecycle/spec.nodeName"
 
 // Controller watches node health and taints, and evicts pods from nodes
-// with NoExecute taints. Create it with New or NewForConfig and run it
-// with Start.
+// with NoExecute taints. Create it with New or NewForConfig on the
+// process's shared informer factory and run it with Start.
 type Controller struct {
 	client kubernetes.Interface
 	cfg    Config
 	log    *slog.Logger
 	events *events.Writer
 
-	// set by Start
 	nodes      corelisters.NodeLister
 	leases     coordlisters.LeaseLister
 	pods       cache.Indexer
+	synced     []cache.InformerSynced // this controller's handlers and caches
 	noSchedule workqueue.TypedRateLimitingInterface[string]
 	evictor    *evictor
 
@@ -54,11 +54,23 @@ type Controller struct {
 	started    atomic.Bool
 }
 
-// New returns a controller that talks to the API server through client.
-func New(client kubernetes.Interface, cfg Config) *Controller {
+// New returns a controller that reads nodes, node leases and pods from
+// factory's informers and writes through client. It registers its event
+// handlers and its pod index there: factory's owner starts the factory
+// after New and shuts it down after Start returned, and Start must run
+// (its queues live until it returns). factory's transform must keep what
+// this controller reads (sharedinformers.Transform does) and must leave
+// nodes whole: node status is written from the cached copy.
+//
+// The pod informer is the factory's, of all pods: kube's node lifecycle
+// controller selects spec.nodeName!= instead, but pod GC needs the
+// unscheduled pods too, and one cache of all pods costs less than a second
+// cache and watch of the bound ones. The handlers and the index skip
+// unbound pods.
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("controller", "nodelifecycle")
-	return &Controller{
+	c := &Controller{
 		client:     client,
 		cfg:        cfg,
 		log:        log,
@@ -69,49 +81,31 @@ func New(client kubernetes.Interface, cfg Config) *Controller {
 		tainters:   map[string]*zoneTainter{},
 		retryPods:  map[string]bool{},
 	}
-}
-
-// NewForConfig returns a controller for the server restConfig points at.
-func NewForConfig(restConfig *rest.Config, cfg Config) (*Controller, error) {
-	rc := rest.CopyConfig(restConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = "node-lifecycle-controller"
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
+	c.noSchedule = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: cfg.Clock})
+	c.evictor = newEvictor(c)
+	if err := c.register(factory); err != nil {
+		c.shutDownQueues()
 		return nil, fmt.Errorf("node lifecycle controller: %w", err)
 	}
-	return New(client, cfg), nil
+	return c, nil
 }
 
-// Start runs the controller until ctx ends. It returns nil when ctx ends
-// and an error when it cannot start; it runs once.
-func (c *Controller) Start(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return errors.New("node lifecycle controller: already started")
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-
-	c.noSchedule = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock})
-	c.evictor = newEvictor(c)
-
-	nodeFactory := informers.NewSharedInformerFactory(c.client, 0)
-	leaseFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(v1.NamespaceNodeLease))
-	podFactory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }),
-		informers.WithTransform(stripPod))
-	nodeInformer := nodeFactory.Core().V1().Nodes()
-	leaseInformer := leaseFactory.Coordination().V1().Leases()
-	podInformer := podFactory.Core().V1().Pods().Informer()
+// register takes the informers from factory and adds the pod index and
+// the event handlers.
+func (c *Controller) register(factory informers.SharedInformerFactory) error {
+	nodeInformer := factory.Core().V1().Nodes()
+	// All namespaces, as kube's: the lister is read in kube-node-lease only,
+	// and the other leases (leader election) are few.
+	leaseInformer := factory.Coordination().V1().Leases()
+	podInformer := factory.Core().V1().Pods().Informer()
 	if err := podInformer.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
 		if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
 		return nil, nil
 	}}); err != nil {
-		return fmt.Errorf("node lifecycle controller: %w", err)
+		return err
 	}
 	c.nodes = nodeInformer.Lister()
 	c.leases = leaseInformer.Lister()
@@ -134,7 +128,7 @@ func (c *Controller) Start(ctx context.Context) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("node lifecycle controller: %w", err)
+		return err
 	}
 	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.evictor.podChanged,
@@ -142,24 +136,49 @@ func (c *Controller) Start(ctx context.Context) error {
 		DeleteFunc: c.evictor.podDeleted,
 	})
 	if err != nil {
-		return fmt.Errorf("node lifecycle controller: %w", err)
+		return err
 	}
-	leaseSynced := leaseInformer.Informer().HasSynced
+	c.synced = []cache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced, leaseInformer.Informer().HasSynced}
+	return nil
+}
+
+func (c *Controller) shutDownQueues() {
+	c.noSchedule.ShutDown()
+	c.evictor.queue.ShutDown()
+}
+
+// NewForConfig returns New with a client of its own (user agent
+// node-lifecycle-controller unless set) for the server restConfig points at.
+func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+	rc := rest.CopyConfig(restConfig)
+	if rc.UserAgent == "" {
+		rc.UserAgent = "node-lifecycle-controller"
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("node lifecycle controller: %w", err)
+	}
+	return New(client, factory, cfg)
+}
+
+// Start runs the controller until ctx ends, once its informers have
+// synced (the factory's owner starts them). It returns nil when ctx ends
+// and an error when it cannot start; it runs once. Every goroutine it
+// started has returned when it returns.
+func (c *Controller) Start(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("node lifecycle controller: already started")
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
-		c.noSchedule.ShutDown()
-		c.evictor.queue.ShutDown()
+		c.shutDownQueues()
 		wg.Wait()
-		nodeFactory.Shutdown()
-		leaseFactory.Shutdown()
-		podFactory.Shutdown()
 	}()
-	nodeFactory.Start(ctx.Done())
-	leaseFactory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), nodeReg.HasSynced, podReg.HasSynced, leaseSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return nil
 	}
 	c.log.Info("node lifecycle controller started", "gracePeriod", c.cfg.GracePeriod)
@@ -229,26 +248,4 @@ func (c *Controller) podsOnNode(node string) []*v1.Pod {
 		}
 	}
 	return out
-}
-
-// stripPod keeps, of a pod the informer stores, what this controller reads.
-func stripPod(obj any) (any, error) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
-		return obj, nil
-	}
-	out := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-			DeletionTimestamp: pod.DeletionTimestamp,
-		},
-		Spec:   v1.PodSpec{NodeName: pod.Spec.NodeName, Tolerations: pod.Spec.Tolerations},
-		Status: v1.PodStatus{Phase: pod.Status.Phase},
-	}
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == v1.PodReady || cond.Type == v1.DisruptionTarget {
-			out.Status.Conditions = append(out.Status.Conditions, cond)
-		}
-	}
-	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/controllers/nodelifecycle"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/testserver"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -61,8 +62,16 @@ func startServer(t *testing.T) *testserver.Server {
 
 func startController(t *testing.T, srv *testserver.Server, cfg nodelifecycle.Config) {
 	t.Helper()
-	c := nodelifecycle.New(srv.Client, cfg)
+	// The test owns the informer factory, as a process does: started
+	// after the controller registered its handlers, shut down after it
+	// stopped.
+	factory := sharedinformers.NewFactory(srv.Client)
+	c, err := nodelifecycle.New(srv.Client, factory, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
 	t.Cleanup(func() {
@@ -70,6 +79,7 @@ func startController(t *testing.T, srv *testserver.Server, cfg nodelifecycle.Con
 		if err := <-done; err != nil {
 			t.Errorf("node lifecycle controller: %v", err)
 		}
+		factory.Shutdown()
 		closeIdleConnections(t, srv)
 	})
 }

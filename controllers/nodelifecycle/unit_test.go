@@ -8,13 +8,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// newUnstarted returns a controller whose methods a test calls directly:
+// its informers never start, and its queues (which Start would shut down)
+// are shut down when the test ends.
+func newUnstarted(t *testing.T, client kubernetes.Interface, cfg Config) *Controller {
+	t.Helper()
+	c, err := New(client, sharedinformers.NewFactory(client), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.shutDownQueues)
+	return c
+}
 
 func TestEvictionDecision(t *testing.T) {
 	unreachable := v1.Taint{Key: v1.TaintNodeUnreachable, Effect: v1.TaintEffectNoExecute}
@@ -82,7 +97,7 @@ func TestNoScheduleTaintDiff(t *testing.T) {
 }
 
 func TestZoneState(t *testing.T) {
-	c := New(fake.NewClientset(), Config{Logger: quiet})
+	c := newUnstarted(t, fake.NewClientset(), Config{Logger: quiet})
 	cond := func(s v1.ConditionStatus) *v1.NodeCondition { return &v1.NodeCondition{Type: v1.NodeReady, Status: s} }
 	T, F, U := cond(v1.ConditionTrue), cond(v1.ConditionFalse), cond(v1.ConditionUnknown)
 	tests := []struct {
@@ -119,7 +134,7 @@ func TestZoneState(t *testing.T) {
 func TestFullDisruption(t *testing.T) {
 	tainted := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1.NodeSpec{Taints: []v1.Taint{unreachableTaint}}}
 	client := fake.NewClientset(tainted)
-	c := New(client, Config{Logger: quiet})
+	c := newUnstarted(t, client, Config{Logger: quiet})
 	c.tainters[""] = newZoneTainter(c.cfg.EvictionRate, c.cfg.Clock)
 	c.zoneStates[""] = stateNormal
 	c.tainters[""].add("b")
@@ -150,7 +165,7 @@ func TestFullDisruption(t *testing.T) {
 }
 
 func TestZoneTainter(t *testing.T) {
-	c := New(fake.NewClientset(), Config{Logger: quiet, EvictionRate: 1000})
+	c := newUnstarted(t, fake.NewClientset(), Config{Logger: quiet, EvictionRate: 1000})
 	z := newZoneTainter(1000, c.cfg.Clock)
 	if !z.add("a") || z.add("a") {
 		t.Fatal("add is not unique")

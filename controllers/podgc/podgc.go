@@ -71,28 +71,46 @@ const (
 	messageNodeGone       = "PodGC: node no longer exists"
 )
 
-// Controller collects pods. Create it with New or NewForConfig and run it
-// with Start.
+// Controller collects pods. Create it with New or NewForConfig on the
+// process's shared informer factory and run it with Start.
 type Controller struct {
 	client kubernetes.Interface
 	cfg    Config
 	log    *slog.Logger
 
+	pods       corelisters.PodLister
+	nodes      corelisters.NodeLister
+	podSynced  cache.InformerSynced
+	nodeSynced cache.InformerSynced
+
 	// set by Start
-	pods      corelisters.PodLister
-	nodes     corelisters.NodeLister
 	nodeQueue workqueue.TypedDelayingInterface[string]
 	started   atomic.Bool
 }
 
-// New returns a controller that talks to the API server through client.
-func New(client kubernetes.Interface, cfg Config) *Controller {
+// New returns a controller that reads pods and nodes from factory's
+// informers (all pods: unscheduled terminating pods are collected too) and
+// writes through client. factory's owner starts the factory after New and
+// shuts it down after Start returned; its transform must keep what pod GC
+// reads (sharedinformers.Transform does).
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) *Controller {
 	cfg = cfg.withDefaults()
-	return &Controller{client: client, cfg: cfg, log: cfg.Logger.With("controller", "podgc")}
+	podInformer := factory.Core().V1().Pods()
+	nodeInformer := factory.Core().V1().Nodes()
+	return &Controller{
+		client:     client,
+		cfg:        cfg,
+		log:        cfg.Logger.With("controller", "podgc"),
+		pods:       podInformer.Lister(),
+		nodes:      nodeInformer.Lister(),
+		podSynced:  podInformer.Informer().HasSynced,
+		nodeSynced: nodeInformer.Informer().HasSynced,
+	}
 }
 
-// NewForConfig returns a controller for the server restConfig points at.
-func NewForConfig(restConfig *rest.Config, cfg Config) (*Controller, error) {
+// NewForConfig returns New with a client of its own (user agent
+// pod-garbage-collector unless set) for the server restConfig points at.
+func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
 	rc := rest.CopyConfig(restConfig)
 	if rc.UserAgent == "" {
 		rc.UserAgent = "pod-garbage-collector"
@@ -101,32 +119,19 @@ func NewForConfig(restConfig *rest.Config, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pod GC: %w", err)
 	}
-	return New(client, cfg), nil
+	return New(client, factory, cfg), nil
 }
 
-// Start runs the controller until ctx ends. It returns nil when ctx ends
+// Start runs the controller until ctx ends, once its informers have
+// synced (the factory's owner starts them). It returns nil when ctx ends
 // and an error when it cannot start; it runs once.
 func (c *Controller) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("pod GC: already started")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	c.nodeQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: c.cfg.Clock})
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithTransform(strip))
-	podInformer := factory.Core().V1().Pods()
-	nodeInformer := factory.Core().V1().Nodes()
-	c.pods = podInformer.Lister()
-	c.nodes = nodeInformer.Lister()
-	podSynced := podInformer.Informer().HasSynced
-	nodeSynced := nodeInformer.Informer().HasSynced
-	defer func() {
-		cancel()
-		c.nodeQueue.ShutDown()
-		factory.Shutdown()
-	}()
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podSynced, nodeSynced) {
+	defer c.nodeQueue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.podSynced, c.nodeSynced) {
 		return nil
 	}
 	c.log.Info("pod GC started", "period", c.cfg.Period, "quarantine", c.cfg.Quarantine, "terminatedPodThreshold", c.cfg.TerminatedPodThreshold)
@@ -350,26 +355,4 @@ func hasTaintKey(node *v1.Node, key string) bool {
 		}
 	}
 	return false
-}
-
-// strip keeps, of the pods and nodes the informers store, what pod GC reads.
-func strip(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *v1.Pod:
-		return &v1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion,
-				CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp,
-			},
-			Spec:   v1.PodSpec{NodeName: o.Spec.NodeName},
-			Status: v1.PodStatus{Phase: o.Status.Phase, Reason: o.Status.Reason},
-		}, nil
-	case *v1.Node:
-		return &v1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion},
-			Spec:       v1.NodeSpec{Taints: o.Spec.Taints},
-			Status:     v1.NodeStatus{Conditions: o.Status.Conditions},
-		}, nil
-	}
-	return obj, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/controllers/podgc"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,8 +41,12 @@ func startGC(t *testing.T, srv *testserver.Server, cfg podgc.Config) {
 	if cfg.Period == 0 {
 		cfg.Period = 50 * time.Millisecond
 	}
-	gc := podgc.New(srv.Client, cfg)
+	// The test owns the informer factory, as a process does: started
+	// after the controller took its informers, shut down after it stopped.
+	factory := sharedinformers.NewFactory(srv.Client)
+	gc := podgc.New(srv.Client, factory, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
 	done := make(chan error, 1)
 	go func() { done <- gc.Start(ctx) }()
 	t.Cleanup(func() {
@@ -49,6 +54,7 @@ func startGC(t *testing.T, srv *testserver.Server, cfg podgc.Config) {
 		if err := <-done; err != nil {
 			t.Errorf("pod GC: %v", err)
 		}
+		factory.Shutdown()
 		// net/http's Server.Shutdown waits up to 5s for connections that
 		// never carried a request; close the client's unused ones.
 		if rt, err := rest.TransportFor(srv.Config); err == nil {

@@ -1,0 +1,124 @@
+// Package sharedinformers builds the one informer factory that the
+// controllers of a process share, as kube-controller-manager shares one
+// SharedInformerFactory: one cache and one watch per resource, however many
+// controllers read it.
+//
+// Lifetime: the process that composes the controllers owns the factory. It
+// builds it, constructs every controller on it (each registers its
+// informers, indexers and event handlers in its constructor), then runs it
+// (Run, or Start and Shutdown) once; the controllers' Start methods only
+// wait for the caches to sync. Informers requested after the factory
+// started are not started (a controller constructed too late waits
+// forever for its caches).
+//
+// Memory: the factory's transform (Transform) keeps, of every pod, only the
+// union of what the controllers sharing it read: a pod field a controller
+// starts to read must be kept there.
+package sharedinformers
+
+import (
+	"context"
+	"fmt"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// UserAgent is the user agent of the factory's client when built from a
+// rest.Config, kube-controller-manager's name for it.
+const UserAgent = "shared-informers"
+
+// NewFactory returns a factory whose informers list and watch through
+// client, never resync, and store what Transform keeps.
+func NewFactory(client kubernetes.Interface) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTransform(Transform))
+}
+
+// NewFactoryForConfig returns NewFactory for the server restConfig points
+// at, through a client of its own (user agent UserAgent unless set).
+func NewFactoryForConfig(restConfig *rest.Config) (informers.SharedInformerFactory, error) {
+	rc := rest.CopyConfig(restConfig)
+	if rc.UserAgent == "" {
+		rc.UserAgent = UserAgent
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("shared informers: %w", err)
+	}
+	return NewFactory(client), nil
+}
+
+// Run starts the informers requested from factory so far and, when ctx
+// ends, stops them and returns once their goroutines have returned. Call
+// it once, after every controller sharing factory has been constructed.
+func Run(ctx context.Context, factory informers.SharedInformerFactory) {
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
+}
+
+// Transform is the factory's transform: it keeps what the controllers read
+// of the objects the informers store.
+//
+//   - Pods keep the union of what node lifecycle, pod GC and disruption
+//     read (see stripPod). None of them writes a pod built from its cached
+//     copy: they patch, or read the whole pod from the server first.
+//   - Nodes are kept whole: node lifecycle writes node status from its
+//     cached copy (kube's node controller does the same), so a field
+//     dropped here would be dropped on the server.
+//   - Budgets and leases lose their managedFields, which nothing reads (the
+//     disruption controller's budget status writes, from its cached copy,
+//     never carried them; corekube's server drops them on writes anyway).
+//
+// It is idempotent: client-go may hand it an object it already transformed.
+func Transform(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *v1.Pod:
+		return stripPod(o), nil
+	case *policyv1.PodDisruptionBudget:
+		o.ManagedFields = nil
+	case *coordinationv1.Lease:
+		o.ManagedFields = nil
+	}
+	return obj, nil
+}
+
+// stripPod keeps of pod:
+//
+//   - name, namespace, uid, resourceVersion: keys, preconditions, event
+//     references (all three);
+//   - labels: budget selectors (disruption);
+//   - creationTimestamp: deletion order (pod GC);
+//   - deletionTimestamp (all three);
+//   - spec.nodeName (node lifecycle, pod GC); spec.tolerations: NoExecute
+//     eviction (node lifecycle);
+//   - status.phase (all three); status.reason: evicted pods go first
+//     (pod GC);
+//   - the Ready and DisruptionTarget conditions: healthy pods, stale
+//     disruption conditions (disruption), marking pods not ready and
+//     eviction (node lifecycle).
+//
+// A new pod is built rather than the decoded one trimmed, so that nothing
+// else the decoder allocated stays reachable.
+func stripPod(pod *v1.Pod) *v1.Pod {
+	out := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+			Labels:            pod.Labels,
+			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
+		},
+		Spec:   v1.PodSpec{NodeName: pod.Spec.NodeName, Tolerations: pod.Spec.Tolerations},
+		Status: v1.PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason},
+	}
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == v1.PodReady || cond.Type == v1.DisruptionTarget {
+			out.Status.Conditions = append(out.Status.Conditions, cond)
+		}
+	}
+	return out
+}
