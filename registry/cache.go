@@ -19,9 +19,9 @@ func (s *Store) Run(ctx context.Context) error {
 }
 
 // decodeForCache decodes a stored object for the cache, with the labels and
-// fields selectors match on: once per written revision (the cache keeps the
-// attributes and the encoding), and whenever the cache decodes an object on
-// demand.
+// fields selectors match on, once per written revision (the cache keeps the
+// attributes and the encoding). Objects decoded on demand skip the
+// attributes (s.decode).
 func (s *Store) decodeForCache(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
 	obj, err := s.decode(kv)
 	if err != nil {

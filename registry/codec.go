@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/watch/rawjson"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // encode serializes obj for storage: with its kind and apiVersion, without
@@ -46,4 +50,126 @@ func (s *Store) decode(kv storage.KV) (runtime.Object, error) {
 
 func (s *Store) setTypeMeta(obj runtime.Object) {
 	obj.GetObjectKind().SetGroupVersionKind(s.info.GroupVersion().WithKind(s.info.Kind))
+}
+
+// DecodeObjectMeta decodes the JSON of an ObjectMeta into m as json.Unmarshal
+// would, several times faster: it reads the common fields itself and leaves
+// only the rare, nested ones (ownerReferences, managedFields) to
+// encoding/json. Partial decodes of cached objects (Table rows,
+// PartialObjectMetadata) spend most of their time here.
+func DecodeObjectMeta(data []byte, m *metav1.ObjectMeta) error {
+	it := rawjson.NewObject(data)
+	for it.Next() {
+		value := it.Value()
+		var err error
+		switch string(it.Key()) {
+		case "name":
+			m.Name, err = rawjson.String(value)
+		case "generateName":
+			m.GenerateName, err = rawjson.String(value)
+		case "namespace":
+			m.Namespace, err = rawjson.String(value)
+		case "selfLink":
+			m.SelfLink, err = rawjson.String(value)
+		case "uid":
+			var uid string
+			uid, err = rawjson.String(value)
+			m.UID = types.UID(uid)
+		case "resourceVersion":
+			m.ResourceVersion, err = rawjson.String(value)
+		case "generation":
+			if string(value) != "null" {
+				m.Generation, err = strconv.ParseInt(string(value), 10, 64)
+			}
+		case "creationTimestamp":
+			m.CreationTimestamp, err = DecodeTime(value)
+		case "deletionTimestamp":
+			m.DeletionTimestamp, err = decodeTimePtr(value)
+		case "deletionGracePeriodSeconds":
+			if string(value) != "null" {
+				var n int64
+				n, err = strconv.ParseInt(string(value), 10, 64)
+				m.DeletionGracePeriodSeconds = &n
+			}
+		case "labels":
+			m.Labels, err = decodeStringMap(value)
+		case "annotations":
+			m.Annotations, err = decodeStringMap(value)
+		case "finalizers":
+			m.Finalizers, err = decodeStrings(value)
+		case "ownerReferences":
+			err = json.Unmarshal(value, &m.OwnerReferences)
+		case "managedFields":
+			err = json.Unmarshal(value, &m.ManagedFields)
+		default:
+			// Unknown fields are ignored, as encoding/json does.
+		}
+		if err != nil {
+			return fmt.Errorf("metadata.%s: %w", it.Key(), err)
+		}
+	}
+	return it.Err()
+}
+
+func decodeTimePtr(value []byte) (*metav1.Time, error) {
+	if string(value) == "null" {
+		return nil, nil
+	}
+	t, err := DecodeTime(value)
+	return &t, err
+}
+
+// decodeTime is metav1.Time's UnmarshalJSON without its inner
+// json.Unmarshal of the string.
+func DecodeTime(value []byte) (metav1.Time, error) {
+	if string(value) == "null" {
+		return metav1.Time{}, nil
+	}
+	s, err := rawjson.String(value)
+	if err != nil {
+		return metav1.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return metav1.Time{}, err
+	}
+	return metav1.NewTime(t.Local()), nil
+}
+
+// decodeStringMap decodes a JSON object of strings: nil for null, an empty
+// map for {} (as encoding/json).
+func decodeStringMap(value []byte) (map[string]string, error) {
+	if string(value) == "null" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	it := rawjson.NewObject(value)
+	for it.Next() {
+		k, err := rawjson.Unescape(it.Key())
+		if err != nil {
+			return nil, err
+		}
+		if m[k], err = rawjson.String(it.Value()); err != nil {
+			return nil, err
+		}
+	}
+	return m, it.Err()
+}
+
+// decodeStrings decodes a JSON array of strings: nil for null, an empty
+// slice for [] (as encoding/json).
+func decodeStrings(value []byte) ([]string, error) {
+	if string(value) == "null" {
+		return nil, nil
+	}
+	out := []string{}
+	it := rawjson.NewArray(value)
+	for it.Next() {
+		s, err := rawjson.String(it.Value())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, it.Err()
 }

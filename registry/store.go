@@ -81,6 +81,7 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		Storage:          st,
 		Prefix:           s.prefix,
 		Decode:           s.decodeForCache,
+		DecodeObject:     s.decode,
 		WindowSize:       opts.WatchCacheSize,
 		BookmarkInterval: opts.BookmarkInterval,
 		Logger:           opts.Logger,

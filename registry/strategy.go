@@ -154,6 +154,19 @@ type TableConvertor interface {
 	TableRow(obj runtime.Object, now time.Time) (metav1.TableRow, error)
 }
 
+// TableDecoder is implemented by TableConvertors that can decode an object
+// for printing faster than a full decode (pods: ~4× faster, most of a
+// pod being what no column shows). A Table LIST served from the watch
+// cache decodes its items with it, unless the Table includes whole
+// objects.
+type TableDecoder interface {
+	// DecodeForTable decodes data, the object's JSON as json.Marshal writes
+	// it (resourceVersion included), into a new object holding the whole
+	// ObjectMeta and at least what TableRow reads; the rest may be left
+	// empty.
+	DecodeForTable(data []byte) (runtime.Object, error)
+}
+
 // TTLStrategy is implemented by resources whose objects expire (events:
 // kube-apiserver's --event-ttl). It is kube's generic Store TTLFunc as the
 // events registry uses it: one TTL for every object, applied on create and

@@ -35,7 +35,7 @@ type Object struct {
 	Fields   fields.Set
 
 	json   []byte
-	decode DecodeFunc // nil for bookmarks
+	decode ObjectDecodeFunc // nil for bookmarks
 
 	// shared is the decoded object, once Shared has been asked for it.
 	sharedOnce sync.Once
@@ -57,8 +57,7 @@ func (o *Object) Decode() (runtime.Object, error) {
 	if o.decode == nil {
 		return nil, errors.New("watch: object cannot be decoded")
 	}
-	obj, _, _, err := o.decode(storage.KV{Key: o.Key, Value: o.json, Revision: o.Revision})
-	return obj, err
+	return o.decode(storage.KV{Key: o.Key, Value: o.json, Revision: o.Revision})
 }
 
 // Shared returns the decoded object, decoding it on the first call and
@@ -73,10 +72,13 @@ func (o *Object) Shared() (runtime.Object, error) {
 
 // DecodeFunc turns a stored value into an object (with its resourceVersion
 // set from kv.Revision) and the labels and fields selectors match on. The
-// cache calls it once per written revision, for the attributes, and again
-// whenever an Object is decoded on demand, then with the Object's own JSON
-// as kv.Value.
+// cache calls it once per written revision, for the attributes.
 type DecodeFunc func(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error)
+
+// ObjectDecodeFunc turns a stored value into an object, with its
+// resourceVersion set from kv.Revision. Object.Decode calls it with the
+// Object's own JSON as kv.Value.
+type ObjectDecodeFunc func(kv storage.KV) (runtime.Object, error)
 
 // EventType says what happened to an object.
 type EventType string
@@ -109,6 +111,10 @@ type Config struct {
 	// Prefix is the resource's key prefix, ending in "/".
 	Prefix string
 	Decode DecodeFunc
+	// DecodeObject decodes an Object on demand (Object.Decode). It saves
+	// the attributes Decode computes, which a reader of the object does
+	// not need; nil means Decode.
+	DecodeObject ObjectDecodeFunc
 	// WindowSize is how many recent events are kept for watches that start
 	// from a past resourceVersion.
 	WindowSize int
@@ -163,6 +169,13 @@ func New(cfg Config) *Cache {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.DecodeObject == nil && cfg.Decode != nil {
+		decode := cfg.Decode
+		cfg.DecodeObject = func(kv storage.KV) (runtime.Object, error) {
+			obj, _, _, err := decode(kv)
+			return obj, err
+		}
 	}
 	return &Cache{
 		cfg:       cfg,
@@ -264,7 +277,7 @@ func (c *Cache) decode(kv storage.KV) (*Object, error) {
 			return nil, fmt.Errorf("encode %s: %w", kv.Key, err)
 		}
 	}
-	return &Object{Key: kv.Key, Revision: kv.Revision, Labels: l, Fields: f, json: data, decode: c.cfg.Decode}, nil
+	return &Object{Key: kv.Key, Revision: kv.Revision, Labels: l, Fields: f, json: data, decode: c.cfg.DecodeObject}, nil
 }
 
 // attrs returns an Object carrying only o's attributes, for event.prev.
