@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -140,7 +139,7 @@ type Cache struct {
 	// advanced is closed (and replaced) whenever rev moves or ready flips.
 	advanced chan struct{}
 	ready    bool
-	items    map[string]*Object
+	items    ordered
 	rev      int64 // the state reflects every change up to rev
 	// window holds the most recent events in revision order; every event
 	// after floor is in it.
@@ -181,7 +180,6 @@ func New(cfg Config) *Cache {
 		cfg:       cfg,
 		log:       cfg.Logger.With("cache", cfg.Prefix),
 		advanced:  make(chan struct{}),
-		items:     map[string]*Object{},
 		window:    make([]*event, cfg.WindowSize),
 		watchers:  map[*watcher]struct{}{},
 		byIndex:   map[string]map[*watcher]struct{}{},
@@ -212,7 +210,7 @@ func (c *Cache) Run(ctx context.Context) error {
 }
 
 func (c *Cache) listAndWatch(ctx context.Context) error {
-	items := map[string]*Object{}
+	var items ordered
 	opts := storage.ListOptions{Limit: 1000}
 	var rev int64
 	for {
@@ -225,7 +223,7 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			items[kv.Key] = obj
+			items.put(obj) // etcd lists in key order: an append
 		}
 		rev = page.Revision
 		if page.NextKey == "" {
@@ -309,17 +307,17 @@ func (c *Cache) apply(se storage.Event) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ev := &event{obj: obj, prev: attrs(c.items[se.KV.Key])}
+	ev := &event{obj: obj}
 	switch se.Type {
 	case storage.Deleted:
 		ev.typ = Deleted
-		delete(c.items, se.KV.Key)
+		ev.prev = attrs(c.items.remove(se.KV.Key))
 	case storage.Added:
 		ev.typ = Added
-		c.items[se.KV.Key] = obj
+		ev.prev = attrs(c.items.put(obj))
 	default:
 		ev.typ = Modified
-		c.items[se.KV.Key] = obj
+		ev.prev = attrs(c.items.put(obj))
 	}
 	c.rev = obj.Revision
 	c.push(ev)
@@ -511,17 +509,14 @@ func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (Snapshot, error
 	}
 	prefix := c.cfg.Prefix + opts.Prefix
 	c.mu.RLock()
-	snap := Snapshot{Revision: c.rev, Items: make([]*Object, 0, len(c.items))}
-	for key, obj := range c.items {
-		if !strings.HasPrefix(key, prefix) || key < opts.StartKey {
-			continue
-		}
+	snap := Snapshot{Revision: c.rev, Items: []*Object{}}
+	c.items.ascend(prefix, opts.StartKey, func(obj *Object) bool {
 		if opts.Match == nil || opts.Match(obj) {
 			snap.Items = append(snap.Items, obj)
 		}
-	}
+		return true
+	})
 	c.mu.RUnlock()
-	sort.Slice(snap.Items, func(i, j int) bool { return snap.Items[i].Key < snap.Items[j].Key })
 	return snap, nil
 }
 
@@ -538,7 +533,7 @@ type Stats struct {
 func (c *Cache) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return Stats{Objects: len(c.items), Watchers: len(c.watchers), Revision: c.rev, SlowWatchersClosed: c.slowWatchersClosed}
+	return Stats{Objects: c.items.len(), Watchers: len(c.watchers), Revision: c.rev, SlowWatchersClosed: c.slowWatchersClosed}
 }
 
 // SlowWatchersClosed counts watchers closed for falling behind.
@@ -551,6 +546,5 @@ func (c *Cache) Get(key string) (*Object, bool) {
 	if !c.ready {
 		return nil, false
 	}
-	obj, ok := c.items[key]
-	return obj, ok
+	return c.items.get(key)
 }

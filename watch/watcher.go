@@ -2,7 +2,6 @@ package watch
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"sync"
 
@@ -128,12 +127,12 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	switch {
 	case opts.SendInitial:
 		w.after = c.rev
-		for key, obj := range c.items {
-			if strings.HasPrefix(key, w.prefix) && match(obj) {
+		c.items.ascend(w.prefix, "", func(obj *Object) bool {
+			if match(obj) {
 				first = append(first, Event{Type: Added, Object: obj})
 			}
-		}
-		sort.Slice(first, func(i, j int) bool { return first[i].Object.Key < first[j].Object.Key })
+			return true
+		})
 		if opts.InitialEventsEnd {
 			first = append(first, Event{Type: Bookmark, Object: &Object{Revision: c.rev}, InitialEventsEnd: true})
 		}
