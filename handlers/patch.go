@@ -40,6 +40,9 @@ func (q *request) patch() {
 		q.fail(err)
 		return
 	}
+	if !q.acceptable() {
+		return
+	}
 	body, err := readBody(q.w, q.r)
 	if err != nil {
 		q.fail(err)

@@ -5,107 +5,70 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"mime"
 	"net/http"
 	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
-// mediaType is a negotiated response encoding.
-type mediaType int
-
-const (
-	mediaJSON mediaType = iota
-	mediaYAML
-)
-
-// errNotAcceptable is kube's 406, word for word (kube lists the encodings
-// of its serializers, protobuf included).
-var errNotAcceptable = newStatusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable,
-	"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf")
-
-// negotiate picks the response encoding from the Accept header, kube style:
-// the first acceptable entry wins; an Accept header with nothing acceptable
-// is 406.
-func negotiate(r *http.Request) (mediaType, error) {
-	mt, _, err := negotiateTarget(r)
-	return mt, err
-}
-
-// negotiateTarget is negotiate that also returns the form (Table,
-// PartialObjectMetadata[List]) the accepted entry asks for with its as, g
-// and v parameters; nil for the object itself (see table.go).
-func negotiateTarget(r *http.Request) (mediaType, *schema.GroupVersionKind, error) {
-	accept := r.Header.Get("Accept")
-	if accept == "" {
-		return mediaJSON, nil, nil
-	}
-	for _, part := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-		if err != nil {
-			continue
-		}
-		target, ok := acceptTarget(params)
-		if !ok {
-			continue
-		}
-		switch mt {
-		case "application/json", "application/*", "*/*":
-			return mediaJSON, target, nil
-		case "application/yaml":
-			return mediaYAML, target, nil
-		}
-	}
-	return mediaJSON, nil, errNotAcceptable
-}
-
-// prettyAgents get indented JSON, as kube gives them.
-func wantsPretty(r *http.Request) bool {
-	if p := r.URL.Query().Get("pretty"); p != "" {
-		b, _ := strconv.ParseBool(p)
-		return b
-	}
-	ua := r.UserAgent()
-	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
-}
-
-// writeObject encodes obj in the negotiated media type with the status code.
-func writeObject(w http.ResponseWriter, r *http.Request, code int, obj any) {
-	mt, err := negotiate(r)
+// writeObject answers obj with the status code in the encoding the Accept
+// header negotiates for a resource endpoint. Nothing acceptable is kube's
+// 406, in JSON.
+func writeObject(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object) {
+	n, err := negotiate(r)
 	if err != nil {
-		// The error itself still needs an encoding: JSON.
-		mt = mediaJSON
-		if obj, code = statusFor(err); code == 0 {
-			code = http.StatusNotAcceptable
-		}
-	}
-	var data []byte
-	switch mt {
-	case mediaYAML:
-		data, err = yaml.Marshal(obj)
-		w.Header().Set("Content-Type", "application/yaml")
-	default:
-		if wantsPretty(r) {
-			data, err = json.MarshalIndent(obj, "", "  ")
-		} else {
-			data, err = json.Marshal(obj)
-		}
-		w.Header().Set("Content-Type", "application/json")
-	}
-	if err != nil {
-		slog.Error("encode response", "err", err)
-		http.Error(w, "internal error encoding the response", http.StatusInternalServerError)
+		status, statusCode := statusFor(err)
+		writeRawJSON(w, statusCode, status)
 		return
 	}
-	if mt == mediaJSON {
-		data = append(data, '\n')
+	writeNegotiated(w, r, code, obj, n)
+}
+
+// writeNegotiated answers obj with the status code in n's encoding.
+func writeNegotiated(w http.ResponseWriter, r *http.Request, code int, obj runtime.Object, n negotiation) {
+	var data []byte
+	var err error
+	switch n.media {
+	case mediaYAML:
+		data, err = yaml.Marshal(obj)
+	case mediaProtobuf:
+		data, err = encodeProtobuf(obj, schema.GroupVersion{Version: "v1"})
+	default:
+		if wantsPretty(r, n) {
+			// kube's pretty JSON has no final newline, its compact
+			// JSON has one (json.Encoder's).
+			data, err = json.MarshalIndent(obj, "", "  ")
+		} else if data, err = json.Marshal(obj); err == nil {
+			data = append(data, '\n')
+		}
 	}
+	if err != nil {
+		if code >= http.StatusBadRequest {
+			// Already an error: answer it in JSON rather than hide it.
+			loggerFrom(r.Context()).Error("encode response", "method", r.Method, "path", r.URL.Path, "media", n.media, "err", err)
+			writeRawJSON(w, code, obj)
+			return
+		}
+		WriteError(w, r, apierrors.NewInternalError(fmt.Errorf("encode the response as %s: %w", n.media, err)))
+		return
+	}
+	w.Header().Set("Content-Type", n.media.contentType())
+	writeEncoded(w, code, data)
+}
+
+// writeRawJSON answers obj as indented JSON, kube's answer when even an
+// error cannot be negotiated (responsewriters.WriteRawJSON).
+func writeRawJSON(w http.ResponseWriter, code int, obj any) {
+	data, err := json.MarshalIndent(obj, "", "  ")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	writeEncoded(w, code, data)
 }
 
@@ -122,18 +85,27 @@ func writeEncoded(w http.ResponseWriter, code int, data []byte) {
 	_, _ = w.Write(data)
 }
 
-// WriteError answers err as a Kubernetes Status. Anything that is not
-// already a Status error is an internal error: logged, and a 500.
+// WriteError answers err as a Kubernetes Status, in the encoding the
+// Accept header negotiates (protobuf too), as kube's ErrorNegotiated: an
+// entry asking for another form (a Table) is passed over, and nothing
+// acceptable answers the Status as JSON. Anything that is not already a
+// Status error is an internal error: logged through the request's logger
+// (WithLogger), and a 500.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := statusFor(err)
 	if code == http.StatusInternalServerError && r.Context().Err() == nil {
 		// A request its client gave up on is no server error.
-		slog.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		loggerFrom(r.Context()).Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if status.Details != nil && status.Details.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(status.Details.RetryAfterSeconds)))
 	}
-	writeObject(w, r, code, status)
+	n, ok := plainEndpoint.negotiate(r.Header.Get("Accept"))
+	if !ok {
+		writeRawJSON(w, code, status)
+		return
+	}
+	writeNegotiated(w, r, code, status, n)
 }
 
 func statusFor(err error) (*metav1.Status, int) {

@@ -28,6 +28,17 @@ func (q *request) ctx() context.Context { return q.r.Context() }
 
 func (q *request) fail(err error) { WriteError(q.w, q.r, err) }
 
+// acceptable answers kube's 406 and returns false when nothing the Accept
+// header lists can be answered. Every verb checks it before acting, as
+// kube's handlers do, so that a create is not done and then refused.
+func (q *request) acceptable() bool {
+	if _, err := negotiate(q.r); err != nil {
+		q.fail(err)
+		return false
+	}
+	return true
+}
+
 // respond answers obj in the negotiated form (table.go): the object
 // itself, a Table or PartialObjectMetadata.
 func (q *request) respond(code int, obj runtime.Object) {
@@ -45,8 +56,7 @@ func (q *request) gvk() schema.GroupVersionKind {
 }
 
 func (q *request) get() {
-	if _, err := negotiate(q.r); err != nil {
-		q.fail(err)
+	if !q.acceptable() {
 		return
 	}
 	obj, err := q.store.Get(q.ctx(), q.info.Namespace, q.info.Name, &metav1.GetOptions{})
@@ -68,7 +78,7 @@ func (q *request) listOptions() (*metainternalversion.ListOptions, error) {
 }
 
 func (q *request) list() {
-	mt, err := negotiate(q.r)
+	n, err := negotiate(q.r)
 	if err != nil {
 		q.fail(err)
 		return
@@ -88,8 +98,9 @@ func (q *request) list() {
 		return
 	}
 	// Plain compact JSON is assembled from the cached encodings of the
-	// items; every other form goes through the typed list.
-	if t, err := q.transformer(); err == nil && t == nil && mt == mediaJSON && !wantsPretty(q.r) {
+	// items; every other form, protobuf included, goes through the typed
+	// list, decoded for this answer.
+	if n.target == nil && n.media == mediaJSON && !wantsPretty(q.r, n) {
 		data, err := page.AppendJSON(nil)
 		if err != nil {
 			q.fail(err)
@@ -142,6 +153,9 @@ func (q *request) dryRun(optionsKind string) (bool, error) {
 }
 
 func (q *request) create() {
+	if !q.acceptable() {
+		return
+	}
 	dryRun, err := q.dryRun("CreateOptions")
 	if err != nil {
 		q.fail(err)
@@ -161,6 +175,9 @@ func (q *request) create() {
 }
 
 func (q *request) update() {
+	if !q.acceptable() {
+		return
+	}
 	dryRun, err := q.dryRun("UpdateOptions")
 	if err != nil {
 		q.fail(err)
@@ -200,6 +217,9 @@ func (q *request) update() {
 }
 
 func (q *request) delete() {
+	if !q.acceptable() {
+		return
+	}
 	opts, err := q.deleteOptions()
 	if err != nil {
 		q.fail(err)
@@ -224,6 +244,9 @@ func (q *request) delete() {
 }
 
 func (q *request) deleteCollection() {
+	if !q.acceptable() {
+		return
+	}
 	opts, err := q.deleteOptions()
 	if err != nil {
 		q.fail(err)
@@ -280,6 +303,9 @@ func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 }
 
 func (q *request) createSubresource(c Creater) {
+	if !q.acceptable() {
+		return
+	}
 	dryRun, err := q.dryRun("CreateOptions")
 	if err != nil {
 		q.fail(err)

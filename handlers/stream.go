@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 )
 
@@ -24,8 +23,7 @@ type ResourceStreamer interface {
 // GetResourceWithOptions, the Accept header is checked first (406), then
 // the Getter decodes its options and acts.
 func (q *request) getSubresource(g Getter) {
-	if _, err := negotiate(q.r); err != nil {
-		q.fail(err)
+	if !q.acceptable() {
 		return
 	}
 	out, err := g.Get(q.ctx(), q.info.Namespace, q.info.Name, q.r.URL.Query())
@@ -71,7 +69,7 @@ func writeStream(w http.ResponseWriter, r *http.Request, code int, s ResourceStr
 	}
 	if _, err := io.Copy(dst, in); err != nil && !errors.Is(err, context.Canceled) {
 		// The answer has begun: all that is left is to stop.
-		slog.Debug("stream ended early", "path", r.URL.Path, "err", err)
+		loggerFrom(r.Context()).Debug("stream ended early", "path", r.URL.Path, "err", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"fmt"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -28,29 +27,9 @@ import (
 //   - as=PartialObjectMetadata / as=PartialObjectMetadataList: the metadata
 //     of an object / of a list's items.
 //
-// Any other as/g/v makes the entry unacceptable; the next entry may still
-// be served.
-
-// acceptTarget returns the form an Accept entry's parameters ask for: nil
-// for the object itself, or the meta.k8s.io kind. ok is false when they ask
-// for something this server does not produce.
-func acceptTarget(params map[string]string) (target *schema.GroupVersionKind, ok bool) {
-	as, hasAs := params["as"]
-	g, hasG := params["g"]
-	v, hasV := params["v"]
-	if !hasAs && !hasG && !hasV {
-		return nil, true
-	}
-	gvk := schema.GroupVersionKind{Group: g, Version: v, Kind: as}
-	if gv := gvk.GroupVersion(); gv != metav1.SchemeGroupVersion && gv != metav1beta1.SchemeGroupVersion {
-		return nil, false
-	}
-	switch gvk.Kind {
-	case "Table", "PartialObjectMetadata", "PartialObjectMetadataList":
-		return &gvk, true
-	}
-	return nil, false
-}
+// Which as/g/v an entry may ask for, and in which encodings, is decided
+// in negotiate.go: any other makes the entry unacceptable; the next entry
+// may still be served.
 
 // transformer turns the objects of one response into the negotiated form.
 type transformer struct {
@@ -64,12 +43,12 @@ type transformer struct {
 // response is the object itself (or the Accept header is unacceptable,
 // which writeObject answers). Invalid Table options are a 400.
 func (q *request) transformer() (*transformer, error) {
-	_, target, err := negotiateTarget(q.r)
-	if err != nil || target == nil {
+	n, err := negotiate(q.r)
+	if err != nil || n.target == nil {
 		return nil, nil
 	}
-	t := &transformer{target: target, store: q.store, now: time.Now}
-	if target.Kind == "Table" {
+	t := &transformer{target: n.target, store: q.store, now: time.Now}
+	if n.target.Kind == "Table" {
 		if t.options, err = tableOptions(q.r); err != nil {
 			return nil, err
 		}
@@ -119,7 +98,7 @@ func (q *request) watchTransform() (func(runtime.Object) runtime.Object, error) 
 		}
 		out, err := t.transform(obj)
 		if err != nil {
-			slog.Warn("transform watch event", "path", q.r.URL.Path, "target", t.target.Kind, "err", err)
+			loggerFrom(q.ctx()).Warn("transform watch event", "path", q.r.URL.Path, "target", t.target.Kind, "err", err)
 			return obj
 		}
 		if t.options != nil {

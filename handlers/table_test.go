@@ -2,8 +2,6 @@ package handlers
 
 import (
 	"encoding/json"
-	"net/http/httptest"
-	"reflect"
 	"testing"
 	"time"
 
@@ -13,49 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-func TestNegotiateTarget(t *testing.T) {
-	table := func(v string) *schema.GroupVersionKind {
-		return &schema.GroupVersionKind{Group: "meta.k8s.io", Version: v, Kind: "Table"}
-	}
-	cases := []struct {
-		accept string
-		media  mediaType
-		target *schema.GroupVersionKind
-		err    bool
-	}{
-		{"", mediaJSON, nil, false},
-		{"application/json", mediaJSON, nil, false},
-		{"*/*", mediaJSON, nil, false},
-		{"application/yaml", mediaYAML, nil, false},
-		{"application/json;as=Table;v=v1;g=meta.k8s.io", mediaJSON, table("v1"), false},
-		{"application/json;as=Table;v=v1beta1;g=meta.k8s.io", mediaJSON, table("v1beta1"), false},
-		{"application/yaml;as=Table;v=v1;g=meta.k8s.io", mediaYAML, table("v1"), false},
-		{"application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json", mediaJSON, table("v1"), false},
-		{"application/json;as=Table;v=v2;g=meta.k8s.io,application/json", mediaJSON, nil, false},
-		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
-			mediaJSON, &schema.GroupVersionKind{Group: "meta.k8s.io", Version: "v1", Kind: "PartialObjectMetadataList"}, false},
-		{"application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", mediaJSON,
-			&schema.GroupVersionKind{Group: "meta.k8s.io", Version: "v1beta1", Kind: "PartialObjectMetadata"}, false},
-		{"application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json", mediaJSON, nil, false},
-		{"application/json;as=Table;v=v2;g=meta.k8s.io", mediaJSON, nil, true},
-		{"application/json;as=Table;v=v1", mediaJSON, nil, true},
-		{"application/json;v=v1", mediaJSON, nil, true},
-		{"application/yaml;as=Foo", mediaJSON, nil, true},
-		{"application/vnd.kubernetes.protobuf", mediaJSON, nil, true},
-		{"text/html", mediaJSON, nil, true},
-	}
-	for _, c := range cases {
-		r := httptest.NewRequest("GET", "/api/v1/pods", nil)
-		if c.accept != "" {
-			r.Header.Set("Accept", c.accept)
-		}
-		media, target, err := negotiateTarget(r)
-		if media != c.media || !reflect.DeepEqual(target, c.target) || (err != nil) != c.err {
-			t.Errorf("Accept %q: got %v %v %v, want %v %v error=%v", c.accept, media, target, err, c.media, c.target, c.err)
-		}
-	}
-}
 
 // plainStrategy hides a strategy's printer: the resource gets kube's
 // default table.

@@ -21,7 +21,9 @@ const defaultReadHeaderTimeout = 10 * time.Second
 // routes mounts every endpoint behind the filters.
 func (s *Server) routes(api *handlers.API) http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.logRequests)
+	// The handlers log through the server's logger, which every request
+	// carries from here on (the recoverer's answers included).
+	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})
