@@ -152,11 +152,13 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// expiredMarker is how a 410 Expired Status reads in a JSON watch event.
-var expiredMarker = []byte(`"reason":"Expired"`)
+// expiredMarkers are how a 410 Expired Status's reason reads in a watch
+// event: JSON, and protobuf (field 3 of Status, length 7), which client-go's
+// typed clients ask for.
+var expiredMarkers = [][]byte{[]byte(`"reason":"Expired"`), []byte("\x22\x07Expired")}
 
 // watchBody is a watch stream's body: it reports, once, a stream in which
-// expiredMarker appears (even across reads), and ends with io.EOF when cut.
+// an expired marker appears (even across reads), and ends with io.EOF when cut.
 type watchBody struct {
 	io.ReadCloser
 	r     *Recorder
@@ -178,13 +180,17 @@ func (b *watchBody) Read(p []byte) (int, error) {
 	}
 	if n > 0 && !b.found {
 		buf := append(b.tail, p[:n]...)
-		if bytes.Contains(buf, expiredMarker) {
-			b.found = true
-			b.r.mu.Lock()
-			b.r.expired++
-			b.r.mu.Unlock()
+		keep := 0
+		for _, marker := range expiredMarkers {
+			if bytes.Contains(buf, marker) && !b.found {
+				b.found = true
+				b.r.mu.Lock()
+				b.r.expired++
+				b.r.mu.Unlock()
+			}
+			keep = max(keep, len(marker)-1)
 		}
-		keep := min(len(buf), len(expiredMarker)-1)
+		keep = min(len(buf), keep)
 		b.tail = append(b.tail[:0:0], buf[len(buf)-keep:]...)
 	}
 	return n, err

@@ -166,8 +166,15 @@ func TestWatchListClientReadsItsWrites(t *testing.T) {
 		t.Errorf("%d plain LISTs: client-go fell back from the watch-list", n)
 	}
 
-	// The bookmark's blueprint is kube's: base64 of the empty PodList.
-	w, err := cs.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{SendInitialEvents: ptr(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	// The bookmark's blueprint is kube's: base64 of the empty PodList, in
+	// the watch's encoding (JSON here; protobuf clients get protobuf).
+	jsonCfg := rest.CopyConfig(cfg)
+	jsonCfg.ContentType = "application/json"
+	jsonClient, err := kubernetes.NewForConfig(jsonCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := jsonClient.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{SendInitialEvents: ptr(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
