@@ -282,6 +282,10 @@ type procResult struct {
 	rssMeanMiB float64
 	rssMaxMiB  float64
 	hwmMiB     float64
+	// anonMiB and fileMiB split the RSS at the end of the window
+	// (smaps_rollup): heap, stacks and runtime versus mapped files (the
+	// binary, etcd's bbolt mmap).
+	anonMiB, fileMiB float64
 }
 
 func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
@@ -600,6 +604,10 @@ func measure(res *scaleResult, procs []*proc, window time.Duration) error {
 		if err != nil {
 			return err
 		}
+		anon, file, err := procRSSSplit(p.pid())
+		if err != nil {
+			return err
+		}
 		d := float64(t - samples[i].ticks)
 		ours += d
 		res.procs = append(res.procs, procResult{
@@ -608,6 +616,8 @@ func measure(res *scaleResult, procs []*proc, window time.Duration) error {
 			rssMeanMiB: samples[i].rssSum / float64(max(samples[i].n, 1)),
 			rssMaxMiB:  samples[i].rssMax,
 			hwmMiB:     hwm,
+			anonMiB:    anon,
+			fileMiB:    file,
 		})
 	}
 	// utime and stime count in the same clock ticks (clockTicks, USER_HZ)
@@ -667,6 +677,33 @@ func procMemory(pid int) (rss, hwm float64, err error) {
 	return rss, hwm, sc.Err()
 }
 
+// procRSSSplit returns the anonymous and the file-backed resident memory
+// of pid in MiB, from /proc/PID/smaps_rollup (Rss = Anonymous + file pages
+// + shared memory; the last is counted with the files).
+func procRSSSplit(pid int) (anon, file float64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("smaps of process %d: %w", pid, err)
+	}
+	var rss float64
+	for _, line := range strings.Split(string(data), "\n") {
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || (name != "Rss" && name != "Anonymous") {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("smaps of process %d: %s: %w", pid, name, err)
+		}
+		if name == "Rss" {
+			rss = kb / 1024
+		} else {
+			anon = kb / 1024
+		}
+	}
+	return anon, rss - anon, nil
+}
+
 // etcdDBSize is the size of the etcd database file (member/snap/db) under
 // dataDir: the live keys and their history since the last compaction and
 // defragmentation, without the preallocated WAL segments.
@@ -691,9 +728,9 @@ func (r scaleResult) print(w io.Writer, cfg scaleConfig, run int) {
 		r.nodesReady.Round(time.Millisecond), r.created.Round(time.Millisecond),
 		float64(cfg.pods)/r.created.Seconds(), r.allRunning.Round(time.Millisecond))
 	fmt.Fprintf(w, "  steady state: %v after all Running, over %v; CPU %% of one CPU\n", cfg.settle, cfg.window)
-	fmt.Fprintf(w, "  %-12s %8s %14s %13s %14s\n", "process", "CPU %", "RSS mean MiB", "RSS max MiB", "peak RSS MiB")
+	fmt.Fprintf(w, "  %-12s %8s %14s %13s %14s %9s %9s\n", "process", "CPU %", "RSS mean MiB", "RSS max MiB", "peak RSS MiB", "anon MiB", "file MiB")
 	for _, p := range r.procs {
-		fmt.Fprintf(w, "  %-12s %8.1f %14.0f %13.0f %14.0f\n", p.name, p.cpuPercent, p.rssMeanMiB, p.rssMaxMiB, p.hwmMiB)
+		fmt.Fprintf(w, "  %-12s %8.1f %14.0f %13.0f %14.0f %9.0f %9.0f\n", p.name, p.cpuPercent, p.rssMeanMiB, p.rssMaxMiB, p.hwmMiB, p.anonMiB, p.fileMiB)
 	}
 	fmt.Fprintf(w, "  machine busy %.1f%% of all CPUs, of which not ours %.1f%%; etcd db file %.0f MiB\n\n",
 		r.machineBusyPercent, r.foreignPercent, r.etcdMiB)
