@@ -102,6 +102,14 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 		}
 		return nil
 	})
+	if changed && errors.Is(err, storage.ErrNotFound) {
+		// A graceless delete of an object that supports graceful deletion
+		// writes deletionTimestamp first; whoever watches it (the node
+		// agent, for pods) may delete it before this second step. Kube
+		// tolerates that race (kubernetes#19403) and answers the last
+		// state it wrote.
+		return obj, true, nil
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -124,7 +132,13 @@ func (s *Store) beforeDelete(ctx context.Context, obj runtime.Object, opts *meta
 		o := opts.DeepCopy()
 		if gs.CheckGracefulDelete(ctx, obj, o) && o.GracePeriodSeconds != nil {
 			grace := *o.GracePeriodSeconds
-			if ts, cur := m.GetDeletionTimestamp(), m.GetDeletionGracePeriodSeconds(); ts != nil && cur != nil {
+			if ts, cur := m.GetDeletionTimestamp(), m.GetDeletionGracePeriodSeconds(); ts != nil && (cur == nil || *cur == 0) {
+				// Marked for graceless deletion by a delete whose second
+				// step (the removal) did not happen or lost a race: remove
+				// it now, as kube's BeforeDelete does, unless finalizers
+				// hold it.
+				return false, hasFinalizers
+			} else if ts != nil {
 				// Already terminating: a delete may only shorten the period.
 				if grace >= *cur {
 					return false, true

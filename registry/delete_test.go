@@ -1,0 +1,119 @@
+package registry_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/pods"
+	"github.com/corekube/corekube/storage"
+	etcdstore "github.com/corekube/corekube/storage/etcd"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// deleteEnv is a pod Store on a real embedded etcd whose storage can be
+// interfered with between the two steps of a graceless delete.
+type deleteEnv struct {
+	store *registry.Store
+	st    *racingStorage
+}
+
+func newDeleteEnv(t *testing.T) *deleteEnv {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	etcd, err := etcdstore.StartEmbedded(t.Context(), etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { etcd.Close() })
+	st := &racingStorage{Interface: etcdstore.New(etcd.Client())}
+	return &deleteEnv{store: registry.NewStore(st, pods.NewStrategy(), registry.Options{Logger: quiet}), st: st}
+}
+
+// racingStorage runs afterUpdate once a GuaranteedUpdate has been written,
+// as another component reacting to the update would.
+type racingStorage struct {
+	storage.Interface
+	afterUpdate func(ctx context.Context, key string)
+}
+
+func (r *racingStorage) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc, opts ...storage.WriteOption) (storage.KV, error) {
+	kv, err := r.Interface.GuaranteedUpdate(ctx, key, tryUpdate, opts...)
+	if err == nil && r.afterUpdate != nil {
+		r.afterUpdate(ctx, key)
+	}
+	return kv, err
+}
+
+func (e *deleteEnv) runningPod(t *testing.T, name string) {
+	t.Helper()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec:       v1.PodSpec{NodeName: "node-1", Containers: []v1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	if _, err := e.store.Create(t.Context(), "default", pod, registry.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *deleteEnv) expectGone(t *testing.T, name string) {
+	t.Helper()
+	if _, err := e.store.Get(t.Context(), "default", name, nil); !apierrors.IsNotFound(err) {
+		t.Errorf("pod %s after delete: err %v, want NotFound", name, err)
+	}
+}
+
+// TestGracelessDeleteToleratesRace: a delete with gracePeriodSeconds 0
+// first writes deletionTimestamp; when someone else (the node agent)
+// removes the pod before the second step, the delete still succeeds, as
+// in kube (kubernetes#19403), rather than answering 404.
+func TestGracelessDeleteToleratesRace(t *testing.T) {
+	e := newDeleteEnv(t)
+	e.runningPod(t, "p")
+	e.st.afterUpdate = func(ctx context.Context, key string) {
+		if _, err := e.st.Interface.Delete(ctx, key, nil); err != nil {
+			t.Errorf("racing delete: %v", err)
+		}
+	}
+	out, deleted, err := e.store.Delete(t.Context(), "default", "p", &metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil || !deleted {
+		t.Fatalf("delete: deleted %v, err %v; want deleted", deleted, err)
+	}
+	if m := out.(*v1.Pod); m.DeletionTimestamp == nil || m.DeletionGracePeriodSeconds == nil || *m.DeletionGracePeriodSeconds != 0 {
+		t.Errorf("answer is not the last state written: %+v", m.ObjectMeta)
+	}
+	e.expectGone(t, "p")
+}
+
+// TestGracelessLeftoverIsDeleted: a pod left marked for graceless deletion
+// (deletionGracePeriodSeconds 0: the first step of a delete happened, the
+// removal did not) goes on the next delete, whatever grace it asks for, as
+// kube's BeforeDelete decides; it used to stay, "terminating" for ever.
+func TestGracelessLeftoverIsDeleted(t *testing.T) {
+	e := newDeleteEnv(t)
+	e.runningPod(t, "p")
+	key := "/registry/pods/default/p"
+	if _, err := e.st.Interface.GuaranteedUpdate(t.Context(), key, func(cur storage.KV) ([]byte, error) {
+		var pod map[string]any
+		if err := json.Unmarshal(cur.Value, &pod); err != nil {
+			return nil, err
+		}
+		md := pod["metadata"].(map[string]any)
+		md["deletionTimestamp"] = time.Now().UTC().Format(time.RFC3339)
+		md["deletionGracePeriodSeconds"] = 0
+		return json.Marshal(pod)
+	}); err != nil {
+		t.Fatalf("mark the pod (is the key %s?): %v", key, err)
+	}
+	grace := int64(30)
+	if _, deleted, err := e.store.Delete(t.Context(), "default", "p", &metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil || !deleted {
+		t.Fatalf("delete: deleted %v, err %v; want deleted", deleted, err)
+	}
+	e.expectGone(t, "p")
+}
