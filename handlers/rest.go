@@ -109,12 +109,36 @@ func (q *request) list() {
 		writeJSON(q.w, http.StatusOK, append(data, '\n'))
 		return
 	}
-	list, err := page.Object()
+	view, err := q.listView()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	list, err := page.ObjectFor(view)
 	if err != nil {
 		q.fail(err)
 		return
 	}
 	q.respond(http.StatusOK, list)
+}
+
+// listView is how much of each item the negotiated form of a list reads: a
+// Table without the whole object prints from the metadata and a few fields,
+// a PartialObjectMetadataList reads the metadata only; everything else
+// (YAML, pretty JSON, protobuf, includeObject=Object) needs every field.
+// Invalid Table options are the 400 respond would answer.
+func (q *request) listView() (registry.ItemView, error) {
+	t, err := q.transformer()
+	if err != nil || t == nil {
+		return registry.FullItems, err
+	}
+	switch {
+	case t.target.Kind == "Table" && t.options.IncludeObject != metav1.IncludeObject:
+		return registry.TableItems, nil
+	case t.target.Kind == "PartialObjectMetadataList":
+		return registry.MetadataItems, nil
+	}
+	return registry.FullItems, nil
 }
 
 // decodeBody reads and decodes the request body into a new object of the
