@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/corekube/corekube/watch/rawproto"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,6 +102,21 @@ func TestWatchFrameMatchesKube(t *testing.T) {
 	}
 	if !bytes.Equal(got, want.Bytes()) {
 		t.Errorf("got  %q\nwant %q", got, want.Bytes())
+	}
+
+	// The frames written around the watch cache's encoding of the pod
+	// (watch.go's path for cached objects) are the same bytes.
+	raw, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envelope := rawproto.Envelope{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind}
+	var cached []byte
+	for _, typ := range []watch.EventType{watch.Added, watch.Modified} {
+		cached = envelope.AppendWatchFrame(cached, string(typ), raw)
+	}
+	if !bytes.Equal(cached, want.Bytes()) {
+		t.Errorf("frames of the cached encoding:\n got %q\nwant %q", cached, want.Bytes())
 	}
 
 	// And client-go's decoder reads it back.

@@ -97,17 +97,28 @@ func (q *request) list() {
 		q.fail(err)
 		return
 	}
-	// Plain compact JSON is assembled from the cached encodings of the
-	// items; every other form, protobuf included, goes through the typed
-	// list, decoded for this answer.
-	if n.target == nil && n.media == mediaJSON && !wantsPretty(q.r, n) {
-		data, err := page.AppendJSON(nil)
+	// Plain compact JSON and plain protobuf are assembled from the cached
+	// encodings of the items; every other form (YAML, pretty JSON, Tables,
+	// metadata) goes through the typed list, decoded for this answer.
+	if n.target == nil {
+		var data []byte
+		switch {
+		case n.media == mediaJSON && !wantsPretty(q.r, n):
+			if data, err = page.AppendJSON(nil); err == nil {
+				data = append(data, '\n')
+			}
+		case n.media == mediaProtobuf:
+			data, err = page.AppendProtobuf(nil)
+		}
 		if err != nil {
 			q.fail(err)
 			return
 		}
-		writeJSON(q.w, http.StatusOK, append(data, '\n'))
-		return
+		if data != nil {
+			q.w.Header().Set("Content-Type", n.media.contentType())
+			writeEncoded(q.w, http.StatusOK, data)
+			return
+		}
 	}
 	view, err := q.listView()
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/watch/rawproto"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,12 +70,13 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 	if flusher != nil {
 		flusher.Flush()
 	}
-	// Plain JSON (no Table or metadata form) reuses the cache's encoding of
-	// each object: one encoding per revision however many watchers.
-	// Protobuf decodes and encodes each object for each watcher.
-	plain := n.target == nil && n.media == mediaJSON
+	// Plain JSON and plain protobuf (no Table or metadata form) reuse the
+	// cache's encodings of each object: one encoding per revision however
+	// many watchers; only the event around it is written per watcher.
+	plain := n.target == nil
 	blueprint := &listBlueprint{q: q, n: n}
 	kind := q.gvk()
+	envelope := rawproto.Envelope{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind}
 	enc := json.NewEncoder(q.w)
 	var line, object []byte
 	for {
@@ -81,9 +84,14 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 		if !ok {
 			return
 		}
-		if data, ok := ev.JSON(); plain && ok {
-			line = append(append(append(append(line[:0], `{"type":"`...), ev.Type...), `","object":`...), data...)
-			_, err = q.w.Write(append(line, "}\n"...))
+		if data, ok := cachedEncoding(ev, n.media); plain && ok {
+			if n.media == mediaProtobuf {
+				line = envelope.AppendWatchFrame(line[:0], string(ev.Type), data)
+			} else {
+				line = append(append(append(append(line[:0], `{"type":"`...), ev.Type...), `","object":`...), data...)
+				line = append(line, "}\n"...)
+			}
+			_, err = q.w.Write(line)
 		} else {
 			obj, derr := ev.Decoded()
 			if derr == nil {
@@ -117,6 +125,18 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 			flusher.Flush()
 		}
 	}
+}
+
+// cachedEncoding returns the watch cache's encoding of the event's object
+// in media (the protobuf message without envelope), when it has one.
+func cachedEncoding(ev registry.WatchEvent, media mediaType) ([]byte, bool) {
+	switch media {
+	case mediaProtobuf:
+		return ev.Protobuf()
+	case mediaJSON:
+		return ev.JSON()
+	}
+	return nil, false
 }
 
 // appendProtobufEvent encodes obj into object and the frame of the event

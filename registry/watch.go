@@ -52,6 +52,17 @@ func (e WatchEvent) JSON() ([]byte, bool) {
 	return data, err == nil
 }
 
+// Protobuf returns the object's cached protobuf message, without kube's
+// envelope (watch/rawproto writes it), when it has one: computed once per
+// object revision and shared by every protobuf watcher and LIST.
+func (e WatchEvent) Protobuf() ([]byte, bool) {
+	if e.cached == nil {
+		return nil, false
+	}
+	data, err := e.cached.Protobuf()
+	return data, err == nil
+}
+
 // Watch streams the changes to the objects opts selects in namespace ("" for
 // all) from the watch cache, as kube's watch does: from resourceVersion ""
 // or "0", synthetic ADDED events for the current state first; from N, every

@@ -40,6 +40,18 @@ type Object struct {
 	sharedOnce sync.Once
 	shared     runtime.Object
 	sharedErr  error
+
+	// protobuf is the object's protobuf encoding, once Protobuf has been
+	// asked for it: behind a pointer, so that an object no protobuf
+	// client reads costs one word more, not the encoding's fields.
+	protobufOnce sync.Once
+	protobuf     *encoding
+}
+
+// encoding is one encoding of an object, or why there is none.
+type encoding struct {
+	data []byte
+	err  error
 }
 
 // JSON returns the object's JSON encoding. The bytes are shared and must
@@ -67,6 +79,40 @@ func (o *Object) Decode() (runtime.Object, error) {
 func (o *Object) Shared() (runtime.Object, error) {
 	o.sharedOnce.Do(func() { o.shared, o.sharedErr = o.Decode() })
 	return o.shared, o.sharedErr
+}
+
+// protoMarshaler is the protobuf encoding gogo-protobuf generates for the
+// k8s.io/api types.
+type protoMarshaler interface {
+	Marshal() ([]byte, error)
+}
+
+// Protobuf returns the object's protobuf message (without kube's envelope:
+// no magic, no runtime.Unknown; watch/rawproto writes them). It is computed
+// on the first call, from the JSON, and kept for as long as the Object
+// lives, so that every protobuf LIST and watcher reading this revision
+// shares one encoding, and a cluster whose clients all speak JSON holds
+// none. Concurrent first callers wait for one computation rather than
+// repeat it. The bytes are shared and must not be modified.
+func (o *Object) Protobuf() ([]byte, error) {
+	o.protobufOnce.Do(func() {
+		enc := &encoding{}
+		o.protobuf = enc
+		obj, err := o.Decode()
+		if err != nil {
+			enc.err = err
+			return
+		}
+		m, ok := obj.(protoMarshaler)
+		if !ok {
+			enc.err = fmt.Errorf("watch: %T has no protobuf encoding", obj)
+			return
+		}
+		if enc.data, err = m.Marshal(); err != nil {
+			enc.err = fmt.Errorf("watch: encode %s as protobuf: %w", o.Key, err)
+		}
+	})
+	return o.protobuf.data, o.protobuf.err
 }
 
 // DecodeFunc turns a stored value into an object (with its resourceVersion

@@ -57,6 +57,12 @@ type childResult struct {
 // (heap-startup-<pid>.pprof), taken after a collection.
 const startupProfileEnv = "COREKUBE_BENCH_STARTUP_PROFILE_DIR"
 
+// startupProtobufListEnv, when set to 1, makes each BenchmarkStartup
+// process LIST its 5,000 pods once in protobuf (as a protobuf informer's
+// first LIST) after creating them, so that the RSS after the pods includes
+// the watch cache's protobuf encodings.
+const startupProtobufListEnv = "COREKUBE_BENCH_STARTUP_PROTOBUF_LIST"
+
 const (
 	childMode     = "startup-memory"
 	childPrefix   = "BENCH-CHILD-RESULT "
@@ -209,6 +215,11 @@ func measureChild() (childResult, error) {
 	}
 	r.CreatesPerSec = float64(len(bodies)) / wall.Seconds()
 	bodies = nil
+	if os.Getenv(startupProtobufListEnv) == "1" {
+		if _, err := getAccept(client, url, protobufAccept); err != nil {
+			return r, err
+		}
+	}
 	client.CloseIdleConnections()
 
 	time.Sleep(idleWait)

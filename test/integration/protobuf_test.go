@@ -486,6 +486,18 @@ func TestProtobufRawEncoding(t *testing.T) {
 	if len(podList.Items) != 1 || podList.ResourceVersion == "" || podList.Items[0].Name != "raw" {
 		t.Errorf("list: %+v", podList)
 	}
+	// The list is assembled from the watch cache's per-object encodings:
+	// the bytes are still kube's serializer's for the same list.
+	jsonList, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{ResourceVersion: podList.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonList.SetGroupVersionKind(v1.SchemeGroupVersion.WithKind("PodList"))
+	if want, err := runtime.Encode(codec, jsonList); err != nil {
+		t.Fatal(err)
+	} else if jsonList.ResourceVersion == podList.ResourceVersion && !bytes.Equal(list.Body, want) {
+		t.Errorf("LIST bytes differ from kube's serializer:\n got %q\nwant %q", list.Body, want)
+	}
 
 	// Tables have no protobuf encoding: kube passes the entry over (406
 	// when it is the only one, the error in JSON); PartialObjectMetadata
@@ -523,6 +535,18 @@ func TestProtobufRawEncoding(t *testing.T) {
 	}
 	if ev.Type != "MODIFIED" || unk.Kind != "Pod" || unk.APIVersion != "v1" || watched.Labels["x"] != "y" {
 		t.Errorf("watch event %s %s/%s %+v", ev.Type, unk.APIVersion, unk.Kind, watched.ObjectMeta)
+	}
+	// The event's object is the cached encoding in kube's envelope: the
+	// bytes kube's serializer writes for the pod.
+	patched, err := cs.CoreV1().Pods(ns).Get(t.Context(), "raw", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patched.SetGroupVersionKind(v1.SchemeGroupVersion.WithKind("Pod"))
+	if want, err := runtime.Encode(codec, patched); err != nil {
+		t.Fatal(err)
+	} else if patched.ResourceVersion == watched.ResourceVersion && !bytes.Equal(ev.Object.Raw, want) {
+		t.Errorf("watch event object bytes differ from kube's serializer:\n got %q\nwant %q", ev.Object.Raw, want)
 	}
 
 	// DELETE answers the deleted pod (graceful: still there, with a
