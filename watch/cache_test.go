@@ -194,6 +194,30 @@ func TestWatchReplaysWindowAndExpires(t *testing.T) {
 	}
 }
 
+// TestWatchReplayKeepsToPrefix: a watch of one namespace from a past
+// revision replays that namespace's events only, not the window's others.
+func TestWatchReplayKeepsToPrefix(t *testing.T) {
+	c, st, prefix := startCache(t, Config{})
+	start := put(t, st, prefix+"ns-a/p0", "0")
+	put(t, st, prefix+"ns-b/p1", "1")
+	put(t, st, prefix+"ns-ab/p2", "2")
+	last := put(t, st, prefix+"ns-a/p3", "3")
+	if err := c.waitFor(context.Background(), last, time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(context.Background(), WatchOptions{FromRevision: start, Prefix: "ns-a/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if got, want := describe(next(t, w)), "ADDED "+prefix+"ns-a/p3=3"; got != want {
+		t.Fatalf("first replayed event %q, want %q", got, want)
+	}
+	if w.Ready() {
+		t.Fatalf("another event replayed: %s", describe(next(t, w)))
+	}
+}
+
 func TestWatchInitialEventsThenChanges(t *testing.T) {
 	c, st, prefix := startCache(t, Config{})
 	put(t, st, prefix+"a", "1")

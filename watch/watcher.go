@@ -145,6 +145,10 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		}
 		w.after = opts.FromRevision
 		for _, ev := range replay {
+			// The window holds every prefix's events (other namespaces').
+			if !strings.HasPrefix(ev.obj.Key, w.prefix) {
+				continue
+			}
 			if out, ok := w.translate(ev); ok {
 				first = append(first, out)
 			}

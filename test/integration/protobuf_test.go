@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/informertest"
+	"github.com/corekube/corekube/test/testserver"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -566,7 +568,13 @@ func TestProtobufRawEncoding(t *testing.T) {
 // openWatch starts a raw watch request.
 func openWatch(t *testing.T, path, accept string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), "GET", srv.URL()+path, nil)
+	return openWatchAt(t, srv.URL(), path, accept)
+}
+
+// openWatchAt starts a raw watch request to the server at base.
+func openWatchAt(t *testing.T, base, path, accept string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", base+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,11 +610,33 @@ func readWatchFrame(t *testing.T, r io.Reader) metav1.WatchEvent {
 	return ev
 }
 
-// TestProtobufWatchExpired: a watch from a compacted resourceVersion
-// answers one ERROR event whose object is a protobuf Status (410).
+// TestProtobufWatchExpired: a watch from a resourceVersion older than the
+// watch cache's window answers one ERROR event whose object is a protobuf
+// Status (410). The server has a window of two events, so the first of
+// four creates has left it; on the shared server, whose pod cache may have
+// started at revision 1, resourceVersion=1 could still be in the window.
 func TestProtobufWatchExpired(t *testing.T) {
-	ns := newNamespace(t)
-	watch := openWatch(t, "/api/v1/namespaces/"+ns+"/pods?watch=1&resourceVersion=1", protobufType)
+	small := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.WatchCacheSize = 2; c.Logger = testLogger() })
+	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "expiry"}}
+	if _, err := small.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := small.Client.CoreV1().Pods("expiry")
+	var first string
+	for _, name := range []string{"p0", "p1", "p2", "p3"} {
+		pod, err := pods.Create(t.Context(), newPod(name, nil), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == "" {
+			first = pod.ResourceVersion
+		}
+	}
+	// A consistent list proves the cache has seen the writes.
+	if _, err := pods.List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	watch := openWatchAt(t, small.URL(), "/api/v1/namespaces/expiry/pods?watch=1&resourceVersion="+first, protobufType)
 	defer watch.Body.Close()
 	ev := readWatchFrame(t, watch.Body)
 	unk := decodeEnvelope(t, ev.Object.Raw)
