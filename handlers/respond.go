@@ -72,12 +72,6 @@ func writeRawJSON(w http.ResponseWriter, code int, obj any) {
 	writeEncoded(w, code, data)
 }
 
-// writeJSON writes an already encoded JSON body.
-func writeJSON(w http.ResponseWriter, code int, data []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	writeEncoded(w, code, data)
-}
-
 func writeEncoded(w http.ResponseWriter, code int, data []byte) {
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))

@@ -100,25 +100,20 @@ func (q *request) list() {
 	// Plain compact JSON and plain protobuf are assembled from the cached
 	// encodings of the items; every other form (YAML, pretty JSON, Tables,
 	// metadata) goes through the typed list, decoded for this answer.
-	if n.target == nil {
+	if n.target == nil && (n.media == mediaProtobuf || n.media == mediaJSON && !wantsPretty(q.r, n)) {
 		var data []byte
-		switch {
-		case n.media == mediaJSON && !wantsPretty(q.r, n):
-			if data, err = page.AppendJSON(nil); err == nil {
-				data = append(data, '\n')
-			}
-		case n.media == mediaProtobuf:
+		if n.media == mediaProtobuf {
 			data, err = page.AppendProtobuf(nil)
+		} else if data, err = page.AppendJSON(nil); err == nil {
+			data = append(data, '\n')
 		}
 		if err != nil {
 			q.fail(err)
 			return
 		}
-		if data != nil {
-			q.w.Header().Set("Content-Type", n.media.contentType())
-			writeEncoded(q.w, http.StatusOK, data)
-			return
-		}
+		q.w.Header().Set("Content-Type", n.media.contentType())
+		writeEncoded(q.w, http.StatusOK, data)
+		return
 	}
 	view, err := q.listView()
 	if err != nil {

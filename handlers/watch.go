@@ -84,7 +84,14 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 		if !ok {
 			return
 		}
-		if data, ok := cachedEncoding(ev, n.media); plain && ok {
+		// Asked only for a plain watch: a protobuf encoding is computed
+		// (and kept) on first use, which a metadata watch has no use for.
+		var data []byte
+		cached := false
+		if plain {
+			data, cached = cachedEncoding(ev, n.media)
+		}
+		if cached {
 			if n.media == mediaProtobuf {
 				line = envelope.AppendWatchFrame(line[:0], string(ev.Type), data)
 			} else {
