@@ -51,6 +51,9 @@ type Config struct {
 	// --default-unreachable-toleration-seconds).
 	DefaultNotReadyTolerationSeconds    int64
 	DefaultUnreachableTolerationSeconds int64
+	// Profiling serves Go's profiles at /debug/pprof/ (kube-apiserver's
+	// --profiling, which the command line turns on by default as kube).
+	Profiling bool
 	// CompactionInterval is how often etcd history is compacted: each time
 	// to the revision of the previous round, so that at least one interval
 	// of history stays (default 5 minutes, as kube; negative disables).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -36,6 +37,15 @@ func (s *Server) routes(api *handlers.API) http.Handler {
 	r.Get("/livez", healthHandler("livez", checks[:1]))
 	r.Get("/readyz", healthHandler("readyz", checks))
 	r.Get("/metrics", metricsHandler(api))
+	if s.cfg.Profiling {
+		// kube-apiserver's --profiling (on by default): Go's profiles at
+		// /debug/pprof/, e.g. `go tool pprof http://ADDR/debug/pprof/heap`.
+		r.HandleFunc("/debug/pprof/*", pprof.Index)
+		r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	r.Get("/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(Version)

@@ -105,3 +105,27 @@ func TestPeriodicCompaction(t *testing.T) {
 		}
 	}
 }
+
+// TestProfiling: /debug/pprof/ is served only when Profiling is on.
+func TestProfiling(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, Profiling: on, Logger: quietLogger()})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		code, body := get(t, srv.URL()+"/debug/pprof/")
+		heap, _ := get(t, srv.URL()+"/debug/pprof/heap?debug=1")
+		if on && (code != 200 || !strings.Contains(body, "goroutine") || heap != 200) {
+			t.Errorf("profiling on: /debug/pprof/ %d, heap %d:\n%.200s", code, heap, body)
+		}
+		if !on && (code != 404 || heap != 404) {
+			t.Errorf("profiling off: /debug/pprof/ %d, heap %d, want 404", code, heap)
+		}
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+		cancel()
+	}
+}

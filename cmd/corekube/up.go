@@ -45,6 +45,7 @@ func newUpCommand() *cobra.Command {
 
 				DefaultNotReadyTolerationSeconds:    cfg.DefaultNotReadyTolerationSeconds,
 				DefaultUnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
+				Profiling:                           cfg.Profiling,
 			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
