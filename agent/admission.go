@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/corekube/corekube/controllers/podresources"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,7 +41,7 @@ type rejection struct {
 
 // admitted is what an admitted pod holds of its node until it ends.
 type admitted struct {
-	requests resources
+	requests podresources.Resources
 	ports    []hostPort
 }
 
@@ -94,34 +94,34 @@ func (s *admissions) check(pod *v1.Pod, node *v1.Node) *rejection {
 
 	// Resources: the pod count first, then cpu, memory, ephemeral storage
 	// and the scalar resources, unless the pod requests nothing.
-	var used resources
+	var used podresources.Resources
 	for _, p := range s.pods {
-		used.add(p.requests)
+		used.Add(p.requests)
 	}
 	maxPods := node.Status.Allocatable[v1.ResourcePods]
 	if int64(len(s.pods))+1 > maxPods.Value() {
 		return insufficient(v1.ResourcePods, 1, int64(len(s.pods)), maxPods.Value())
 	}
 	req := fitRequests(pod, node)
-	if !req.isZero() {
-		var alloc resources
-		alloc.addList(node.Status.Allocatable)
+	if !req.IsZero() {
+		var alloc podresources.Resources
+		alloc.AddList(node.Status.Allocatable, admissionScalar)
 		switch {
-		case alloc.milliCPU < req.milliCPU+used.milliCPU:
-			return insufficient(v1.ResourceCPU, req.milliCPU, used.milliCPU, alloc.milliCPU)
-		case alloc.memory < req.memory+used.memory:
-			return insufficient(v1.ResourceMemory, req.memory, used.memory, alloc.memory)
-		case alloc.ephemeral < req.ephemeral+used.ephemeral:
-			return insufficient(v1.ResourceEphemeralStorage, req.ephemeral, used.ephemeral, alloc.ephemeral)
+		case alloc.MilliCPU < req.MilliCPU+used.MilliCPU:
+			return insufficient(v1.ResourceCPU, req.MilliCPU, used.MilliCPU, alloc.MilliCPU)
+		case alloc.Memory < req.Memory+used.Memory:
+			return insufficient(v1.ResourceMemory, req.Memory, used.Memory, alloc.Memory)
+		case alloc.EphemeralStorage < req.EphemeralStorage+used.EphemeralStorage:
+			return insufficient(v1.ResourceEphemeralStorage, req.EphemeralStorage, used.EphemeralStorage, alloc.EphemeralStorage)
 		}
-		names := make([]v1.ResourceName, 0, len(req.scalar))
-		for name := range req.scalar {
+		names := make([]v1.ResourceName, 0, len(req.Scalar))
+		for name := range req.Scalar {
 			names = append(names, name)
 		}
 		slices.Sort(names) // the kubelet's order is a map's; ours is stable
 		for _, name := range names {
-			if alloc.scalar[name] < req.scalar[name]+used.scalar[name] {
-				return insufficient(name, req.scalar[name], used.scalar[name], alloc.scalar[name])
+			if alloc.Scalar[name] < req.Scalar[name]+used.Scalar[name] {
+				return insufficient(name, req.Scalar[name], used.Scalar[name], alloc.Scalar[name])
 			}
 		}
 	}
@@ -169,109 +169,27 @@ func predicateFailure(name, desc string) *rejection {
 	return &rejection{reason: name, message: fmt.Sprintf("Predicate %s failed: %s", name, desc)}
 }
 
-// resources is an amount of each resource admission accounts for, in the
-// scheduler's units (millicores, bytes, counts).
-type resources struct {
-	milliCPU, memory, ephemeral int64
-	// scalar: extended resources and hugepages; nil when none.
-	scalar map[v1.ResourceName]int64
-}
-
-func (r *resources) addScalar(name v1.ResourceName, v int64) {
-	if v == 0 {
-		return
-	}
-	if r.scalar == nil {
-		r.scalar = map[v1.ResourceName]int64{}
-	}
-	r.scalar[name] += v
-}
-
-func (r *resources) addList(list v1.ResourceList) {
-	for name, q := range list {
-		switch {
-		case name == v1.ResourceCPU:
-			r.milliCPU += q.MilliValue()
-		case name == v1.ResourceMemory:
-			r.memory += q.Value()
-		case name == v1.ResourceEphemeralStorage:
-			r.ephemeral += q.Value()
-		case strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix) || isExtendedResource(name):
-			r.addScalar(name, q.Value())
-		}
-	}
-}
-
-func (r *resources) add(o resources) {
-	r.milliCPU += o.milliCPU
-	r.memory += o.memory
-	r.ephemeral += o.ephemeral
-	for name, v := range o.scalar {
-		r.addScalar(name, v)
-	}
-}
-
-// setMax raises each resource of r to at least o's.
-func (r *resources) setMax(o resources) {
-	r.milliCPU = max(r.milliCPU, o.milliCPU)
-	r.memory = max(r.memory, o.memory)
-	r.ephemeral = max(r.ephemeral, o.ephemeral)
-	for name, v := range o.scalar {
-		if v > r.scalar[name] {
-			r.addScalar(name, v-r.scalar[name])
-		}
-	}
-}
-
-func (r resources) isZero() bool {
-	return r.milliCPU == 0 && r.memory == 0 && r.ephemeral == 0 && len(r.scalar) == 0
-}
-
-// isExtendedResource: a resource outside the kubernetes.io namespace
-// (example.com/gpu), as v1helper.IsExtendedResourceName.
-func isExtendedResource(name v1.ResourceName) bool {
-	s := string(name)
-	native := !strings.Contains(s, "/") || strings.Contains(s, v1.ResourceDefaultNamespacePrefix)
-	return !native && !strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix)
+// admissionScalar: the scalar resources admission accounts for, hugepages
+// and extended resources (not attachable volumes, which the scheduler
+// counts).
+func admissionScalar(name v1.ResourceName) bool {
+	return podresources.IsHugePages(name) || podresources.IsExtended(name)
 }
 
 // fitRequests is what the pod asks of the node, as the scheduler's
 // PodRequests computes it (containers and sidecars add up, each ordinary
 // init container runs beside the sidecars started before it, overhead on
-// top), without the extended resources the node does not have (the
-// kubelet leaves those to cluster-level accounting).
-func fitRequests(pod *v1.Pod, node *v1.Node) resources {
-	requests := func(c *v1.Container) resources {
-		var r resources
-		for name, q := range c.Resources.Requests {
-			if _, known := node.Status.Allocatable[name]; isExtendedResource(name) && !known {
-				continue
-			}
-			r.addList(v1.ResourceList{name: q})
-		}
-		return r
-	}
-	var sum resources
-	for i := range pod.Spec.Containers {
-		sum.add(requests(&pod.Spec.Containers[i]))
-	}
-	var sidecars, initMax resources
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		req := requests(c)
-		if isRestartableInit(c) {
-			sum.add(req)
-			sidecars.add(req)
-			req = resources{}
-			req.add(sidecars)
-		} else {
-			req.add(sidecars)
-		}
-		initMax.setMax(req)
-	}
-	sum.setMax(initMax)
-	sum.addList(pod.Spec.Overhead)
-	return sum
+// top), without the extended resources the node does not have in its
+// containers' requests (the kubelet leaves those to cluster-level
+// accounting).
+func fitRequests(pod *v1.Pod, node *v1.Node) podresources.Resources {
+	return podresources.PodRequests(pod, podresources.Options{
+		Scalar: admissionScalar,
+		SkipContainerRequest: func(name v1.ResourceName) bool {
+			_, known := node.Status.Allocatable[name]
+			return podresources.IsExtended(name) && !known
+		},
+	})
 }
 
 // requiredNodeAffinityMatches is the scheduler's GetRequiredNodeAffinity

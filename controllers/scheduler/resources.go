@@ -1,9 +1,9 @@
 package scheduler
 
 import (
-	"strings"
-
+	"github.com/corekube/corekube/controllers/podresources"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Requests kube-scheduler assumes for scoring when a container names none
@@ -14,151 +14,68 @@ const (
 	defaultMemoryRequest   int64 = 200 * 1024 * 1024
 )
 
-// resources is an amount of every resource the scheduler accounts for.
+// nonZeroDefaults are those requests as PodRequests takes them.
+var nonZeroDefaults = v1.ResourceList{
+	v1.ResourceCPU:    *resource.NewMilliQuantity(defaultMilliCPURequest, resource.DecimalSI),
+	v1.ResourceMemory: *resource.NewQuantity(defaultMemoryRequest, resource.BinarySI),
+}
+
+// resources is an amount of every resource the scheduler accounts for: the
+// fields the filters and scores read of a podresources.Resources, whose
+// arithmetic it uses.
 type resources struct {
 	milliCPU  int64
 	memory    int64
 	ephemeral int64
-	// scalar holds extended resources and hugepages; nil when none.
+	// scalar holds extended resources, hugepages and attachable volumes;
+	// nil when none.
 	scalar map[v1.ResourceName]int64
 }
 
-func (r *resources) addScalar(name v1.ResourceName, v int64) {
-	if v == 0 {
-		return
-	}
-	if r.scalar == nil {
-		r.scalar = map[v1.ResourceName]int64{}
-	}
-	r.scalar[name] += v
-	if r.scalar[name] == 0 {
-		delete(r.scalar, name)
-	}
+func fromShared(s podresources.Resources) resources {
+	return resources{milliCPU: s.MilliCPU, memory: s.Memory, ephemeral: s.EphemeralStorage, scalar: s.Scalar}
 }
 
-// addList adds a ResourceList.
-func (r *resources) addList(list v1.ResourceList) {
-	for name, q := range list {
-		switch name {
-		case v1.ResourceCPU:
-			r.milliCPU += q.MilliValue()
-		case v1.ResourceMemory:
-			r.memory += q.Value()
-		case v1.ResourceEphemeralStorage:
-			r.ephemeral += q.Value()
-		default:
-			if isScalarResourceName(name) {
-				r.addScalar(name, q.Value())
-			}
-		}
-	}
+// shared is r as a podresources.Resources; both share the scalar map.
+func (r resources) shared() podresources.Resources {
+	return podresources.Resources{MilliCPU: r.milliCPU, Memory: r.memory, EphemeralStorage: r.ephemeral, Scalar: r.scalar}
 }
 
 func (r *resources) add(o resources) {
-	r.milliCPU += o.milliCPU
-	r.memory += o.memory
-	r.ephemeral += o.ephemeral
-	for name, v := range o.scalar {
-		r.addScalar(name, v)
-	}
+	s := r.shared()
+	s.Add(o.shared())
+	*r = fromShared(s)
 }
 
 func (r *resources) sub(o resources) {
-	r.milliCPU -= o.milliCPU
-	r.memory -= o.memory
-	r.ephemeral -= o.ephemeral
-	for name, v := range o.scalar {
-		r.addScalar(name, -v)
-	}
+	s := r.shared()
+	s.Sub(o.shared())
+	*r = fromShared(s)
 }
 
-// setMax raises every resource of r to at least o's.
-func (r *resources) setMax(o resources) {
-	r.milliCPU = max(r.milliCPU, o.milliCPU)
-	r.memory = max(r.memory, o.memory)
-	r.ephemeral = max(r.ephemeral, o.ephemeral)
-	for name, v := range o.scalar {
-		if v > r.scalar[name] {
-			r.addScalar(name, v-r.scalar[name])
-		}
-	}
-}
-
-func (r resources) clone() resources {
-	out := r
-	out.scalar = nil
-	for name, v := range r.scalar {
-		out.addScalar(name, v)
-	}
-	return out
-}
-
-func (r resources) isZero() bool {
-	return r.milliCPU == 0 && r.memory == 0 && r.ephemeral == 0 && len(r.scalar) == 0
-}
-
-// containerRequests is what one container asks for; nonZero fills in
-// kube's scoring defaults for cpu and memory when the container names no
-// request for them.
-func containerRequests(c *v1.Container, nonZero bool) resources {
-	var r resources
-	r.addList(c.Resources.Requests)
-	if nonZero {
-		if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
-			r.milliCPU += defaultMilliCPURequest
-		}
-		if _, ok := c.Resources.Requests[v1.ResourceMemory]; !ok {
-			r.memory += defaultMemoryRequest
-		}
-	}
-	return r
-}
-
-// podRequests is kube's resource helper PodRequests: the containers and
-// sidecars (restartable init containers) run together and add up; each
-// ordinary init container runs alone beside the sidecars started before
-// it, and the pod needs at least the largest of those; overhead comes on
-// top.
-func podRequests(pod *v1.Pod, nonZero bool) resources {
-	var sum resources
-	for i := range pod.Spec.Containers {
-		sum.add(containerRequests(&pod.Spec.Containers[i], nonZero))
-	}
-	var sidecars, initMax resources
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		req := containerRequests(c, nonZero)
-		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-			sum.add(req)
-			sidecars.add(req)
-			req = sidecars.clone()
-		} else {
-			req.add(sidecars)
-		}
-		initMax.setMax(req)
-	}
-	sum.setMax(initMax)
-	if pod.Spec.Overhead != nil {
-		sum.addList(pod.Spec.Overhead)
-	}
-	return sum
-}
+func (r resources) isZero() bool { return r.shared().IsZero() }
 
 // isScalarResourceName reports the resources kube-scheduler accounts as
 // scalars: extended resources, hugepages and attachable volumes.
 func isScalarResourceName(name v1.ResourceName) bool {
-	s := string(name)
-	if strings.HasPrefix(s, v1.ResourceHugePagesPrefix) || strings.HasPrefix(s, v1.ResourceAttachableVolumesPrefix) {
-		return true
+	return podresources.IsHugePages(name) || podresources.IsAttachableVolumes(name) || podresources.IsExtended(name)
+}
+
+// podRequests is kube's resource helper PodRequests (see
+// podresources.PodRequests); nonZero fills in kube's scoring defaults for
+// cpu and memory when a container names no request for them.
+func podRequests(pod *v1.Pod, nonZero bool) resources {
+	opts := podresources.Options{Scalar: isScalarResourceName}
+	if nonZero {
+		opts.NonMissingContainerRequests = nonZeroDefaults
 	}
-	native := !strings.Contains(s, "/") || strings.Contains(s, v1.ResourceDefaultNamespacePrefix)
-	return !native && !strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix)
+	return fromShared(podresources.PodRequests(pod, opts))
 }
 
 // nodeAllocatable reads a node's allocatable resources and pod count.
 func nodeAllocatable(node *v1.Node) (resources, int64) {
-	var r resources
-	r.addList(node.Status.Allocatable)
+	var r podresources.Resources
+	r.AddList(node.Status.Allocatable, isScalarResourceName)
 	pods := node.Status.Allocatable[v1.ResourcePods]
-	return r, pods.Value()
+	return fromShared(r), pods.Value()
 }
