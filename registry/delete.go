@@ -97,17 +97,30 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 		return obj, true, nil
 	}
 	gone, err := s.storage.Delete(ctx, key, func(cur storage.KV) error {
-		if cur.Revision != kv.Revision {
+		if cur.Revision == kv.Revision {
+			return nil
+		}
+		if !changed {
+			return errRaced
+		}
+		// A graceless delete of an object that supports graceful deletion
+		// has just written deletionTimestamp; writers that see it (the node
+		// agent posting a final status) may change it before this second
+		// step. As kube's, the delete goes on: what was decided holds for
+		// the same object, not for a new one of the same name.
+		curObj, err := s.decode(cur)
+		if err != nil {
+			return err
+		}
+		if accessor(curObj).GetUID() != m.GetUID() {
 			return errRaced
 		}
 		return nil
 	})
 	if changed && errors.Is(err, storage.ErrNotFound) {
-		// A graceless delete of an object that supports graceful deletion
-		// writes deletionTimestamp first; whoever watches it (the node
-		// agent, for pods) may delete it before this second step. Kube
-		// tolerates that race (kubernetes#19403) and answers the last
-		// state it wrote.
+		// Or they may remove it first (the agent deletes a pod once its
+		// containers stopped). Kube tolerates that race
+		// (kubernetes#19403) and answers the last state it wrote.
 		return obj, true, nil
 	}
 	if err != nil {

@@ -37,10 +37,20 @@ func newDeleteEnv(t *testing.T) *deleteEnv {
 }
 
 // racingStorage runs afterUpdate once a GuaranteedUpdate has been written,
-// as another component reacting to the update would.
+// and afterFailedDelete when a Delete failed, as another component
+// reacting to the update would.
 type racingStorage struct {
 	storage.Interface
-	afterUpdate func(ctx context.Context, key string)
+	afterUpdate       func(ctx context.Context, key string)
+	afterFailedDelete func(ctx context.Context, key string)
+}
+
+func (r *racingStorage) Delete(ctx context.Context, key string, precondition func(storage.KV) error) (storage.KV, error) {
+	kv, err := r.Interface.Delete(ctx, key, precondition)
+	if err != nil && r.afterFailedDelete != nil {
+		r.afterFailedDelete(ctx, key)
+	}
+	return kv, err
 }
 
 func (r *racingStorage) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc, opts ...storage.WriteOption) (storage.KV, error) {
@@ -113,6 +123,40 @@ func TestGracelessLeftoverIsDeleted(t *testing.T) {
 	}
 	grace := int64(30)
 	if _, deleted, err := e.store.Delete(t.Context(), "default", "p", &metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil || !deleted {
+		t.Fatalf("delete: deleted %v, err %v; want deleted", deleted, err)
+	}
+	e.expectGone(t, "p")
+}
+
+// TestGracelessDeleteAfterConcurrentWrite: between the two steps of a
+// graceless delete someone writes the pod (the agent's final status); the
+// delete still removes it, as kube's, instead of starting over — by which
+// time the agent may have removed the pod itself, and the retry answered
+// 404 (the flaky agent TestForceDelete).
+func TestGracelessDeleteAfterConcurrentWrite(t *testing.T) {
+	e := newDeleteEnv(t)
+	e.runningPod(t, "p")
+	e.st.afterUpdate = func(ctx context.Context, key string) {
+		e.st.afterUpdate = nil // once
+		if _, err := e.st.Interface.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+			var pod map[string]any
+			if err := json.Unmarshal(cur.Value, &pod); err != nil {
+				return nil, err
+			}
+			pod["status"] = map[string]any{"phase": "Succeeded"}
+			return json.Marshal(pod)
+		}); err != nil {
+			t.Errorf("concurrent write: %v", err)
+		}
+	}
+	e.st.afterFailedDelete = func(ctx context.Context, key string) {
+		e.st.afterFailedDelete = nil
+		if _, err := e.st.Interface.Delete(ctx, key, nil); err != nil {
+			t.Errorf("agent's delete: %v", err)
+		}
+	}
+	_, deleted, err := e.store.Delete(t.Context(), "default", "p", &metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil || !deleted {
 		t.Fatalf("delete: deleted %v, err %v; want deleted", deleted, err)
 	}
 	e.expectGone(t, "p")
