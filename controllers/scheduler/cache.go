@@ -105,8 +105,8 @@ func effectiveTaints(node *v1.Node) []v1.Taint {
 }
 
 func (ni *nodeInfo) addPod(p *assignedPod) {
-	ni.requested.add(p.req)
-	ni.nonZero.add(p.nonZero)
+	ni.requested.Add(p.req)
+	ni.nonZero.Add(p.nonZero)
 	ni.pods++
 	for _, hp := range p.ports {
 		if ni.ports == nil {
@@ -117,8 +117,8 @@ func (ni *nodeInfo) addPod(p *assignedPod) {
 }
 
 func (ni *nodeInfo) removePod(p *assignedPod) {
-	ni.requested.sub(p.req)
-	ni.nonZero.sub(p.nonZero)
+	ni.requested.Sub(p.req)
+	ni.nonZero.Sub(p.nonZero)
 	ni.pods--
 	for _, hp := range p.ports {
 		if ni.ports[hp]--; ni.ports[hp] <= 0 {

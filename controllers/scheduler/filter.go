@@ -164,21 +164,21 @@ func insufficientResources(e *podEntry, ni *nodeInfo) []string {
 		out = append(out, reasonTooManyPods)
 	}
 	r := &e.req
-	if r.isZero() {
+	if r.IsZero() {
 		return out
 	}
 	free := func(alloc, used int64) int64 { return alloc - used }
-	if r.milliCPU > 0 && r.milliCPU > free(ni.allocatable.milliCPU, ni.requested.milliCPU) {
+	if r.MilliCPU > 0 && r.MilliCPU > free(ni.allocatable.MilliCPU, ni.requested.MilliCPU) {
 		out = append(out, "Insufficient cpu")
 	}
-	if r.memory > 0 && r.memory > free(ni.allocatable.memory, ni.requested.memory) {
+	if r.Memory > 0 && r.Memory > free(ni.allocatable.Memory, ni.requested.Memory) {
 		out = append(out, "Insufficient memory")
 	}
-	if r.ephemeral > 0 && r.ephemeral > free(ni.allocatable.ephemeral, ni.requested.ephemeral) {
+	if r.EphemeralStorage > 0 && r.EphemeralStorage > free(ni.allocatable.EphemeralStorage, ni.requested.EphemeralStorage) {
 		out = append(out, "Insufficient ephemeral-storage")
 	}
-	for name, v := range r.scalar {
-		if v > free(ni.allocatable.scalar[name], ni.requested.scalar[name]) {
+	for name, v := range r.Scalar {
+		if v > free(ni.allocatable.Scalar[name], ni.requested.Scalar[name]) {
 			out = append(out, fmt.Sprintf("Insufficient %v", name))
 		}
 	}

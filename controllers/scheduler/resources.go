@@ -20,40 +20,10 @@ var nonZeroDefaults = v1.ResourceList{
 	v1.ResourceMemory: *resource.NewQuantity(defaultMemoryRequest, resource.BinarySI),
 }
 
-// resources is an amount of every resource the scheduler accounts for: the
-// fields the filters and scores read of a podresources.Resources, whose
-// arithmetic it uses.
-type resources struct {
-	milliCPU  int64
-	memory    int64
-	ephemeral int64
-	// scalar holds extended resources, hugepages and attachable volumes;
-	// nil when none.
-	scalar map[v1.ResourceName]int64
-}
-
-func fromShared(s podresources.Resources) resources {
-	return resources{milliCPU: s.MilliCPU, memory: s.Memory, ephemeral: s.EphemeralStorage, scalar: s.Scalar}
-}
-
-// shared is r as a podresources.Resources; both share the scalar map.
-func (r resources) shared() podresources.Resources {
-	return podresources.Resources{MilliCPU: r.milliCPU, Memory: r.memory, EphemeralStorage: r.ephemeral, Scalar: r.scalar}
-}
-
-func (r *resources) add(o resources) {
-	s := r.shared()
-	s.Add(o.shared())
-	*r = fromShared(s)
-}
-
-func (r *resources) sub(o resources) {
-	s := r.shared()
-	s.Sub(o.shared())
-	*r = fromShared(s)
-}
-
-func (r resources) isZero() bool { return r.shared().IsZero() }
+// resources is an amount of every resource the scheduler accounts for
+// (cpu, memory, ephemeral storage, and as scalars extended resources,
+// hugepages and attachable volumes).
+type resources = podresources.Resources
 
 // isScalarResourceName reports the resources kube-scheduler accounts as
 // scalars: extended resources, hugepages and attachable volumes.
@@ -69,7 +39,7 @@ func podRequests(pod *v1.Pod, nonZero bool) resources {
 	if nonZero {
 		opts.NonMissingContainerRequests = nonZeroDefaults
 	}
-	return fromShared(podresources.PodRequests(pod, opts))
+	return podresources.PodRequests(pod, opts)
 }
 
 // nodeAllocatable reads a node's allocatable resources and pod count.
@@ -77,5 +47,5 @@ func nodeAllocatable(node *v1.Node) (resources, int64) {
 	var r podresources.Resources
 	r.AddList(node.Status.Allocatable, isScalarResourceName)
 	pods := node.Status.Allocatable[v1.ResourcePods]
-	return fromShared(r), pods.Value()
+	return r, pods.Value()
 }

@@ -91,8 +91,8 @@ func preferNoScheduleTolerations(tolerations []v1.Toleration) []v1.Toleration {
 // leastAllocated is kube's LeastAllocated strategy over cpu and memory
 // (weight 1 each) with the scoring defaults for pods without requests.
 func leastAllocated(e *podEntry, ni *nodeInfo) int64 {
-	cpu := leastRequested(ni.nonZero.milliCPU+e.nonZero.milliCPU, ni.allocatable.milliCPU)
-	mem := leastRequested(ni.nonZero.memory+e.nonZero.memory, ni.allocatable.memory)
+	cpu := leastRequested(ni.nonZero.MilliCPU+e.nonZero.MilliCPU, ni.allocatable.MilliCPU)
+	mem := leastRequested(ni.nonZero.Memory+e.nonZero.Memory, ni.allocatable.Memory)
 	return (cpu + mem) / 2
 }
 
@@ -112,8 +112,8 @@ func balancedAllocation(e *podEntry, ni *nodeInfo) int64 {
 		}
 		return min(float64(requested)/float64(capacity), 1)
 	}
-	cpu := fraction(ni.requested.milliCPU+e.req.milliCPU, ni.allocatable.milliCPU)
-	mem := fraction(ni.requested.memory+e.req.memory, ni.allocatable.memory)
+	cpu := fraction(ni.requested.MilliCPU+e.req.MilliCPU, ni.allocatable.MilliCPU)
+	mem := fraction(ni.requested.Memory+e.req.Memory, ni.allocatable.Memory)
 	std := cpu - mem
 	if std < 0 {
 		std = -std

@@ -86,13 +86,13 @@ func TestPodRequests(t *testing.T) {
 			pod := &v1.Pod{Spec: tc.spec}
 			r := podRequests(pod, false)
 			nz := podRequests(pod, true)
-			if r.milliCPU != tc.cpu || r.memory != tc.mem {
-				t.Errorf("requests = %dm cpu, %d memory; want %dm, %d", r.milliCPU, r.memory, tc.cpu, tc.mem)
+			if r.MilliCPU != tc.cpu || r.Memory != tc.mem {
+				t.Errorf("requests = %dm cpu, %d memory; want %dm, %d", r.MilliCPU, r.Memory, tc.cpu, tc.mem)
 			}
-			if nz.milliCPU != tc.nzCPU || nz.memory != tc.nzMem {
-				t.Errorf("non-zero requests = %dm cpu, %d memory; want %dm, %d", nz.milliCPU, nz.memory, tc.nzCPU, tc.nzMem)
+			if nz.MilliCPU != tc.nzCPU || nz.Memory != tc.nzMem {
+				t.Errorf("non-zero requests = %dm cpu, %d memory; want %dm, %d", nz.MilliCPU, nz.Memory, tc.nzCPU, tc.nzMem)
 			}
-			if got := r.scalar["example.com/gpu"]; got != tc.gpu {
+			if got := r.Scalar["example.com/gpu"]; got != tc.gpu {
 				t.Errorf("gpu = %d, want %d", got, tc.gpu)
 			}
 		})
