@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/internal/events"
-	"github.com/corekube/corekube/controllers/sharedinformers"
 	"log/slog"
 	"sort"
 	"sync"
@@ -36,10 +35,6 @@ type Controller struct {
 	events  *events.Writer
 	started atomic.Bool
 
-	// own is the factory of a controller built by New or NewWithClient,
-	// which Start runs; nil when the factory is shared and its owner runs
-	// it.
-	own        informers.SharedInformerFactory
 	pods       corelisters.PodLister
 	pdbs       policylisters.PodDisruptionBudgetLister
 	synced     []cache.InformerSynced
@@ -47,30 +42,7 @@ type Controller struct {
 	staleQueue workqueue.TypedRateLimitingInterface[string] // pod keys
 }
 
-// New returns a controller for the server restConfig points at, with
-// informers of its own that Start runs: for a process (or test) that runs
-// it alone. Controllers that share a process share informers: see
-// NewForConfig.
-func New(restConfig *rest.Config, cfg Config) (*Controller, error) {
-	client, err := newClient(restConfig)
-	if err != nil {
-		return nil, err
-	}
-	return NewWithClient(client, cfg)
-}
-
-// NewWithClient is New with client.
-func NewWithClient(client kubernetes.Interface, cfg Config) (*Controller, error) {
-	factory := sharedinformers.NewFactory(client)
-	c, err := NewWithInformers(client, factory, cfg)
-	if err != nil {
-		return nil, err
-	}
-	c.own = factory
-	return c, nil
-}
-
-// NewForConfig returns NewWithInformers with a client of its own (user
+// NewForConfig returns New with a client of its own (user
 // agent disruption-controller unless set) for the server restConfig points
 // at.
 func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
@@ -78,7 +50,7 @@ func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFacto
 	if err != nil {
 		return nil, err
 	}
-	return NewWithInformers(client, factory, cfg)
+	return New(client, factory, cfg)
 }
 
 func newClient(restConfig *rest.Config) (kubernetes.Interface, error) {
@@ -93,13 +65,13 @@ func newClient(restConfig *rest.Config) (kubernetes.Interface, error) {
 	return client, nil
 }
 
-// NewWithInformers returns a controller that reads pods and budgets from
+// New returns a controller that reads pods and budgets from
 // factory's informers and writes through client. It registers its event
 // handlers there: factory's owner starts the factory after this and shuts
 // it down after Start returned, and Start must run (its queues live until
 // it returns). factory's transform must keep what the controller reads of
 // pods (sharedinformers.Transform does).
-func NewWithInformers(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
+func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("controller", "disruption")
 	c := &Controller{
@@ -164,14 +136,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.queue.ShutDown()
 		c.staleQueue.ShutDown()
 		wg.Wait()
-		if c.own != nil {
-			c.own.Shutdown()
-		}
 	}()
 	c.events.Run(ctx, &wg)
-	if c.own != nil {
-		c.own.Start(ctx.Done())
-	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return nil // ctx ended first
 	}

@@ -30,7 +30,7 @@ func startFake(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *clocktes
 	client := fake.NewClientset(objs...)
 	clk := clocktesting.NewFakeClock(t0)
 	factory := sharedinformers.NewFactory(client)
-	c, err := NewWithInformers(client, factory, Config{Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	c, err := New(client, factory, Config{Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,8 @@ func startFake(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *clocktes
 }
 
 func TestControllerStartsOnce(t *testing.T) {
-	c, err := NewWithClient(fake.NewClientset(), Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	client := fake.NewClientset()
+	c, err := New(client, sharedinformers.NewFactory(client), Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/controllers/disruption"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"github.com/corekube/corekube/server"
 	etcdstore "github.com/corekube/corekube/storage/etcd"
 	v1 "k8s.io/api/core/v1"
@@ -34,13 +35,19 @@ func startDisruptionController(t *testing.T, config *rest.Config, c disruption.C
 	if c.Logger == nil {
 		c.Logger = testLogger()
 	}
-	ctrl, err := disruption.New(config, c)
+	factory, err := sharedinformers.NewFactoryForConfig(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := disruption.NewForConfig(config, factory, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Start(ctx) }()
+	factoryDone := make(chan struct{})
+	go func() { sharedinformers.Run(ctx, factory); close(factoryDone) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -51,6 +58,7 @@ func startDisruptionController(t *testing.T, config *rest.Config, c disruption.C
 		case <-time.After(10 * time.Second):
 			t.Error("disruption controller did not stop")
 		}
+		<-factoryDone
 	})
 }
 
