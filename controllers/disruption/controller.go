@@ -121,8 +121,8 @@ func (c *Controller) register(factory informers.SharedInformerFactory) error {
 
 // Start runs the controller until ctx ends, once its informers have
 // synced; it returns nil then, and an error if it cannot start. Every
-// goroutine it starts has ended when it returns (and, for a controller
-// built by New or NewWithClient, its informers). A Controller runs once.
+// goroutine it starts has ended when it returns (the informers are the
+// factory owner's). A Controller runs once.
 func (c *Controller) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("disruption controller: already started")
