@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
@@ -40,10 +41,37 @@ func newAPIServerCommand() *cobra.Command {
 // addAPIFlags registers the flags of the API's behaviour that `apiserver`
 // and `up` share, named as kube-apiserver's.
 func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
-	f.DurationVar(&cfg.EventTTL, "event-ttl", server.DefaultEventTTL, "how long an event is kept after its last write (negative: forever)")
+	cfg.EventTTL = server.DefaultEventTTL
+	f.Var(eventTTL{&cfg.EventTTL}, "event-ttl", "how long an event is kept after its last write (0: forever, as kube)")
 	f.Int64Var(&cfg.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", server.DefaultTolerationSeconds,
 		"tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration added to every pod that has none")
 	f.Int64Var(&cfg.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", server.DefaultTolerationSeconds,
 		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration added to every pod that has none")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 }
+
+// eventTTL is the --event-ttl flag: a duration where 0 means "keep events
+// for ever", as kube-apiserver's, which server.Config spells as negative
+// (its zero value means the default hour).
+type eventTTL struct{ d *time.Duration }
+
+func (v eventTTL) String() string {
+	if v.d == nil || *v.d < 0 {
+		return "0s"
+	}
+	return v.d.String()
+}
+
+func (v eventTTL) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		d = -1
+	}
+	*v.d = d
+	return nil
+}
+
+func (eventTTL) Type() string { return "duration" }
