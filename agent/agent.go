@@ -243,13 +243,6 @@ func (a *Agent) Run(ctx context.Context) error {
 	return nil
 }
 
-func stripManagedFields(obj any) (any, error) {
-	if acc, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		acc.GetObjectMeta().SetManagedFields(nil)
-	}
-	return obj, nil
-}
-
 // relistLoop relists every node's runtime each RelistPeriod, from one
 // goroutine for all nodes.
 func (a *Agent) relistLoop(ctx context.Context) {

@@ -27,7 +27,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 	setReason := func(reason, msg string) bool {
 		r := waitingReason{reason, msg}
 		changed := w.reasons[c.Name] != r
-		w.reasons[c.Name] = r
+		setIn(&w.reasons, c.Name, r)
 		return changed
 	}
 
@@ -66,7 +66,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 			e, ok := w.imageBackoff[c.Image]
 			switch {
 			case !ok:
-				w.imageBackoff[c.Image] = &backoffEntry{backoff: a.cfg.BackoffBase, lastUpdate: now}
+				setIn(&w.imageBackoff, c.Image, &backoffEntry{backoff: a.cfg.BackoffBase, lastUpdate: now})
 			default:
 				e.backoff = min(e.backoff*2, a.cfg.BackoffMax)
 				e.lastUpdate = now
@@ -115,7 +115,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 			if err := a.stopContainer(ctx, w, pod, c, id, podGracePeriod(pod), "FailedPostStartHook"); err != nil {
 				a.log.Warn("container not stopped after its postStart hook failed", "pod", w.key(), "container", c.Name, "err", err)
 			}
-			w.reasons[c.Name] = waitingReason{"PostStartHookError", msg}
+			setIn(&w.reasons, c.Name, waitingReason{"PostStartHookError", msg})
 			return true
 		}
 	}

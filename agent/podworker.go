@@ -53,16 +53,19 @@ type podWorker struct {
 	rejected *rejection
 }
 
+// newPodWorker returns a worker with nil maps: most pods never need most of
+// them (reading and deleting from a nil map is fine; setIn allocates on the
+// first write), and a process carries tens of thousands of workers.
 func newPodWorker(uid types.UID, n *node) *podWorker {
-	return &podWorker{
-		uid: uid, node: n,
-		backoff:       map[string]*backoffEntry{},
-		reasons:       map[string]waitingReason{},
-		backOffEvents: map[string]string{},
-		imageBackoff:  map[string]*backoffEntry{},
-		stopping:      map[string]time.Duration{},
-		replacing:     map[string]string{},
+	return &podWorker{uid: uid, node: n}
+}
+
+// setIn sets m[k] = v, making the map first if it is nil.
+func setIn[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil {
+		*m = map[K]V{}
 	}
+	(*m)[k] = v
 }
 
 // setPod records a newer state of the pod, from the informer or from the
@@ -237,7 +240,7 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 			if err := a.stopContainer(ctx, w, pod, c, latest.ID, podGracePeriod(pod), msg); err != nil {
 				return err
 			}
-			w.replacing[c.Name] = latest.ID
+			setIn(&w.replacing, c.Name, latest.ID)
 			next = earliest(next, n.runtime.NextChange(w.uid))
 			return nil
 		}
@@ -431,7 +434,7 @@ func (a *Agent) stopContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c 
 	if err != nil {
 		return fmt.Errorf("stop container %s of pod %s: %w", c.Name, podFormat(pod), err)
 	}
-	w.stopping[id] = grace
+	setIn(&w.stopping, id, grace)
 	return nil
 }
 
@@ -449,9 +452,9 @@ func (a *Agent) restartContainer(ctx context.Context, w *podWorker, pod *v1.Pod,
 		d := w.backoff[c.Name].backoff
 		reason := waitingReason{reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c.Name, podFormat(pod))}
 		changed := w.reasons[c.Name] != reason
-		w.reasons[c.Name] = reason
+		setIn(&w.reasons, c.Name, reason)
 		if w.backOffEvents[c.Name] != latest.ID {
-			w.backOffEvents[c.Name] = latest.ID
+			setIn(&w.backOffEvents, c.Name, latest.ID)
 			a.events.podEvent(pod, containerFieldPath(pod, c.Name), w.node, v1.EventTypeWarning, "BackOff",
 				fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.Name, podFormat(pod)))
 		}
@@ -693,7 +696,7 @@ func (w *podWorker) inBackOff(name string, finished, now time.Time, reset time.D
 func (w *podWorker) nextBackOff(name string, finished, now time.Time, cfg Config) {
 	e, ok := w.backoff[name]
 	if !ok || finished.Sub(e.lastUpdate) > cfg.BackoffReset {
-		w.backoff[name] = &backoffEntry{backoff: cfg.BackoffBase, lastUpdate: now}
+		setIn(&w.backoff, name, &backoffEntry{backoff: cfg.BackoffBase, lastUpdate: now})
 		return
 	}
 	e.backoff *= 2

@@ -215,7 +215,11 @@ func (g *GenericPLEG) Relist(ctx context.Context) {
 		if r.current == nil {
 			delete(g.podRecords, pid)
 		} else {
-			r.old, r.current = r.current, nil
+			// A copy: a pointer into the listing would keep the whole
+			// listing (every pod of the node) alive until the pod changes
+			// again.
+			cur := *r.current
+			r.old, r.current = &cur, nil
 		}
 		for _, e := range events {
 			if e.Type == ContainerChanged {
