@@ -30,8 +30,8 @@ import (
 type Object struct {
 	Key      string
 	Revision int64
-	Labels   labels.Set
-	Fields   fields.Set
+	Labels   Attrs
+	Fields   Attrs
 
 	json   []byte
 	decode ObjectDecodeFunc // nil for bookmarks
@@ -321,7 +321,7 @@ func (c *Cache) decode(kv storage.KV) (*Object, error) {
 			return nil, fmt.Errorf("encode %s: %w", kv.Key, err)
 		}
 	}
-	return &Object{Key: kv.Key, Revision: kv.Revision, Labels: l, Fields: f, json: data, decode: c.cfg.DecodeObject}, nil
+	return &Object{Key: kv.Key, Revision: kv.Revision, Labels: NewAttrs(l), Fields: NewAttrs(f), json: data, decode: c.cfg.DecodeObject}, nil
 }
 
 // attrs returns an Object carrying only o's attributes, for event.prev.
@@ -386,11 +386,11 @@ func (c *Cache) dispatchLocked(ev *event) {
 		return
 	}
 	offer(c.unindexed)
-	value := ev.obj.Fields[c.cfg.IndexField]
+	value := ev.obj.Fields.Get(c.cfg.IndexField)
 	offer(c.byIndex[value])
 	// An object moving between values concerns the watchers of both.
 	if ev.prev != nil {
-		if old := ev.prev.Fields[c.cfg.IndexField]; old != value {
+		if old := ev.prev.Fields.Get(c.cfg.IndexField); old != value {
 			offer(c.byIndex[old])
 		}
 	}

@@ -114,7 +114,7 @@ func next(t *testing.T, w *Watcher) Event {
 }
 
 func describe(ev Event) string {
-	return fmt.Sprintf("%s %s=%s", ev.Type, ev.Object.Key, ev.Object.Labels["v"])
+	return fmt.Sprintf("%s %s=%s", ev.Type, ev.Object.Key, ev.Object.Labels.Get("v"))
 }
 
 func TestListIsConsistentAndSorted(t *testing.T) {
@@ -130,7 +130,7 @@ func TestListIsConsistentAndSorted(t *testing.T) {
 	if snap.Revision < rev || len(snap.Items) != 3 || snap.Items[0].Key != prefix+"ns/p1" || snap.Items[2].Key != prefix+"ns/p3" {
 		t.Fatalf("snapshot at %d (want >= %d): %d items %v", snap.Revision, rev, len(snap.Items), snap.Items)
 	}
-	match := func(o *Object) bool { return o.Labels["v"] == "b" }
+	match := func(o *Object) bool { return o.Labels.Get("v") == "b" }
 	if snap, _ := c.List(context.Background(), SnapshotOptions{Consistent: true, Match: match}); len(snap.Items) != 1 {
 		t.Fatalf("selector: %d items, want 1", len(snap.Items))
 	}
@@ -150,7 +150,7 @@ func TestListIsConsistentAndSorted(t *testing.T) {
 func TestWatchFromRevisionSelectorTransitions(t *testing.T) {
 	c, st, prefix := startCache(t, Config{})
 	start := put(t, st, prefix+"a", "x")
-	w, err := c.Watch(context.Background(), WatchOptions{FromRevision: start, Match: func(o *Object) bool { return o.Labels["v"] == "y" }})
+	w, err := c.Watch(context.Background(), WatchOptions{FromRevision: start, Match: func(o *Object) bool { return o.Labels.Get("v") == "y" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestWatchReplaysWindowAndExpires(t *testing.T) {
 	}
 	defer w.Stop()
 	for _, v := range []string{"3", "4"} {
-		if ev := next(t, w); ev.Object.Labels["v"] != v || ev.Type != Modified {
+		if ev := next(t, w); ev.Object.Labels.Get("v") != v || ev.Type != Modified {
 			t.Fatalf("replay: got %s, want MODIFIED v=%s", describe(ev), v)
 		}
 	}
@@ -260,7 +260,7 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 	defer fast.Stop()
 	for i := 0; i < 10; i++ {
 		put(t, st, prefix+"k", strconv.Itoa(i))
-		if ev := next(t, fast); ev.Object.Labels["v"] != strconv.Itoa(i) {
+		if ev := next(t, fast); ev.Object.Labels.Get("v") != strconv.Itoa(i) {
 			t.Fatalf("fast watcher: %s", describe(ev))
 		}
 	}
@@ -297,7 +297,7 @@ func TestIndexedWatchers(t *testing.T) {
 	}
 
 	watchNode := func(node string) *Watcher {
-		w, err := c.Watch(ctx, WatchOptions{IndexValue: &node, Match: func(o *Object) bool { return o.Fields["spec.nodeName"] == node }})
+		w, err := c.Watch(ctx, WatchOptions{IndexValue: &node, Match: func(o *Object) bool { return o.Fields.Get("spec.nodeName") == node }})
 		if err != nil {
 			t.Fatal(err)
 		}
