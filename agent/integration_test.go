@@ -3,10 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,15 +29,8 @@ func fastConfig(nodes int) Config {
 		SyncFrequency:             5 * time.Second,
 		BackoffBase:               300 * time.Millisecond,
 		BackoffMax:                2 * time.Second,
-		Logger:                    testLogger(),
+		Logger:                    testserver.Logger(),
 	}
-}
-
-func testLogger() *slog.Logger {
-	if os.Getenv("COREKUBE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 type env struct {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/corekube/corekube/test/testserver"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -61,7 +62,7 @@ func TestScaleProfile(t *testing.T) {
 	}
 	runtime.MemProfileRate = 4096
 	goroutines0 := runtime.NumGoroutine()
-	cfg := Config{Nodes: nodes, Logger: testLogger()}
+	cfg := Config{Nodes: nodes, Logger: testserver.Logger()}
 	a, err := New(rc, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -3,9 +3,6 @@ package nodelifecycle_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -22,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 )
 
@@ -31,19 +27,12 @@ const (
 	waitTimeout = 30 * time.Second
 )
 
-func testLogger() *slog.Logger {
-	if os.Getenv("COREKUBE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // fastConfig: a node is lost after two seconds of silence (its live
 // neighbours renew every 100ms); with startServer's tolerations its pods
 // go a second after it is tainted.
 func fastConfig() nodelifecycle.Config {
 	return nodelifecycle.Config{
-		Logger:        testLogger(),
+		Logger:        testserver.Logger(),
 		MonitorPeriod: 100 * time.Millisecond,
 		GracePeriod:   2 * time.Second,
 		EvictionRate:  100,
@@ -80,22 +69,8 @@ func startController(t *testing.T, srv *testserver.Server, cfg nodelifecycle.Con
 			t.Errorf("node lifecycle controller: %v", err)
 		}
 		factory.Shutdown()
-		closeIdleConnections(t, srv)
+		srv.CloseIdleConnections(t)
 	})
-}
-
-// closeIdleConnections closes the client's unused connections: net/http's
-// Server.Shutdown waits up to 5s for a connection that never carried a
-// request, and concurrent clients leave some behind.
-func closeIdleConnections(t *testing.T, srv *testserver.Server) {
-	rt, err := rest.TransportFor(srv.Config)
-	if err != nil {
-		t.Errorf("transport: %v", err)
-		return
-	}
-	if tr, ok := rt.(interface{ CloseIdleConnections() }); ok {
-		tr.CloseIdleConnections()
-	}
 }
 
 // kubelet stands in for a node's agent: it registers the node with a

@@ -3,9 +3,6 @@ package podgc_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -28,16 +25,9 @@ const (
 	waitTimeout = 30 * time.Second
 )
 
-func testLogger() *slog.Logger {
-	if os.Getenv("COREKUBE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 func startGC(t *testing.T, srv *testserver.Server, cfg podgc.Config) {
 	t.Helper()
-	cfg.Logger = testLogger()
+	cfg.Logger = testserver.Logger()
 	if cfg.Period == 0 {
 		cfg.Period = 50 * time.Millisecond
 	}

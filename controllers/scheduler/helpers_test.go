@@ -3,9 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -17,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 const (
@@ -25,17 +21,10 @@ const (
 	waitTimeout = 30 * time.Second
 )
 
-func testLogger() *slog.Logger {
-	if os.Getenv("COREKUBE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // fastConfig shortens the back-offs so retries show within a test.
 func fastConfig() scheduler.Config {
 	return scheduler.Config{
-		Logger:           testLogger(),
+		Logger:           testserver.Logger(),
 		InitialBackoff:   10 * time.Millisecond,
 		MaxBackoff:       50 * time.Millisecond,
 		EventSeriesFlush: 100 * time.Millisecond,
@@ -54,7 +43,7 @@ func startScheduler(t *testing.T, srv *testserver.Server, cfg scheduler.Config) 
 		if err := <-done; err != nil {
 			t.Errorf("scheduler: %v", err)
 		}
-		closeIdleConnections(t, srv)
+		srv.CloseIdleConnections(t)
 	})
 }
 
@@ -273,19 +262,3 @@ func deletePod(t *testing.T, c kubernetes.Interface, name string) {
 }
 
 func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
-
-// closeIdleConnections closes the client's unused connections: net/http's
-// Server.Shutdown waits up to 5s for a connection that never carried a
-// request, and concurrent clients leave some behind.
-func closeIdleConnections(t *testing.T, srv *testserver.Server) {
-	rt, err := rest.TransportFor(srv.Config)
-	if err != nil {
-		t.Errorf("transport: %v", err)
-		return
-	}
-	if tr, ok := rt.(interface{ CloseIdleConnections() }); ok {
-		tr.CloseIdleConnections()
-	} else {
-		t.Logf("transport %T cannot close idle connections", rt)
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/corekube/corekube/test/testserver"
 	"net/http"
 	"reflect"
 	"sort"
@@ -33,7 +34,7 @@ import (
 func startDisruptionController(t *testing.T, config *rest.Config, c disruption.Config) {
 	t.Helper()
 	if c.Logger == nil {
-		c.Logger = testLogger()
+		c.Logger = testserver.Logger()
 	}
 	factory, err := sharedinformers.NewFactoryForConfig(config)
 	if err != nil {
@@ -607,14 +608,14 @@ func TestEvictionConcurrentBudget(t *testing.T) {
 func TestEvictionConcurrentServers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	etcd, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: testLogger()})
+	etcd, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: testserver.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer etcd.Close()
 	var urls []string
 	for range 3 {
-		s, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: testLogger(), ShutdownTimeout: 2 * time.Second})
+		s, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: testserver.Logger(), ShutdownTimeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

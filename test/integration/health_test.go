@@ -69,7 +69,7 @@ func TestVersion(t *testing.T) {
 func TestHealthReportsEtcdOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	etcd, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: testLogger()})
+	etcd, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: testserver.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestHealthReportsEtcdOutage(t *testing.T) {
 	s, err := server.Start(ctx, server.Config{
 		Listen:          "127.0.0.1:0",
 		EtcdServers:     etcd.Endpoints(),
-		Logger:          testLogger(),
+		Logger:          testserver.Logger(),
 		ShutdownTimeout: 2 * time.Second,
 	})
 	if err != nil {

@@ -235,7 +235,7 @@ func testInformersRelistAfter410(t *testing.T, watchList bool) {
 		return testserver.StartWith(t, dir, func(c *server.Config) {
 			c.Listen = addr
 			c.WatchCacheSize = 5
-			c.Logger = testLogger()
+			c.Logger = testserver.Logger()
 		})
 	}
 	s := start()

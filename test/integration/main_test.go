@@ -9,8 +9,7 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
+	"github.com/corekube/corekube/test/testserver"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -53,7 +52,7 @@ func runMain(m *testing.M) int {
 		Listen:        "127.0.0.1:0",
 		DataDir:       dir,
 		UnsafeNoFsync: true,
-		Logger:        testLogger(),
+		Logger:        testserver.Logger(),
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start corekube:", err)
@@ -71,14 +70,6 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// testLogger discards the server's logs unless COREKUBE_TEST_LOG is set.
-func testLogger() *slog.Logger {
-	if os.Getenv("COREKUBE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 var uniqueCounter atomic.Int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/test/testserver"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestSystemNamespaces(t *testing.T) {
 // cmd/corekube runs) against the shared server until the test ends.
 func startNamespaceController(t *testing.T) {
 	t.Helper()
-	c, err := namespace.New(cfg, testLogger())
+	c, err := namespace.New(cfg, testserver.Logger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -616,7 +616,7 @@ func readWatchFrame(t *testing.T, r io.Reader) metav1.WatchEvent {
 // four creates has left it; on the shared server, whose pod cache may have
 // started at revision 1, resourceVersion=1 could still be in the window.
 func TestProtobufWatchExpired(t *testing.T) {
-	small := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.WatchCacheSize = 2; c.Logger = testLogger() })
+	small := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.WatchCacheSize = 2; c.Logger = testserver.Logger() })
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "expiry"}}
 	if _, err := small.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

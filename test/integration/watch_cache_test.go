@@ -79,7 +79,7 @@ func TestWatchByNodeName(t *testing.T) {
 func TestPeriodicBookmarks(t *testing.T) {
 	fast := testserver.StartWith(t, t.TempDir(), func(c *server.Config) {
 		c.BookmarkInterval = 50 * time.Millisecond
-		c.Logger = testLogger()
+		c.Logger = testserver.Logger()
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

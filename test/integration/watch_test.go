@@ -228,7 +228,7 @@ func TestWatchTimeoutAndExpiry(t *testing.T) {
 // watch cache's window gets a 200 stream with one ERROR event, 410 Expired
 // "too old resource version: N (oldest)", as kube answers.
 func TestWatchOlderThanCacheIs410(t *testing.T) {
-	small := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.WatchCacheSize = 2; c.Logger = testLogger() })
+	small := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.WatchCacheSize = 2; c.Logger = testserver.Logger() })
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "expiry"}}
 	if _, err := small.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

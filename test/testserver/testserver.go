@@ -62,15 +62,11 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("COREKUBE_TEST_LOG") != "" {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	cfg := server.Config{
 		Listen:        "127.0.0.1:0",
 		DataDir:       dir,
 		UnsafeNoFsync: true,
-		Logger:        logger,
+		Logger:        Logger(),
 	}
 	if configure != nil {
 		configure(&cfg)
@@ -86,4 +82,32 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 	}
 	tb.Cleanup(func() { s.Stop(tb) })
 	return s
+}
+
+// Logger is the logger of test servers and of the components tests run
+// beside them: it discards everything unless COREKUBE_TEST_LOG is set, then
+// it writes debug logs to stderr.
+func Logger() *slog.Logger {
+	if os.Getenv("COREKUBE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// CloseIdleConnections closes the unused connections of the client
+// transport for s.Config: net/http's Server.Shutdown waits up to 5s for a
+// connection that never carried a request, and concurrent clients (a
+// controller's informers) leave some behind.
+func (s *Server) CloseIdleConnections(tb testing.TB) {
+	tb.Helper()
+	rt, err := rest.TransportFor(s.Config)
+	if err != nil {
+		tb.Errorf("transport: %v", err)
+		return
+	}
+	if tr, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		tr.CloseIdleConnections()
+	} else {
+		tb.Logf("transport %T cannot close idle connections", rt)
+	}
 }
