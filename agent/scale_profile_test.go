@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/corekube/corekube/test/testserver"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -13,13 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// TestScaleProfile measures the agent's memory at steady state, not a test:
+// TestScaleProfile measures the agent's memory at steady state, not a test
+// (`make bench-scale` measures the agent as its own process; this one
+// profiles it):
 // with COREKUBE_AGENT_PROFILE_KUBECONFIG set (a server with nothing bound to
 // node-1...), it runs an agent in this process with
 // COREKUBE_AGENT_SCALE_NODES nodes (default 300), creates
