@@ -100,25 +100,8 @@ func BenchmarkPodList(b *testing.B) {
 const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 
 func benchTableList(b *testing.B, url string, items int) {
-	client := newClient()
-	defer client.CloseIdleConnections()
 	url += map[bool]string{true: "&", false: "?"}[strings.Contains(url, "?")] + "includeObject=Metadata"
-	if n, err := getTableRows(client, url); err != nil || n != items {
-		b.Fatalf("GET %s as Table: %d rows (want %d), %v", url, n, items, err)
-	}
-	var size int64
-	b.ResetTimer()
-	for range b.N {
-		n, err := getAccept(client, url, tableAccept)
-		if err != nil {
-			b.Fatal(err)
-		}
-		size = n
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed())/float64(time.Millisecond)/float64(b.N), "ms/op")
-	b.ReportMetric(float64(size), "body-bytes")
-	b.ReportMetric(float64(items), "items")
+	benchGET(b, url, tableAccept, items, getTableRows)
 }
 
 // getTableRows reads a Table answer and returns its number of rows.
@@ -147,14 +130,22 @@ func getTableRows(c *http.Client, url string) (int, error) {
 }
 
 func benchList(b *testing.B, url string, items int) {
+	benchGET(b, url, "application/json", items, countJSONItems)
+}
+
+// benchGET times GETs of url with the Accept header accept, once count
+// (outside the timed loop) found the expected number of items in the
+// answer, and reports ms/op, the body size and the item count.
+func benchGET(b *testing.B, url, accept string, items int, count func(c *http.Client, url string) (int, error)) {
 	client := newClient()
 	defer client.CloseIdleConnections()
-	checkList(b, client, url, items)
-
+	if n, err := count(client, url); err != nil || n != items {
+		b.Fatalf("GET %s (%s): %d items, want %d (%v)", url, accept, n, items, err)
+	}
 	var size int64
 	b.ResetTimer()
 	for range b.N {
-		n, err := get(client, url)
+		n, err := getAccept(client, url, accept)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -190,13 +181,12 @@ func getAccept(c *http.Client, url, accept string) (int64, error) {
 	return io.Copy(io.Discard, resp.Body)
 }
 
-// checkList makes sure, outside the timed loop, that url lists exactly
-// items pods.
-func checkList(b *testing.B, c *http.Client, url string, items int) {
-	b.Helper()
+// countJSONItems reads a JSON PodList answer and returns its number of
+// items.
+func countJSONItems(c *http.Client, url string) (int, error) {
 	resp, err := c.Get(url)
 	if err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	var list struct {
@@ -204,9 +194,10 @@ func checkList(b *testing.B, c *http.Client, url string, items int) {
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		b.Fatal(err)
+		return 0, err
 	}
-	if resp.StatusCode != http.StatusOK || list.Kind != "PodList" || len(list.Items) != items {
-		b.Fatalf("GET %s: %d, kind %q, %d items; want 200, PodList, %d items", url, resp.StatusCode, list.Kind, len(list.Items), items)
+	if resp.StatusCode != http.StatusOK || list.Kind != "PodList" {
+		return 0, fmt.Errorf("GET %s: %d, kind %q; want 200, PodList", url, resp.StatusCode, list.Kind)
 	}
+	return len(list.Items), nil
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,36 +33,18 @@ func BenchmarkPodListProtobuf(b *testing.B) {
 		{"ns5000-selector500", "/api/v1/namespaces/list-5k/pods" + selected, 500},
 		{"ns10000", "/api/v1/namespaces/list-10k/pods", 10000},
 	} {
-		for _, enc := range []struct{ name, accept string }{
-			{"json", "application/json"},
-			{"protobuf", protobufAccept},
+		for _, enc := range []struct {
+			name, accept string
+			count        func(*http.Client, string) (int, error)
+		}{
+			{"json", "application/json", countJSONItems},
+			{"protobuf", protobufAccept, countProtobufItems},
 		} {
 			b.Run(c.name+"-"+enc.name, func(b *testing.B) {
-				benchListAccept(b, srv.URL()+c.path, enc.accept, c.items)
+				benchGET(b, srv.URL()+c.path, enc.accept, c.items, enc.count)
 			})
 		}
 	}
-}
-
-func benchListAccept(b *testing.B, url, accept string, items int) {
-	client := newClient()
-	defer client.CloseIdleConnections()
-	if n, err := countProtobufItems(client, url); err != nil || n != items {
-		b.Fatalf("GET %s as protobuf: %d items (want %d), %v", url, n, items, err)
-	}
-	var size int64
-	b.ResetTimer()
-	for range b.N {
-		n, err := getAccept(client, url, accept)
-		if err != nil {
-			b.Fatal(err)
-		}
-		size = n
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed())/float64(time.Millisecond)/float64(b.N), "ms/op")
-	b.ReportMetric(float64(size), "body-bytes")
-	b.ReportMetric(float64(items), "items")
 }
 
 // countProtobufItems checks, outside the timed loop, that url answers a
