@@ -92,6 +92,34 @@ func (s Subresource) kind() (schema.GroupVersionKind, bool) {
 	return schema.GroupVersionKind{}, false
 }
 
+// subresourceNames returns the names of r's subresources, sorted, the
+// order discovery lists them in.
+func (r *Resource) subresourceNames() []string {
+	names := make([]string, 0, len(r.Subresources))
+	for name := range r.Subresources {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// discoveryKind is the kind discovery lists for the subresource name of r:
+// the resource's own kind, or its Creater's or Getter's, with group and
+// version only when they differ from the resource's (pods/eviction is a
+// policy/v1 Eviction).
+func (r *Resource) discoveryKind(name string) metav1.GroupVersionKind {
+	info := r.Store.Info()
+	gvk, ok := r.Subresources[name].kind()
+	if !ok {
+		return metav1.GroupVersionKind{Kind: info.Kind}
+	}
+	kind := metav1.GroupVersionKind{Kind: gvk.Kind}
+	if gvk.GroupVersion() != info.GroupVersion() {
+		kind.Group, kind.Version = gvk.Group, gvk.Version
+	}
+	return kind
+}
+
 type resourceKey struct{ group, version, resource string }
 
 // API serves every registered resource below /api and /apis.

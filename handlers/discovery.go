@@ -118,20 +118,10 @@ func (d *Discovery) Resources(w http.ResponseWriter, r *http.Request, group, ver
 			ShortNames:   info.ShortNames,
 			Categories:   info.Categories,
 		})
-		names := make([]string, 0, len(res.Subresources))
-		for name := range res.Subresources {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			sub := res.Subresources[name]
-			entry := metav1.APIResource{Name: info.Resource + "/" + name, Namespaced: info.Namespaced, Kind: info.Kind, Verbs: sub.verbs()}
-			if gvk, ok := sub.kind(); ok {
-				entry.Kind = gvk.Kind
-				if gvk.GroupVersion() != info.GroupVersion() {
-					entry.Group, entry.Version = gvk.Group, gvk.Version
-				}
-			}
+		for _, name := range res.subresourceNames() {
+			kind := res.discoveryKind(name)
+			entry := metav1.APIResource{Name: info.Resource + "/" + name, Namespaced: info.Namespaced,
+				Group: kind.Group, Version: kind.Version, Kind: kind.Kind, Verbs: res.Subresources[name].verbs()}
 			list.APIResources = append(list.APIResources, entry)
 		}
 	}

@@ -97,22 +97,10 @@ func resourceDiscovery(res *Resource) apidiscoveryv2.APIResourceDiscovery {
 		ShortNames:       info.ShortNames,
 		Categories:       info.Categories,
 	}
-	names := make([]string, 0, len(res.Subresources))
-	for name := range res.Subresources {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		sub := res.Subresources[name]
-		kind := &metav1.GroupVersionKind{Kind: info.Kind}
-		if gvk, ok := sub.kind(); ok {
-			kind = &metav1.GroupVersionKind{Kind: gvk.Kind}
-			if gvk.GroupVersion() != info.GroupVersion() {
-				kind.Group, kind.Version = gvk.Group, gvk.Version
-			}
-		}
+	for _, name := range res.subresourceNames() {
+		kind := res.discoveryKind(name)
 		out.Subresources = append(out.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-			Subresource: name, ResponseKind: kind, Verbs: sub.verbs(),
+			Subresource: name, ResponseKind: &kind, Verbs: res.Subresources[name].verbs(),
 		})
 	}
 	return out
