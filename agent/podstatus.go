@@ -654,17 +654,24 @@ func containersReadyCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase 
 	if (phase == v1.PodSucceeded && len(unknown) == 0) || phase == v1.PodFailed {
 		return terminalCondition(v1.ContainersReady, phase)
 	}
+	if msg := containersMessage(unknown, "unready", unready); msg != "" {
+		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: reasonContainersNotReady, Message: msg}
+	}
+	return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
+}
+
+// containersMessage is the kubelet's message for a condition that is not
+// True: "containers with unknown status: [a], containers with <state>
+// status: [b]", each part only when it names containers; "" when none do.
+func containersMessage(unknown []string, state string, names []string) string {
 	var msgs []string
 	if len(unknown) > 0 {
 		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
 	}
-	if len(unready) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with unready status: %s", unready))
+	if len(names) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with %s status: %s", state, names))
 	}
-	if len(msgs) > 0 {
-		return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: reasonContainersNotReady, Message: strings.Join(msgs, ", ")}
-	}
-	return v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue}
+	return strings.Join(msgs, ", ")
 }
 
 func terminalCondition(t v1.PodConditionType, phase v1.PodPhase) v1.PodCondition {
@@ -732,15 +739,8 @@ func podInitializedCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase v
 			return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
 		}
 	}
-	var msgs []string
-	if len(unknown) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
-	}
-	if len(incomplete) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with incomplete status: %s", incomplete))
-	}
-	if len(msgs) > 0 {
-		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionFalse, Reason: reasonContainersNotInitialized, Message: strings.Join(msgs, ", ")}
+	if msg := containersMessage(unknown, "incomplete", incomplete); msg != "" {
+		return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionFalse, Reason: reasonContainersNotInitialized, Message: msg}
 	}
 	return v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
 }
