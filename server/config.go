@@ -58,6 +58,10 @@ type Config struct {
 	// to the revision of the previous round, so that at least one interval
 	// of history stays (default 5 minutes, as kube; negative disables).
 	CompactionInterval time.Duration
+	// AnonymousAuth lets requests without credentials in as
+	// system:anonymous (kube-apiserver's --anonymous-auth, on by default
+	// on the command line); off, they are answered 401.
+	AnonymousAuth bool
 }
 
 func (c *Config) setDefaults() error {

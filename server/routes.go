@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/openapi"
 	"github.com/go-chi/chi/v5"
@@ -20,11 +21,13 @@ import (
 const defaultReadHeaderTimeout = 10 * time.Second
 
 // routes mounts every endpoint behind the filters.
-func (s *Server) routes(api *handlers.API) http.Handler {
+func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Handler {
 	r := chi.NewRouter()
 	// The handlers log through the server's logger, which every request
 	// carries from here on (the recoverer's answers included).
-	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests)
+	// Every request is authenticated (or answered 401) before anything
+	// else looks at it, then acts as whom it impersonates.
+	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withImpersonation)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})

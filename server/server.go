@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/storage"
 	etcdstore "github.com/corekube/corekube/storage/etcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
 )
 
 // Server is a running API server.
@@ -31,6 +34,14 @@ type Server struct {
 	// stopRequests ends the context of every request, so that watches
 	// return at shutdown instead of holding it up.
 	stopRequests context.CancelFunc
+
+	// loopbackToken authenticates the server's own clients (LoopbackConfig)
+	// as system:apiserver in system:masters.
+	loopbackToken string
+	loopbackUID   string
+	// x509 authenticates client certificates (nil: not served over TLS
+	// with a client CA).
+	x509 authenticator.Request
 
 	// fresh holds the connections that have not carried a request yet:
 	// http.Server.Shutdown waits up to 5s for them, so Shutdown closes them.
@@ -50,6 +61,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
+	if s.loopbackToken, err = newLoopbackToken(); err != nil {
+		return nil, err
+	}
+	s.loopbackUID = string(uuid.NewUUID())
 	defer func() {
 		if err != nil {
 			s.close()
@@ -67,6 +82,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 
+	authn, err := s.buildAuthenticator()
+	if err != nil {
+		return nil, err
+	}
+
 	s.listener, err = net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
@@ -74,7 +94,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	baseCtx, stopRequests := context.WithCancel(context.Background())
 	s.stopRequests = stopRequests
 	s.http = &http.Server{
-		Handler:           s.routes(api),
+		Handler:           s.routes(api, authn),
 		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ConnState:         s.trackFresh,
 		ReadHeaderTimeout: defaultReadHeaderTimeout,
@@ -117,6 +137,13 @@ func (s *Server) connectEtcd(ctx context.Context) (*clientv3.Client, error) {
 
 // URL is the server's base URL.
 func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+
+// LoopbackConfig is a client config for the server's own clients (the
+// control loops and node agents `up` runs in-process): they act as
+// system:apiserver, in system:masters, as kube-apiserver's loopback client.
+func (s *Server) LoopbackConfig() *rest.Config {
+	return &rest.Config{Host: s.URL(), BearerToken: s.loopbackToken, QPS: -1}
+}
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.listener.Addr() }

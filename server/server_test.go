@@ -39,7 +39,7 @@ func TestExternalEtcd(t *testing.T) {
 	}
 	defer etcd.Close()
 
-	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: quietLogger()})
+	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: quietLogger(), AnonymousAuth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestPeriodicCompaction(t *testing.T) {
 func TestProfiling(t *testing.T) {
 	for _, on := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, Profiling: on, Logger: quietLogger()})
+		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, Profiling: on, Logger: quietLogger(), AnonymousAuth: true})
 		if err != nil {
 			cancel()
 			t.Fatal(err)

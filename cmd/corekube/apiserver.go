@@ -47,6 +47,7 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 		"tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration added to every pod that has none")
 	f.Int64Var(&cfg.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", server.DefaultTolerationSeconds,
 		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration added to every pod that has none")
+	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated)")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 }
 

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/corekube/corekube/agent"
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
@@ -46,6 +44,7 @@ func newUpCommand() *cobra.Command {
 				DefaultNotReadyTolerationSeconds:    cfg.DefaultNotReadyTolerationSeconds,
 				DefaultUnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
 				Profiling:                           cfg.Profiling,
+				AnonymousAuth:                       cfg.AnonymousAuth,
 			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
@@ -73,13 +72,13 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 		}
 		slog.Info("admin kubeconfig written", "path", kubeconfig)
 	}
-	loops, err := controlLoops(&rest.Config{Host: srv.URL(), QPS: -1}, allLoops)
+	loops, err := controlLoops(srv.LoopbackConfig(), allLoops)
 	if err != nil {
 		return errors.Join(err, srv.Shutdown(context.Background()))
 	}
 	if agentCfg != nil && agentCfg.Nodes > 0 {
 		loops = append(loops, loop{"node agents", func(ctx context.Context) error {
-			return agent.Run(ctx, &rest.Config{Host: srv.URL(), QPS: -1}, *agentCfg)
+			return agent.Run(ctx, srv.LoopbackConfig(), *agentCfg)
 		}})
 	}
 	loopsCtx, stopLoops := context.WithCancel(ctx)

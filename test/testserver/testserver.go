@@ -67,6 +67,7 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 		DataDir:       dir,
 		UnsafeNoFsync: true,
 		Logger:        Logger(),
+		AnonymousAuth: true,
 	}
 	if configure != nil {
 		configure(&cfg)

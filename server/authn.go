@@ -1,0 +1,176 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/corekube/corekube/auth/authenticator"
+	"github.com/corekube/corekube/auth/user"
+	"github.com/corekube/corekube/handlers"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// errUnauthorized is kube's 401: nothing about why, which goes to the log.
+var errUnauthorized = &apierrors.StatusError{ErrStatus: metav1.Status{
+	Status: metav1.StatusFailure, Code: http.StatusUnauthorized, Reason: metav1.StatusReasonUnauthorized,
+	Message: "Unauthorized",
+}}
+
+// newLoopbackToken returns a random bearer token for the server's own
+// clients (the in-process controllers and node agents of `up`), as kube's
+// loopback client token: it lives only in memory.
+func newLoopbackToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("loopback token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// buildAuthenticator is kube's authenticator union for cfg: client
+// certificates, then bearer tokens (the loopback token, static tokens,
+// ServiceAccount tokens, OIDC issuers), then anonymous when allowed.
+func (s *Server) buildAuthenticator() (authenticator.Request, error) {
+	loopbackUser := &user.Info{Name: user.APIServer, UID: string(s.loopbackUID), Groups: []string{user.SystemPrivilegedGroup}}
+	tokens := authenticator.UnionToken{
+		authenticator.TokenFunc(func(_ context.Context, token string) (*authenticator.Response, bool, error) {
+			if token != s.loopbackToken {
+				return nil, false, nil
+			}
+			return &authenticator.Response{User: loopbackUser}, true, nil
+		}),
+	}
+	union := authenticator.Union{}
+	if s.x509 != nil {
+		union = append(union, s.x509)
+	}
+	union = append(union, authenticator.BearerToken(tokens))
+	var authn authenticator.Request = authenticator.WithAuthenticatedGroup(union)
+	if s.cfg.AnonymousAuth {
+		// Anonymous comes after system:authenticated is added, so that it
+		// stays only in system:unauthenticated.
+		authn = authenticator.OrAnonymous(authn)
+	}
+	return authn, nil
+}
+
+// withAuthentication puts the user behind each request in its context
+// (user.From) or answers kube's 401. Why a request was refused goes to the
+// log at debug level (never its credentials).
+func (s *Server) withAuthentication(authn authenticator.Request) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			resp, ok, err := authn.AuthenticateRequest(r)
+			if err != nil || !ok {
+				if err != nil {
+					s.log.Info("unable to authenticate the request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+				}
+				handlers.WriteError(w, r, errUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), resp.User)))
+		})
+	}
+}
+
+// Impersonation headers, as kube's.
+const (
+	impersonateUserHeader        = authenticationv1.ImpersonateUserHeader
+	impersonateGroupHeader       = authenticationv1.ImpersonateGroupHeader
+	impersonateUIDHeader         = authenticationv1.ImpersonateUIDHeader
+	impersonateExtraHeaderPrefix = authenticationv1.ImpersonateUserExtraHeaderPrefix
+)
+
+// withImpersonation acts on the Impersonate-* headers: the request goes on
+// as the user they name, when its authenticated user may impersonate.
+// Until authorization checks the impersonate verb, only system:masters
+// may.
+func (s *Server) withImpersonation(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		target, err := impersonationTarget(r.Header)
+		if err != nil {
+			handlers.WriteError(w, r, apierrors.NewInternalError(err))
+			return
+		}
+		if target == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		requester, _ := user.From(r.Context())
+		if !requester.IsPrivileged() {
+			handlers.WriteError(w, r, impersonationForbidden(requester, target))
+			return
+		}
+		for k := range r.Header {
+			if k == impersonateUserHeader || k == impersonateGroupHeader || k == impersonateUIDHeader || strings.HasPrefix(k, impersonateExtraHeaderPrefix) {
+				r.Header.Del(k)
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), target)))
+	})
+}
+
+// impersonationTarget reads the user the Impersonate-* headers name (nil
+// when there are none), completed as kube completes it: a ServiceAccount's
+// groups when none are named, system:authenticated for everyone but
+// system:anonymous (who gets system:unauthenticated).
+func impersonationTarget(h http.Header) (*user.Info, error) {
+	name := h.Get(impersonateUserHeader)
+	groups := h.Values(impersonateGroupHeader)
+	uid := h.Get(impersonateUIDHeader)
+	var extra map[string][]string
+	for k, vs := range h {
+		if !strings.HasPrefix(k, impersonateExtraHeaderPrefix) {
+			continue
+		}
+		key, err := url.PathUnescape(strings.ToLower(k[len(impersonateExtraHeaderPrefix):]))
+		if err != nil {
+			return nil, fmt.Errorf("impersonation extra key %q: %w", k, err)
+		}
+		if extra == nil {
+			extra = map[string][]string{}
+		}
+		extra[key] = append(extra[key], vs...)
+	}
+	if name == "" {
+		switch {
+		case len(groups) > 0:
+			return nil, fmt.Errorf("requested %v without impersonating a user", groups)
+		case extra != nil:
+			return nil, fmt.Errorf("requested %v without impersonating a user", extra)
+		case uid != "":
+			return nil, fmt.Errorf("requested uid %q without impersonating a user", uid)
+		}
+		return nil, nil
+	}
+	u := &user.Info{Name: name, UID: uid, Groups: groups, Extra: extra}
+	if ns, _, ok := strings.Cut(strings.TrimPrefix(name, user.ServiceAccountUsernamePrefix), ":"); ok && strings.HasPrefix(name, user.ServiceAccountUsernamePrefix) && len(groups) == 0 {
+		u.Groups = []string{user.ServiceAccountsGroup, user.ServiceAccountGroupPrefix + ns}
+	}
+	switch {
+	case name == user.Anonymous && !u.InGroup(user.AllUnauthenticated):
+		u.Groups = append(u.Groups, user.AllUnauthenticated)
+	case name != user.Anonymous && !u.InGroup(user.AllAuthenticated):
+		u.Groups = append(u.Groups, user.AllAuthenticated)
+	}
+	return u, nil
+}
+
+// impersonationForbidden is kube's 403 for a user who may not impersonate
+// target.
+func impersonationForbidden(requester, target *user.Info) error {
+	name := ""
+	if requester != nil {
+		name = requester.Name
+	}
+	reason := fmt.Sprintf("User %q cannot impersonate resource %q in API group %q at the cluster scope", name, "users", "")
+	return apierrors.NewForbidden(schema.GroupResource{Resource: "users"}, target.Name, fmt.Errorf("%s", reason))
+}
