@@ -14,6 +14,7 @@ import (
 	"github.com/corekube/corekube/registry/nodes"
 	"github.com/corekube/corekube/registry/poddisruptionbudgets"
 	"github.com/corekube/corekube/registry/pods"
+	"github.com/corekube/corekube/registry/serviceaccounts"
 	"github.com/corekube/corekube/storage"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -48,6 +49,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 	podStore := registry.NewStore(st, pods.NewStrategy(), withDeletedObject(opts))
 	nodeStore := store(nodes.NewStrategy())
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
+	saStore := store(serviceaccounts.NewStrategy())
 
 	api := handlers.NewAPI(
 		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{
@@ -65,6 +67,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 		}},
 		&handlers.Resource{Store: store(events.NewStrategy(events.WithTTL(cfg.EventTTL)))},
 		&handlers.Resource{Store: store(leases.NewStrategy())},
+		&handlers.Resource{Store: saStore},
 		&handlers.Resource{Store: pdbStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: pdbStore.Subresource("status", poddisruptionbudgets.NewStatusStrategy())},
 		}},

@@ -150,9 +150,10 @@ func startFsyncServer(tb *procTB) (srv *server.Server, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err = server.Start(ctx, server.Config{
-		Listen:  "127.0.0.1:0",
-		DataDir: dir,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Listen:        "127.0.0.1:0",
+		DataDir:       dir,
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		AnonymousAuth: true,
 	})
 	if err != nil {
 		return nil, err

@@ -615,7 +615,7 @@ func TestEvictionConcurrentServers(t *testing.T) {
 	defer etcd.Close()
 	var urls []string
 	for range 3 {
-		s, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: testserver.Logger(), ShutdownTimeout: 2 * time.Second})
+		s, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: testserver.Logger(), ShutdownTimeout: 2 * time.Second, AnonymousAuth: true})
 		if err != nil {
 			t.Fatal(err)
 		}

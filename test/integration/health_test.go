@@ -78,6 +78,7 @@ func TestHealthReportsEtcdOutage(t *testing.T) {
 		Listen:          "127.0.0.1:0",
 		EtcdServers:     etcd.Endpoints(),
 		Logger:          testserver.Logger(),
+		AnonymousAuth:   true,
 		ShutdownTimeout: 2 * time.Second,
 	})
 	if err != nil {

@@ -53,6 +53,7 @@ func runMain(m *testing.M) int {
 		DataDir:       dir,
 		UnsafeNoFsync: true,
 		Logger:        testserver.Logger(),
+		AnonymousAuth: true,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start corekube:", err)
