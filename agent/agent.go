@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -99,6 +100,14 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if cfg.ClusterCA == nil {
+		cfg.ClusterCA = rc.TLSClientConfig.CAData
+		if cfg.ClusterCA == nil && rc.TLSClientConfig.CAFile != "" {
+			if cfg.ClusterCA, err = os.ReadFile(rc.TLSClientConfig.CAFile); err != nil {
+				return nil, fmt.Errorf("agent: read the cluster CA: %w", err)
+			}
+		}
 	}
 	return newAgent(client, cfg)
 }

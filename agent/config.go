@@ -92,6 +92,10 @@ type Config struct {
 	DisableEvents bool
 
 	Logger *slog.Logger
+	// ClusterCA is the PEM of the CA the API server's certificate is
+	// signed by, projected into pods as ca.crt (New takes it from the
+	// client config).
+	ClusterCA []byte
 	// Clock is for tests (default the real clock).
 	Clock clock.WithTicker
 }

@@ -95,6 +95,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 		Name: c.Name, Image: c.Image, Argv: argv, Env: env, MemoryLimit: memLimit, Attempt: attempt, Hash: containerHash(c),
 		TerminationMessagePath:           c.TerminationMessagePath,
 		TerminationMessageFallbackToLogs: c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError,
+		Mounts:                           containerMounts(pod, c),
 	})
 	if err != nil {
 		event(v1.EventTypeWarning, "Failed", "Error: "+err.Error())

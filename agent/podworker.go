@@ -36,7 +36,11 @@ type podWorker struct {
 	// backOffEvents: the exited container a BackOff event was sent for.
 	backOffEvents map[string]string
 	imageBackoff  map[string]*backoffEntry
-	probes        *podProbes
+	// volumes are the files last written to the runtime per projected
+	// volume, and tokens the ServiceAccount tokens they hold.
+	volumes map[string]map[string]string
+	tokens  map[tokenKey]cachedToken
+	probes  *podProbes
 	// stopping: containers sent a stop, with the grace period.
 	stopping map[string]time.Duration
 	// replacing: by container name, the running container stopped because
@@ -224,6 +228,16 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 			return time.Time{}, err
 		}
 	}
+
+	// Volumes before containers, as the kubelet's volume manager: a pod
+	// whose token cannot be had starts nothing (ContainerCreating) and
+	// tries again.
+	refreshTokens, err := a.mountVolumes(ctx, w, pod)
+	if err != nil {
+		a.events.podEvent(pod, "", n, v1.EventTypeWarning, "FailedMount", err.Error())
+		return now.Add(a.cfg.BackoffBase), nil
+	}
+	next = earliest(next, refreshTokens)
 
 	reasonsBefore := len(w.reasons)
 	changedReasons := false

@@ -112,6 +112,17 @@ type ContainerConfig struct {
 	// failed.
 	TerminationMessagePath           string
 	TerminationMessageFallbackToLogs bool
+	// Mounts are the pod volumes (SetVolume) the container sees, each at
+	// its path.
+	Mounts []Mount
+}
+
+// Mount puts a pod volume's files below Path in a container's file system.
+type Mount struct {
+	// Volume is the volume's name in the pod.
+	Volume string
+	// Path is the absolute directory the files appear in.
+	Path string
 }
 
 // Image is an image present on the node.
@@ -190,6 +201,11 @@ type Runtime interface {
 	// PullImage pulls an image and returns what was pulled: its digest
 	// reference and size (what the kubelet reports in its Pulled event).
 	PullImage(ctx context.Context, image string) (Image, error)
+	// SetVolume sets the files of a pod volume (name relative to the
+	// volume → content), as the kubelet's atomic writer replaces a
+	// projected volume's content: containers that mount it, running or
+	// started later, see the new files.
+	SetVolume(ctx context.Context, uid types.UID, volume string, files map[string]string) error
 	// StartContainer creates and starts a container in the pod's sandbox;
 	// it returns the container's ID.
 	StartContainer(ctx context.Context, uid types.UID, cfg ContainerConfig) (string, error)

@@ -66,6 +66,8 @@ type pod struct {
 	sandboxReady bool
 	ip           string
 	containers   []*container // in creation order
+	// volumes are the pod's volumes' files (SetVolume), by volume name.
+	volumes map[string]map[string]string
 }
 
 type container struct {
@@ -89,6 +91,21 @@ type container struct {
 	removed       bool
 	msgPath       string
 	msgFromLogs   bool
+	mounts        []runtime.Mount
+}
+
+// mountVolume writes the files of the pod's volume named volume into the
+// container's file system below each path that mounts it.
+func (c *container) mountVolume(volume string, files map[string]string) {
+	for _, m := range c.mounts {
+		if m.Volume != volume {
+			continue
+		}
+		dir := strings.TrimSuffix(m.Path, "/") + "/"
+		for name, content := range files {
+			c.env.Files[dir+name] = content
+		}
+	}
 }
 
 // New returns an empty runtime on the given clock (nil: the real clock).
@@ -464,6 +481,31 @@ func imageSize(full string) uint64 {
 }
 
 // StartContainer creates and starts a container running cfg.Argv.
+// SetVolume keeps the files of one of the pod's volumes and writes them
+// into the containers that mount it; files no longer in the volume stay
+// (a token volume only ever replaces its files' contents).
+func (r *Runtime) SetVolume(_ context.Context, uid types.UID, volume string, files map[string]string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return r.down
+	}
+	p, ok := r.pods[uid]
+	if !ok {
+		return fmt.Errorf("pod sandbox of %s: %w", uid, runtime.ErrNotFound)
+	}
+	if p.volumes == nil {
+		p.volumes = map[string]map[string]string{}
+	}
+	p.volumes[volume] = files
+	for _, c := range p.containers {
+		if !c.exited {
+			c.mountVolume(volume, files)
+		}
+	}
+	return nil
+}
+
 func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.ContainerConfig) (string, error) {
 	prog, err := shell.FromArgv(cfg.Argv)
 	if err != nil {
@@ -497,12 +539,16 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 	c := &container{
 		id: id, fullID: Name + "://" + id, name: cfg.Name, image: full, ref: img.Ref, hash: cfg.Hash, attempt: cfg.Attempt, created: now,
 		msgPath: cfg.TerminationMessagePath, msgFromLogs: cfg.TerminationMessageFallbackToLogs,
+		mounts: cfg.Mounts,
 	}
 	c.env = &shell.Env{
 		Files:       map[string]string{},
 		Vars:        vars,
 		MemoryLimit: cfg.MemoryLimit,
 		Output:      c.logs.write,
+	}
+	for name, files := range p.volumes {
+		c.mountVolume(name, files)
 	}
 	c.proc = prog.Start(now, c.env)
 	c.advance(now)

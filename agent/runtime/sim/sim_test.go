@@ -269,3 +269,46 @@ func TestTerminationMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestVolumeFilesSeenAndReplaced: a container sees the files of the pod
+// volumes it mounts, set before it started or after, and a new content
+// replaces the old one (a refreshed token).
+func TestVolumeFilesSeenAndReplaced(t *testing.T) {
+	r, _ := setup(t)
+	ctx := context.Background()
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	if err := r.SetVolume(ctx, "u1", "kube-api-access-x", map[string]string{"token": "t1", "namespace": "default"}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.StartContainer(ctx, "u1", runtime.ContainerConfig{Name: "c", Image: "busybox", Argv: []string{"sleep", "600"},
+		Mounts: []runtime.Mount{{Volume: "kube-api-access-x", Path: dir}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := start(t, r, []string{"sleep", "600"}, 0)
+	cat := func(id, file string) (int, string) {
+		code, out, err := r.ExecSync(ctx, id, []string{"cat", dir + "/" + file}, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	if code, out := cat(id, "token"); code != 0 || out != "t1" {
+		t.Errorf("token before refresh: %d %q", code, out)
+	}
+	if code, out := cat(id, "namespace"); code != 0 || out != "default" {
+		t.Errorf("namespace: %d %q", code, out)
+	}
+	if err := r.SetVolume(ctx, "u1", "kube-api-access-x", map[string]string{"token": "t2", "namespace": "default"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := cat(id, "token"); code != 0 || out != "t2" {
+		t.Errorf("token after refresh: %d %q", code, out)
+	}
+	if code, _ := cat(other, "token"); code == 0 {
+		t.Error("a container without the mount sees the token")
+	}
+	if err := r.SetVolume(ctx, "nope", "v", nil); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("SetVolume of an unknown pod: %v", err)
+	}
+}
