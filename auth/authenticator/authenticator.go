@@ -98,18 +98,19 @@ var errInvalidBearer = errors.New("invalid bearer token")
 
 // BearerToken authenticates the token of an "Authorization: Bearer" header
 // with tokens. A request without one is not its kind. A header that is
-// Bearer but empty is an error, as kube's.
+// Bearer with an empty token (two spaces) is an error, as kube's.
 func BearerToken(tokens Token) Request {
 	return RequestFunc(func(r *http.Request) (*Response, bool, error) {
 		auth := strings.TrimSpace(r.Header.Get("Authorization"))
 		if auth == "" {
 			return nil, false, nil
 		}
-		scheme, token, ok := strings.Cut(auth, " ")
-		if !ok || !strings.EqualFold(scheme, "bearer") {
+		// As kube: the scheme, one space, the token up to the next space.
+		parts := strings.SplitN(auth, " ", 3)
+		if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") {
 			return nil, false, nil
 		}
-		token = strings.TrimSpace(token)
+		token := parts[1]
 		if token == "" {
 			return nil, false, errInvalidBearer
 		}
