@@ -34,9 +34,10 @@ func fastConfig(nodes int) Config {
 }
 
 type env struct {
-	t      *testing.T
-	client kubernetes.Interface
-	agent  *Agent
+	t          *testing.T
+	client     kubernetes.Interface
+	restConfig *rest.Config
+	agent      *Agent
 }
 
 // start runs a server and an agent with cfg; both stop when the test ends
@@ -44,7 +45,7 @@ type env struct {
 func start(t *testing.T, cfg Config) *env {
 	t.Helper()
 	s := testserver.Start(t)
-	e := &env{t: t, client: s.Client}
+	e := &env{t: t, client: s.Client, restConfig: s.Config}
 	stop := e.startAgent(s.Config, cfg)
 	t.Cleanup(stop)
 	return e
@@ -465,7 +466,7 @@ func TestForceDelete(t *testing.T) {
 // their pods again; the restart count goes on.
 func TestAgentRestart(t *testing.T) {
 	s := testserver.Start(t)
-	e := &env{t: t, client: s.Client}
+	e := &env{t: t, client: s.Client, restConfig: s.Config}
 	stop := e.startAgent(s.Config, fastConfig(1))
 	first := e.waitNodeReady("node-1")
 	pod := simplePod("survivor", v1.RestartPolicyAlways)

@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+)
+
+const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// TestProjectedServiceAccountToken: a container sees the token, namespace
+// and CA of its projected ServiceAccount volume, the token is bound to the
+// pod and the API server accepts it as the ServiceAccount.
+func TestProjectedServiceAccountToken(t *testing.T) {
+	e := start(t, fastConfig(1))
+	e.waitNodeReady("node-1")
+	ctx := context.Background()
+	if _, err := e.client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		// The pod names its ServiceAccount explicitly: make sure it exists
+		// even where no controller keeps it.
+		if _, err := e.client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := simplePod("reader", v1.RestartPolicyNever, "sh", "-c", "cat "+saDir+"/namespace; echo; cat "+saDir+"/token")
+	pod.Spec.ServiceAccountName = "default"
+	pod.Spec.AutomountServiceAccountToken = ptr.To(false) // the volume below is the one
+	pod.Spec.Volumes = []v1.Volume{{Name: "kube-api-access-test", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		DefaultMode: ptr.To(int32(420)),
+		Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To(int64(3607)), Path: "token"}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: rootCAConfigMap}, Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "namespace", FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "kube-api-access-test", MountPath: saDir, ReadOnly: true}}
+	created := e.runPod(pod, "node-1")
+	e.waitPod(pod, 20*time.Second, "Succeeded", phaseIs(v1.PodSucceeded))
+
+	code, logs := e.kubeletGetText("/containerLogs/default/reader/main")
+	ns, token, _ := strings.Cut(strings.TrimSpace(logs), "\n")
+	if code != 200 || ns != "default" || strings.Count(token, ".") != 2 {
+		t.Fatalf("container printed %d %q", code, logs)
+	}
+	review, err := e.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := review.Status
+	if !st.Authenticated || st.User.Username != "system:serviceaccount:default:default" ||
+		strings.Join(st.User.Extra["authentication.kubernetes.io/pod-uid"], "") != string(created.UID) {
+		t.Errorf("token review %+v", st)
+	}
+
+	// The token works as a credential of its own.
+	cfg := rest.AnonymousClientConfig(e.restConfig)
+	cfg.BearerToken = token
+	as, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, err := as.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || who.Status.UserInfo.Username != "system:serviceaccount:default:default" {
+		t.Errorf("whoami with the pod's token: %+v %v", who, err)
+	}
+}
