@@ -48,13 +48,12 @@ func runMain(m *testing.M) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, err = server.Start(ctx, server.Config{
-		Listen:        "127.0.0.1:0",
-		DataDir:       dir,
-		UnsafeNoFsync: true,
-		Logger:        testserver.Logger(),
-		AnonymousAuth: true,
-	})
+	config, err := testserver.NewConfig(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv, err = server.Start(ctx, config)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start corekube:", err)
 		return 1
@@ -64,7 +63,7 @@ func runMain(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, "shutdown:", err)
 		}
 	}()
-	cfg = &rest.Config{Host: srv.URL(), QPS: -1}
+	cfg = testserver.ClientConfig(srv.URL())
 	cs, err = kubernetes.NewForConfig(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
