@@ -48,6 +48,7 @@ type remoteKeys struct {
 
 	mu          sync.Mutex // serialises fetches; guards the fields below
 	lastAttempt time.Time
+	lastSuccess time.Time
 	lastErr     error
 }
 
@@ -107,11 +108,21 @@ func (r *remoteKeys) refetch(ctx context.Context, seen *keys) (*keys, bool, erro
 	return r.current.Load(), true, nil
 }
 
-// refresh fetches the keys now (the background refresh).
-func (r *remoteKeys) refresh(ctx context.Context) error {
+// refreshIfOlder fetches the keys when the last successful fetch (by
+// anyone) is maxAge old or more, and says when they will next be due (the
+// background refresh: it fetches nothing that a request just fetched).
+func (r *remoteKeys) refreshIfOlder(ctx context.Context, maxAge time.Duration) (time.Duration, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.fetchLocked(ctx)
+	if !r.lastSuccess.IsZero() {
+		if age := r.now().Sub(r.lastSuccess); age < maxAge {
+			return maxAge - age, nil
+		}
+	}
+	if err := r.fetchLocked(ctx); err != nil {
+		return 0, err
+	}
+	return maxAge, nil
 }
 
 // fetchLocked reads the discovery document, then the JWKS it names, and
@@ -124,6 +135,7 @@ func (r *remoteKeys) fetchLocked(ctx context.Context) error {
 		return err
 	}
 	r.current.Store(k)
+	r.lastSuccess = r.lastAttempt
 	return nil
 }
 

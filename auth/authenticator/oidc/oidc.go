@@ -196,10 +196,12 @@ func (a *Authenticator) refreshLoop(ctx context.Context, is *issuer, refresh, re
 		case <-timer.C:
 		}
 		fctx, cancel := context.WithTimeout(ctx, fetchTimeout)
-		err := is.keys.refresh(fctx)
+		next, err := is.keys.refreshIfOlder(fctx, refresh)
 		cancel()
-		next := refresh
-		if err != nil && ctx.Err() == nil {
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			a.log.Error("oidc: fetching the issuer's keys", "issuer", is.cfg.Issuer.URL, "err", err)
 			next = retry
 		}

@@ -14,6 +14,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -71,7 +73,11 @@ func New(tb testing.TB) *Issuer {
 		i.jwksFetches.Add(1)
 		writeJSON(w, i.jwks())
 	})
-	i.server = httptest.NewTLSServer(mux)
+	i.server = httptest.NewUnstartedServer(mux)
+	// Clients that do not trust the issuer are expected in tests: their
+	// handshake failures are not news.
+	i.server.Config.ErrorLog = log.New(io.Discard, "", 0)
+	i.server.StartTLS()
 	tb.Cleanup(i.server.Close)
 	i.URL = i.server.URL
 	i.CAPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: i.server.Certificate().Raw}))
@@ -151,6 +157,17 @@ func (k *Key) Sign(tb testing.TB, claims jwt.MapClaims) string {
 	t := jwt.NewWithClaims(k.Method, claims)
 	t.Header["kid"] = k.KID
 	s, err := t.SignedString(k.priv)
+	if err != nil {
+		tb.Fatalf("oidctest: sign: %v", err)
+	}
+	return s
+}
+
+// SignWithoutKID signs claims with k, with no kid header (the verifier
+// then tries every key of the JWKS).
+func (k *Key) SignWithoutKID(tb testing.TB, claims jwt.MapClaims) string {
+	tb.Helper()
+	s, err := jwt.NewWithClaims(k.Method, claims).SignedString(k.priv)
 	if err != nil {
 		tb.Fatalf("oidctest: sign: %v", err)
 	}
