@@ -62,6 +62,17 @@ type Config struct {
 	// system:anonymous (kube-apiserver's --anonymous-auth, on by default
 	// on the command line); off, they are answered 401.
 	AnonymousAuth bool
+
+	// Token authenticators (issue 10), after the loopback token in kube's
+	// order.
+	//
+	// TokenAuthFile is kube-apiserver's --token-auth-file: static bearer
+	// tokens, one CSV record each (token,user,uid,"group1,group2").
+	TokenAuthFile string
+	// AuthenticationConfigFile is kube-apiserver's --authentication-config:
+	// an apiserver.config.k8s.io AuthenticationConfiguration whose jwt
+	// issuers (OIDC) authenticate bearer tokens.
+	AuthenticationConfigFile string
 }
 
 func (c *Config) setDefaults() error {

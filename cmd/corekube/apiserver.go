@@ -48,6 +48,8 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.Int64Var(&cfg.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", server.DefaultTolerationSeconds,
 		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration added to every pod that has none")
 	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated)")
+	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "file of static bearer tokens, one CSV record each: token,user,uid,\"group1,group2\"")
+	f.StringVar(&cfg.AuthenticationConfigFile, "authentication-config", "", "file of an apiserver.config.k8s.io AuthenticationConfiguration: the JWT (OIDC) issuers whose tokens authenticate users")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 }
 

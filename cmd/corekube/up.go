@@ -45,6 +45,8 @@ func newUpCommand() *cobra.Command {
 				DefaultUnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
 				Profiling:                           cfg.Profiling,
 				AnonymousAuth:                       cfg.AnonymousAuth,
+				TokenAuthFile:                       cfg.TokenAuthFile,
+				AuthenticationConfigFile:            cfg.AuthenticationConfigFile,
 			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
