@@ -48,6 +48,18 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 			return &authenticator.Response{User: loopbackUser}, true, nil
 		}),
 	}
+	static, oidcTokens, err := s.tokenAuthenticators()
+	if err != nil {
+		return nil, err
+	}
+	if static != nil {
+		tokens = append(tokens, static)
+	}
+	// ServiceAccount tokens go here, between the token file and OIDC, as
+	// in kube's union.
+	if oidcTokens != nil {
+		tokens = append(tokens, oidcTokens)
+	}
 	union := authenticator.Union{}
 	if s.tls != nil {
 		union = append(union, s.tls.x509Authenticator())

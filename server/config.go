@@ -83,6 +83,16 @@ type Config struct {
 	// TLSSANs are extra names or addresses for the generated serving
 	// certificate (beside the listen address, localhost and 127.0.0.1).
 	TLSSANs []string
+	// Token authenticators (issue 10), after the loopback token in kube's
+	// order.
+	//
+	// TokenAuthFile is kube-apiserver's --token-auth-file: static bearer
+	// tokens, one CSV record each (token,user,uid,"group1,group2").
+	TokenAuthFile string
+	// AuthenticationConfigFile is kube-apiserver's --authentication-config:
+	// an apiserver.config.k8s.io AuthenticationConfiguration whose jwt
+	// issuers (OIDC) authenticate bearer tokens.
+	AuthenticationConfigFile string
 }
 
 func (c *Config) setDefaults() error {

@@ -58,6 +58,8 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "key of --tls-cert-file (PEM)")
 	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA bundle (PEM) whose client certificates authenticate: CN is the user, O the groups (default: the server's own CA)")
 	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "extra DNS names or IP addresses for the generated serving certificate (repeatable or comma-separated)")
+	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "file of static bearer tokens, one CSV record each: token,user,uid,\"group1,group2\"")
+	f.StringVar(&cfg.AuthenticationConfigFile, "authentication-config", "", "file of an apiserver.config.k8s.io AuthenticationConfiguration: the JWT (OIDC) issuers whose tokens authenticate users")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 }
 

@@ -37,22 +37,12 @@ func newUpCommand() *cobra.Command {
 				return fmt.Errorf("create data dir: %w", err)
 			}
 			cfg.DataDir, _ = filepath.Abs(cfg.DataDir)
-			return runServer(cmd.Context(), server.Config{
-				Listen:   cfg.Listen,
-				DataDir:  filepath.Join(cfg.DataDir, "etcd"),
-				EventTTL: cfg.EventTTL,
-
-				DefaultNotReadyTolerationSeconds:    cfg.DefaultNotReadyTolerationSeconds,
-				DefaultUnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
-				Profiling:                           cfg.Profiling,
-				AnonymousAuth:                       cfg.AnonymousAuth,
-				InsecureHTTP:                        cfg.InsecureHTTP,
-				CertDir:                             filepath.Join(cfg.DataDir, "pki"),
-				TLSCertFile:                         cfg.TLSCertFile,
-				TLSPrivateKeyFile:                   cfg.TLSPrivateKeyFile,
-				ClientCAFile:                        cfg.ClientCAFile,
-				TLSSANs:                             cfg.TLSSANs,
-			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, &agentCfg)
+			// The flags filled cfg; the data directory holds etcd's data,
+			// the certificates and the kubeconfig side by side.
+			dataDir := cfg.DataDir
+			cfg.DataDir = filepath.Join(dataDir, "etcd")
+			cfg.CertDir = filepath.Join(dataDir, "pki")
+			return runServer(cmd.Context(), cfg, filepath.Join(dataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "./data", "directory for etcd data and the admin kubeconfig")
