@@ -8,12 +8,16 @@ import (
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/openapi"
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/clusterrolebindings"
+	"github.com/corekube/corekube/registry/clusterroles"
 	"github.com/corekube/corekube/registry/events"
 	"github.com/corekube/corekube/registry/leases"
 	"github.com/corekube/corekube/registry/namespaces"
 	"github.com/corekube/corekube/registry/nodes"
 	"github.com/corekube/corekube/registry/poddisruptionbudgets"
 	"github.com/corekube/corekube/registry/pods"
+	"github.com/corekube/corekube/registry/rolebindings"
+	"github.com/corekube/corekube/registry/roles"
 	"github.com/corekube/corekube/registry/serviceaccounts"
 	"github.com/corekube/corekube/storage"
 	v1 "k8s.io/api/core/v1"
@@ -24,8 +28,9 @@ import (
 // newAPI builds the Store of every served resource, the admission chain
 // and the API that serves them: the one table of what corekube serves.
 // cfg supplies the resource-specific settings (event TTL, default
-// tolerations).
-func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers.API, *registry.Store) {
+// tolerations); validators run after the built-in ones (RBAC's escalation
+// check).
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config, validators ...admission.Validator) (*handlers.API, *registry.Store) {
 	var nsStore *registry.Store
 	chain := &admission.Chain{
 		Mutators: []admission.Mutator{
@@ -41,6 +46,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 				UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds,
 			},
 		},
+		Validators: validators,
 	}
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
@@ -71,6 +77,10 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 		&handlers.Resource{Store: pdbStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: pdbStore.Subresource("status", poddisruptionbudgets.NewStatusStrategy())},
 		}},
+		&handlers.Resource{Store: store(roles.NewStrategy())},
+		&handlers.Resource{Store: store(clusterroles.NewStrategy())},
+		&handlers.Resource{Store: store(rolebindings.NewStrategy())},
+		&handlers.Resource{Store: store(clusterrolebindings.NewStrategy())},
 	)
 	return api, nsStore
 }
