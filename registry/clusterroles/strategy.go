@@ -49,7 +49,9 @@ func (*Strategy) New() runtime.Object { return &rbacv1.ClusterRole{} }
 func (*Strategy) NewList() runtime.Object { return &rbacv1.ClusterRoleList{} }
 
 // ValidateName accepts any path segment, as kube's ValidateRBACName.
-func (*Strategy) ValidateName(name string, prefix bool) []string { return rbac.ValidateName(name, prefix) }
+func (*Strategy) ValidateName(name string, prefix bool) []string {
+	return rbac.ValidateName(name, prefix)
+}
 
 // PrepareForCreate has nothing to clear.
 func (*Strategy) PrepareForCreate(context.Context, runtime.Object) {}

@@ -53,7 +53,9 @@ func (*Strategy) New() runtime.Object { return &rbacv1.RoleBinding{} }
 func (*Strategy) NewList() runtime.Object { return &rbacv1.RoleBindingList{} }
 
 // ValidateName accepts any path segment, as kube's ValidateRBACName.
-func (*Strategy) ValidateName(name string, prefix bool) []string { return rbac.ValidateName(name, prefix) }
+func (*Strategy) ValidateName(name string, prefix bool) []string {
+	return rbac.ValidateName(name, prefix)
+}
 
 // PrepareForCreate applies the v1 defaults.
 func (*Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {

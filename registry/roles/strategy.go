@@ -50,7 +50,9 @@ func (*Strategy) New() runtime.Object { return &rbacv1.Role{} }
 func (*Strategy) NewList() runtime.Object { return &rbacv1.RoleList{} }
 
 // ValidateName accepts any path segment, as kube's ValidateRBACName.
-func (*Strategy) ValidateName(name string, prefix bool) []string { return rbac.ValidateName(name, prefix) }
+func (*Strategy) ValidateName(name string, prefix bool) []string {
+	return rbac.ValidateName(name, prefix)
+}
 
 // PrepareForCreate has nothing to clear: a Role has no status.
 func (*Strategy) PrepareForCreate(context.Context, runtime.Object) {}
