@@ -93,6 +93,14 @@ type Config struct {
 	// an apiserver.config.k8s.io AuthenticationConfiguration whose jwt
 	// issuers (OIDC) authenticate bearer tokens.
 	AuthenticationConfigFile string
+
+	// Authorization (issue 11).
+	//
+	// AuthorizationModes are kube-apiserver's --authorization-mode, in
+	// order: AlwaysAllow, AlwaysDeny, Node, RBAC; empty means Node,RBAC
+	// (DefaultAuthorizationModes, a kubeadm cluster's). system:masters is
+	// always allowed, before any mode.
+	AuthorizationModes []string
 }
 
 func (c *Config) setDefaults() error {

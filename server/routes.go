@@ -27,7 +27,8 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	// carries from here on (the recoverer's answers included).
 	// Every request is authenticated (or answered 401) before anything
 	// else looks at it, then acts as whom it impersonates.
-	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withImpersonation)
+	// Then what it asks for is parsed once (RequestInfo) and authorized.
+	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withRequestInfo, s.withImpersonation, s.withAuthorization)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})

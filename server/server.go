@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/corekube/corekube/auth/authorizer/rbac"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/storage"
@@ -40,6 +41,8 @@ type Server struct {
 	loopbackUID   string
 	// tls is the serving TLS material (nil with InsecureHTTP).
 	tls *serving
+	// authorization decides on every request (authz.go).
+	authorization *authorization
 
 	// fresh holds the connections that have not carried a request yet:
 	// http.Server.Shutdown waits up to 5s for them, so Shutdown closes them.
@@ -74,9 +77,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.storage = etcdstore.New(client)
-	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
+	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg, s.authorization.escalation)
 	s.runCaches(api)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
+		return nil, err
+	}
+	if err := s.setupAuthorization(ctx, api); err != nil {
 		return nil, err
 	}
 

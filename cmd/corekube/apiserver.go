@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/corekube/corekube/auth/authorizer"
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -60,6 +61,9 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "extra DNS names or IP addresses for the generated serving certificate (repeatable or comma-separated)")
 	f.StringVar(&cfg.TokenAuthFile, "token-auth-file", "", "file of static bearer tokens, one CSV record each: token,user,uid,\"group1,group2\"")
 	f.StringVar(&cfg.AuthenticationConfigFile, "authentication-config", "", "file of an apiserver.config.k8s.io AuthenticationConfiguration: the JWT (OIDC) issuers whose tokens authenticate users")
+	cfg.AuthorizationModes = server.DefaultAuthorizationModes
+	f.Var(authorizationModes{&cfg.AuthorizationModes}, "authorization-mode",
+		"ordered list of authorizers: AlwaysAllow, AlwaysDeny, Node (not yet implemented: no opinion), RBAC; system:masters is always allowed")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 }
 
@@ -88,3 +92,25 @@ func (v eventTTL) Set(s string) error {
 }
 
 func (eventTTL) Type() string { return "duration" }
+
+// authorizationModes is --authorization-mode: kube's comma-separated list,
+// checked as kube checks it.
+type authorizationModes struct{ modes *[]string }
+
+func (v authorizationModes) String() string {
+	if v.modes == nil {
+		return ""
+	}
+	return strings.Join(*v.modes, ",")
+}
+
+func (v authorizationModes) Set(s string) error {
+	modes, err := authorizer.ParseModes(s)
+	if err != nil {
+		return err
+	}
+	*v.modes = modes
+	return nil
+}
+
+func (authorizationModes) Type() string { return "strings" }
