@@ -117,6 +117,7 @@ func (s *Server) withImpersonation(next http.Handler) http.Handler {
 		}
 		requester, _ := user.From(r.Context())
 		if err := s.authorizeImpersonation(r.Context(), requester, r.Header); err != nil {
+			w.Header().Set("X-Content-Type-Options", "nosniff")
 			handlers.WriteError(w, r, err)
 			return
 		}

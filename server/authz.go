@@ -131,7 +131,10 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 		defer s.caches.Done()
 		s.aggregateClusterRoles(watchCtx, trigger)
 	}()
-	for !a.cache.Synced() {
+	// Synced, and holding the bootstrap policy just written (the watch
+	// delivers it a little after the writes): until then, requests of
+	// anyone but system:masters would be refused.
+	for !a.cache.Synced() || !a.cache.HasBootstrapPolicy() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for the RBAC caches: %w", ctx.Err())
@@ -368,6 +371,7 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 			return
 		}
 		s.log.Debug("forbidden", "uri", r.RequestURI, "user", userName(u), "reason", reason)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		handlers.WriteError(w, r, forbidden(attrs, reason))
 	})
 }

@@ -105,8 +105,7 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule(write, []string{"extensions"}, "daemonsets", "deployments", "deployments/rollback", "deployments/scale",
 				"ingresses", "networkpolicies", "replicasets", "replicasets/scale", "replicationcontrollers/scale"),
 			rule(write, []string{"policy"}, "poddisruptionbudgets"),
-			rule(write, []string{"networking.k8s.io"}, "ingresses", "networkpolicies"),
-			rule(write, []string{"coordination.k8s.io"}, "leases")),
+			rule(write, []string{"networking.k8s.io"}, "ingresses", "networkpolicies")),
 		clusterRole("system:aggregate-to-view", map[string]string{aggregateToView: "true"},
 			rule(read, core, "configmaps", "endpoints", "persistentvolumeclaims", "persistentvolumeclaims/status", "pods",
 				"replicationcontrollers", "replicationcontrollers/scale", "serviceaccounts", "services", "services/status"),
@@ -123,8 +122,7 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 				"deployments/status", "ingresses", "ingresses/status", "networkpolicies", "replicasets",
 				"replicasets/scale", "replicasets/status", "replicationcontrollers/scale"),
 			rule(read, []string{"policy"}, "poddisruptionbudgets", "poddisruptionbudgets/status"),
-			rule(read, []string{"networking.k8s.io"}, "ingresses", "ingresses/status", "networkpolicies"),
-			rule(read, []string{"coordination.k8s.io"}, "leases")),
+			rule(read, []string{"networking.k8s.io"}, "ingresses", "ingresses/status", "networkpolicies")),
 
 		clusterRole("system:node-bootstrapper", nil,
 			rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests")),
@@ -188,4 +186,23 @@ func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("system:kube-scheduler", "system:kube-scheduler", userSubject("system:kube-scheduler")),
 		clusterBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject("system:kube-controller-manager")),
 	}
+}
+
+// HasBootstrapPolicy reports whether c holds every bootstrap ClusterRole
+// and ClusterRoleBinding (by name): whether the start-up reconciliation
+// has reached it.
+func (c *Cache) HasBootstrapPolicy() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, r := range BootstrapClusterRoles() {
+		if _, ok := c.clusterRoles[r.Name]; !ok {
+			return false
+		}
+	}
+	for _, b := range BootstrapClusterRoleBindings() {
+		if _, ok := c.crbs[b.Name]; !ok {
+			return false
+		}
+	}
+	return true
 }

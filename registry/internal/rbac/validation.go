@@ -108,10 +108,14 @@ func ValidateBinding(ref rbacv1.RoleRef, subjects []rbacv1.Subject, namespaced b
 // fixed for its life (delete and recreate to rebind), as in kube.
 func ValidateRoleRefUpdate(ref, old rbacv1.RoleRef) field.ErrorList {
 	if ref != old {
-		return field.ErrorList{field.Invalid(field.NewPath("roleRef"), ref, "cannot change roleRef")}
+		return field.ErrorList{field.Invalid(field.NewPath("roleRef"), RoleRef(ref), "cannot change roleRef")}
 	}
 	return nil
 }
+
+// RoleRef is rbacv1.RoleRef under the name kube's message prints it with:
+// kube validates its internal type, which %#v shows as rbac.RoleRef{...}.
+type RoleRef rbacv1.RoleRef
 
 // validateSubject is kube's ValidateRoleBindingSubject.
 func validateSubject(s rbacv1.Subject, namespaced bool, fld *field.Path) field.ErrorList {
