@@ -386,7 +386,7 @@ func TestRBACResources(t *testing.T) {
 
 	ns := createNamespace(t, uniqueName(t, "rbac-table"))
 	b, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "viewers"},
-		RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"},
+		RoleRef:  rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"},
 		Subjects: []rbacv1.Subject{{Kind: "User", Name: "u1"}, {Kind: "Group", Name: "g1"}, {Kind: "ServiceAccount", Name: "sa1", Namespace: ns}, {Kind: "User", Name: "u2"}}},
 		metav1.CreateOptions{})
 	if err != nil {
