@@ -105,6 +105,17 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 	a.escalation.Authorizer = union
 	a.escalation.Rules = rbac.New(a.cache)
 
+	// The aggregation controller runs on every ClusterRole change, from
+	// the first (set before the watches start, so that none is missed).
+	trigger := make(chan struct{}, 1)
+	kick := func() {
+		select {
+		case trigger <- struct{}{}:
+		default:
+		}
+	}
+	a.cache.OnClusterRoleChange(kick)
+
 	watchCtx, cancel := context.WithCancel(context.Background())
 	stopCaches := s.stopCaches
 	s.stopCaches = func() { cancel(); stopCaches() }
@@ -119,13 +130,7 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 	if err := s.reconcileBootstrapPolicy(ctx); err != nil {
 		return err
 	}
-	trigger := make(chan struct{}, 1)
-	a.cache.OnClusterRoleChange(func() {
-		select {
-		case trigger <- struct{}{}:
-		default:
-		}
-	})
+	kick()
 	s.caches.Add(1)
 	go func() {
 		defer s.caches.Done()

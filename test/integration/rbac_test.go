@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/testserver"
 )
 
@@ -427,3 +428,71 @@ func TestRBACResources(t *testing.T) {
 type aggregationMissing struct{ role string }
 
 func (e *aggregationMissing) Error() string { return "clusterrole " + e.role + " lacks pods/log" }
+
+// TestRBACAggregation: a ClusterRole labelled to aggregate into view has its
+// rules added to view (and through view's label to edit and admin), and
+// removed when it goes.
+func TestRBACAggregation(t *testing.T) {
+	ctx := context.Background()
+	name := uniqueName(t, "widgets-view")
+	resource := name + "s"
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"rbac.authorization.k8s.io/aggregate-to-view": "true"}},
+		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{"example.com"}, Resources: []string{resource}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	has := func(role string) (bool, error) {
+		r, err := cs.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, rule := range r.Rules {
+			for _, res := range rule.Resources {
+				if res == resource {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	}
+	for _, role := range []string{"view", "edit", "admin"} {
+		untilNoError(t, "aggregated into "+role, func() error {
+			ok, err := has(role)
+			if err == nil && !ok {
+				return &aggregationMissing{role}
+			}
+			return err
+		})
+	}
+	if err := cs.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	untilNoError(t, "removed from admin", func() error {
+		ok, err := has("admin")
+		if err == nil && ok {
+			return &aggregationMissing{"admin (still there)"}
+		}
+		return err
+	})
+}
+
+// TestRBACAlwaysAllow: with --authorization-mode=AlwaysAllow any
+// authenticated user may do anything, impersonation included.
+func TestRBACAlwaysAllow(t *testing.T) {
+	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.AuthorizationModes = []string{"AlwaysAllow"} })
+	pair, err := testserver.IssueClient("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rest.CopyConfig(s.Config)
+	c.CertData, c.KeyData = pair.CertPEM, pair.KeyPEM
+	c.Impersonate.UserName = "someone"
+	ucs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ucs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Errorf("list nodes: %v", err)
+	}
+}
