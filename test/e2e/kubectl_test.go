@@ -36,6 +36,7 @@ func TestKubectl(t *testing.T) {
 	sub("ServerSideApply", testServerSideApply)
 	sub("FieldValidation", testFieldValidation)
 	sub("Errors", testErrors)
+	sub("RBAC", testRBAC)
 }
 
 func testDiscovery(t *testing.T, k *kc) {
