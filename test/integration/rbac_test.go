@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -384,6 +385,24 @@ func TestRBACResources(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Discovery and OpenAPI come from the generic mechanism.
+	resources, err := cs.Discovery().ServerResourcesForGroupVersion("rbac.authorization.k8s.io/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range resources.APIResources {
+		got = append(got, fmt.Sprintf("%s:%v:%d:%s", r.Name, r.Namespaced, len(r.ShortNames), strings.Join(r.Verbs, ",")))
+	}
+	verbs := "create,delete,deletecollection,get,list,patch,update,watch"
+	if want := []string{"clusterrolebindings:false:0:" + verbs, "clusterroles:false:0:" + verbs, "rolebindings:true:0:" + verbs, "roles:true:0:" + verbs}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("discovery %v, want %v", got, want)
+	}
+	oa := doRaw(t, "GET", "/openapi/v3/apis/rbac.authorization.k8s.io/v1", nil)
+	if oa.Code != http.StatusOK || !strings.Contains(string(oa.Body), `"io.k8s.api.rbac.v1.ClusterRoleBinding"`) {
+		t.Errorf("OpenAPI v3 of rbac: %d", oa.Code)
+	}
 
 	ns := createNamespace(t, uniqueName(t, "rbac-table"))
 	b, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "viewers"},
