@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/corekube/corekube/auth/authorizer"
 	"github.com/corekube/corekube/auth/user"
@@ -89,7 +91,9 @@ func (z *Authorizer) RulesFor(u *user.Info, namespace string) ([]rbacv1.PolicyRu
 }
 
 // RoleRefRules returns the rules of the role ref names, a RoleBinding's in
-// namespace or a ClusterRoleBinding's (namespace "").
+// namespace or a ClusterRoleBinding's (namespace ""); a missing role is
+// kube's lister NotFound (`clusterrole.rbac.authorization.k8s.io "x" not
+// found`).
 func (z *Authorizer) RoleRefRules(ref rbacv1.RoleRef, namespace string) ([]rbacv1.PolicyRule, error) {
 	z.cache.mu.RLock()
 	defer z.cache.mu.RUnlock()
@@ -101,13 +105,13 @@ func (z *Authorizer) roleRefRulesLocked(ref rbacv1.RoleRef, namespace string) ([
 	case "Role":
 		r, ok := z.cache.roles[namespace][ref.Name]
 		if !ok {
-			return nil, fmt.Errorf("role.rbac.authorization.k8s.io %q not found", ref.Name)
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: rbacv1.GroupName, Resource: "role"}, ref.Name)
 		}
 		return r.Rules, nil
 	case "ClusterRole":
 		r, ok := z.cache.clusterRoles[ref.Name]
 		if !ok {
-			return nil, fmt.Errorf("clusterrole.rbac.authorization.k8s.io %q not found", ref.Name)
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: rbacv1.GroupName, Resource: "clusterrole"}, ref.Name)
 		}
 		return r.Rules, nil
 	}

@@ -36,7 +36,7 @@ type EscalationCheck struct {
 var _ admission.Validator = (*EscalationCheck)(nil)
 
 // fullAuthority is what a ClusterRole with an aggregationRule may come to
-// grant: everything, so setting one needs escalate (or everything).
+// grant: everything, so using one needs escalate (or everything).
 var fullAuthority = []rbacv1.PolicyRule{
 	{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
 	{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
@@ -74,17 +74,26 @@ func (e *EscalationCheck) Validate(ctx context.Context, a *admission.Attributes)
 		if e.allowed(ctx, u, "escalate", gr, "", name) {
 			return nil
 		}
-		rules = obj.Rules
-		if obj.AggregationRule != nil && len(obj.AggregationRule.ClusterRoleSelectors) > 0 {
-			rules = fullAuthority
+		if err := e.confirmNoEscalation(u, "", obj.Rules); err != nil {
+			return apierrors.NewForbidden(gr, obj.Name, err)
 		}
+		// An aggregationRule can gather anything (and, removed, keeps
+		// what it gathered): setting, changing or dropping one takes
+		// everything.
+		old, _ := a.OldObject.(*rbacv1.ClusterRole)
+		if hasAggregationRule(obj) || (old != nil && hasAggregationRule(old)) {
+			if err := e.confirmNoEscalation(u, "", fullAuthority); err != nil {
+				return apierrors.NewForbidden(gr, obj.Name, errors.New("must have cluster-admin privileges to use the aggregationRule"))
+			}
+		}
+		return nil
 	case *rbacv1.RoleBinding:
 		if e.bindAllowed(ctx, u, obj.RoleRef, a.Namespace) {
 			return nil
 		}
 		var err error
 		if rules, err = e.Rules.RoleRefRules(obj.RoleRef, a.Namespace); err != nil {
-			return apierrors.NewForbidden(gr, obj.Name, err)
+			return err // kube answers the lister's NotFound as it is
 		}
 	case *rbacv1.ClusterRoleBinding:
 		if e.bindAllowed(ctx, u, obj.RoleRef, "") {
@@ -92,7 +101,7 @@ func (e *EscalationCheck) Validate(ctx context.Context, a *admission.Attributes)
 		}
 		var err error
 		if rules, err = e.Rules.RoleRefRules(obj.RoleRef, ""); err != nil {
-			return apierrors.NewForbidden(gr, obj.Name, err)
+			return err
 		}
 	default:
 		return nil
@@ -101,6 +110,10 @@ func (e *EscalationCheck) Validate(ctx context.Context, a *admission.Attributes)
 		return apierrors.NewForbidden(gr, objectName(a.Object), err)
 	}
 	return nil
+}
+
+func hasAggregationRule(r *rbacv1.ClusterRole) bool {
+	return r.AggregationRule != nil && len(r.AggregationRule.ClusterRoleSelectors) > 0
 }
 
 func (e *EscalationCheck) allowed(ctx context.Context, u *user.Info, verb string, gr schema.GroupResource, namespace, name string) bool {
