@@ -324,6 +324,15 @@ func TestRBACImpersonateVerb(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cs.RbacV1().ClusterRoleBindings().Delete(ctx, crName, metav1.DeleteOptions{}) })
 
+	asWith := func(imp rest.ImpersonationConfig) kubernetes.Interface {
+		ic := rest.CopyConfig(c)
+		ic.Impersonate = imp
+		x, err := kubernetes.NewForConfig(ic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
 	as := func(u string, groups ...string) kubernetes.Interface {
 		ic := rest.CopyConfig(c)
 		ic.Impersonate = rest.ImpersonationConfig{UserName: u, Groups: groups}
@@ -350,6 +359,12 @@ func TestRBACImpersonateVerb(t *testing.T) {
 	_, err = as("bob", "system:masters").CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
 		`groups "system:masters" is forbidden: User "`+name+`" cannot impersonate resource "groups" in API group "" at the cluster scope`)
+	_, err = asWith(rest.ImpersonationConfig{UserName: "bob", UID: "u-1"}).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`uids.authentication.k8s.io "u-1" is forbidden: User "`+name+`" cannot impersonate resource "uids" in API group "authentication.k8s.io" at the cluster scope`)
+	_, err = asWith(rest.ImpersonationConfig{UserName: "bob", Extra: map[string][]string{"scopes": {"view"}}}).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`userextras.authentication.k8s.io "view" is forbidden: User "`+name+`" cannot impersonate resource "userextras/scopes" in API group "authentication.k8s.io" at the cluster scope`)
 	_, err = as("system:serviceaccount:kube-system:default").CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
 		`serviceaccounts "default" is forbidden: User "`+name+`" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "kube-system"`)
