@@ -1,6 +1,8 @@
 package rbac
 
 import (
+	"sort"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -16,19 +18,26 @@ const (
 	aggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
 )
 
-// rule builds a resource rule.
+// rule builds a resource rule, its lists sorted as kube's rule builder
+// sorts them.
 func rule(verbs []string, groups []string, resources ...string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{Verbs: verbs, APIGroups: groups, Resources: resources}
+	return rbacv1.PolicyRule{Verbs: sorted(verbs), APIGroups: sorted(groups), Resources: sorted(resources)}
 }
 
 // urls builds a non-resource rule.
 func urls(verbs []string, paths ...string) rbacv1.PolicyRule {
-	return rbacv1.PolicyRule{Verbs: verbs, NonResourceURLs: paths}
+	return rbacv1.PolicyRule{Verbs: sorted(verbs), NonResourceURLs: sorted(paths)}
 }
 
 func named(r rbacv1.PolicyRule, names ...string) rbacv1.PolicyRule {
-	r.ResourceNames = names
+	r.ResourceNames = sorted(names)
 	return r
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
 }
 
 var (

@@ -62,7 +62,7 @@ func TestEscalationCheck(t *testing.T) {
 			`roles.rbac.authorization.k8s.io "x" is forbidden: user "w" (groups=["writers"]) is attempting to grant RBAC permissions not currently held:` + "\n" +
 				`{APIGroups:[""], Resources:["pods"], Verbs:["get"]}`},
 		{"more than held", who("w", "writers"), roleAttrs(admission.Create, more, nil, "roles", "ns"),
-			"{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"delete\"]}\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"delete\"]}"},
+			"{APIGroups:[\"\"], Resources:[\"pods\"], Verbs:[\"delete\"]}\n{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"delete\" \"get\"]}"},
 		{"escalate", who("e", "writers", "escalators"), roleAttrs(admission.Create, more, nil, "roles", "ns"), ""},
 		{"masters", who("root", user.SystemPrivilegedGroup), roleAttrs(admission.Create, more, nil, "roles", "ns"), ""},
 		{"aggregation needs everything", who("w", "writers"), roleAttrs(admission.Create, aggregating, nil, "clusterroles", ""),

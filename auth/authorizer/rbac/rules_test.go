@@ -85,7 +85,7 @@ func TestCovers(t *testing.T) {
 			[]string{`{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}`}},
 		{"url prefix covers", []rbacv1.PolicyRule{urls(get, "/healthz*")}, []rbacv1.PolicyRule{urls(get, "/healthz/etcd")}, true, nil},
 		{"missing verbs compacted", []rbacv1.PolicyRule{rule(get, core, "pods")}, []rbacv1.PolicyRule{rule([]string{"get", "list", "delete"}, core, "pods")}, false,
-			[]string{`{APIGroups:[""], Resources:["pods"], Verbs:["list" "delete"]}`}},
+			[]string{`{APIGroups:[""], Resources:["pods"], Verbs:["delete" "list"]}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
