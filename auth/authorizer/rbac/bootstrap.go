@@ -157,12 +157,13 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule(create, []string{"coordination.k8s.io"}, "leases"),
 			named(rule([]string{"get", "update"}, []string{"coordination.k8s.io"}, "leases"), "kube-controller-manager"),
 			rule(create, core, "secrets", "serviceaccounts"),
-			named(rule([]string{"delete"}, core, "secrets"), "bootstrap-signer"),
-			rule(read, core, "configmaps", "namespaces", "secrets", "serviceaccounts"),
-			rule(create, core, "serviceaccounts/token"),
+			rule([]string{"delete"}, core, "secrets"),
+			rule(get, core, "configmaps", "namespaces", "secrets", "serviceaccounts"),
+			rule([]string{"update"}, core, "secrets", "serviceaccounts"),
 			rule(create, []string{"authentication.k8s.io"}, "tokenreviews"),
 			rule(create, []string{"authorization.k8s.io"}, "subjectaccessreviews"),
-			rule(read, all, "*")),
+			rule([]string{"list", "watch"}, all, "*"),
+			rule(create, core, "serviceaccounts/token")),
 	}
 }
 
