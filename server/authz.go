@@ -127,7 +127,8 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 			s.feedRBAC(watchCtx, st, kind, a.cache)
 		}()
 	}
-	if err := s.reconcileBootstrapPolicy(ctx); err != nil {
+	written, err := s.reconcileBootstrapPolicy(ctx)
+	if err != nil {
 		return err
 	}
 	kick()
@@ -136,10 +137,18 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 		defer s.caches.Done()
 		s.aggregateClusterRoles(watchCtx, trigger)
 	}()
-	// Synced, and holding the bootstrap policy just written (the watch
-	// delivers it a little after the writes): until then, requests of
-	// anyone but system:masters would be refused.
-	for !a.cache.Synced() || !a.cache.HasBootstrapPolicy() {
+	// Synced, and holding the bootstrap policy as just reconciled (the
+	// watch delivers it a little after the writes): until then, requests
+	// of anyone but system:masters could be refused.
+	holds := func() bool {
+		for k, rv := range written {
+			if !a.cache.HasVersion(k[0], k[1], rv) {
+				return false
+			}
+		}
+		return true
+	}
+	for !a.cache.Synced() || !holds() {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for the RBAC caches: %w", ctx.Err())
@@ -223,61 +232,75 @@ func metaOf(obj runtime.Object) (metav1.Object, error) {
 // ClusterRoleBindings that are missing and adds to the existing ones what
 // they lack (unless annotated autoupdate "false"), as kube-apiserver's
 // start-up hook.
-func (s *Server) reconcileBootstrapPolicy(ctx context.Context) error {
+//
+// It returns the resourceVersion of each (kind, name) as reconciled, for
+// the wait for the RBAC cache to hold it.
+func (s *Server) reconcileBootstrapPolicy(ctx context.Context) (map[[2]string]string, error) {
 	ctx = s.privilegedContext(ctx)
+	written := map[[2]string]string{}
 	roles, bindings := s.authorization.stores["clusterroles"], s.authorization.stores["clusterrolebindings"]
 	for _, want := range rbac.BootstrapClusterRoles() {
-		err := s.reconcileOne(ctx, roles, want.Name, want, func(cur runtime.Object) (runtime.Object, bool, bool) {
+		rv, err := s.reconcileOne(ctx, roles, want.Name, want, func(cur runtime.Object) (runtime.Object, bool, bool) {
 			out, changed := rbac.ReconcileClusterRole(cur.(*rbacv1.ClusterRole), want)
 			return out, changed, false
 		})
 		if err != nil {
-			return fmt.Errorf("reconcile clusterrole %s: %w", want.Name, err)
+			return nil, fmt.Errorf("reconcile clusterrole %s: %w", want.Name, err)
 		}
+		written[[2]string{rbac.KindClusterRole, want.Name}] = rv
 	}
 	for _, want := range rbac.BootstrapClusterRoleBindings() {
-		err := s.reconcileOne(ctx, bindings, want.Name, want, func(cur runtime.Object) (runtime.Object, bool, bool) {
+		rv, err := s.reconcileOne(ctx, bindings, want.Name, want, func(cur runtime.Object) (runtime.Object, bool, bool) {
 			return rbac.ReconcileClusterRoleBinding(cur.(*rbacv1.ClusterRoleBinding), want)
 		})
 		if err != nil {
-			return fmt.Errorf("reconcile clusterrolebinding %s: %w", want.Name, err)
+			return nil, fmt.Errorf("reconcile clusterrolebinding %s: %w", want.Name, err)
 		}
+		written[[2]string{rbac.KindClusterRoleBinding, want.Name}] = rv
 	}
-	return nil
+	return written, nil
 }
 
 // reconcileOne creates want when name is missing, or updates it with what
 // merge computes (recreating it when merge says so), retrying conflicts.
+// It returns the resourceVersion the object has now.
 func (s *Server) reconcileOne(ctx context.Context, st *registry.Store, name string, want runtime.Object,
-	merge func(cur runtime.Object) (out runtime.Object, changed, recreate bool)) error {
+	merge func(cur runtime.Object) (out runtime.Object, changed, recreate bool)) (string, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := st.Get(ctx, "", name, &metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = st.Create(ctx, "", want.DeepCopyObject(), registry.CreateOptions{})
+			created, err := st.Create(ctx, "", want.DeepCopyObject(), registry.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) && attempt < 5 {
 				continue
 			}
-			return err
+			return resourceVersion(created), err
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		out, changed, recreate := merge(cur)
 		if !changed {
-			return nil
+			return resourceVersion(cur), nil
 		}
 		if recreate {
 			if _, _, err := st.Delete(ctx, "", name, &metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return err
+				return "", err
 			}
 			continue
 		}
-		_, _, err = st.Update(ctx, "", name, func(context.Context, runtime.Object) (runtime.Object, error) { return out, nil }, registry.UpdateOptions{})
+		updated, _, err := st.Update(ctx, "", name, func(context.Context, runtime.Object) (runtime.Object, error) { return out, nil }, registry.UpdateOptions{})
 		if apierrors.IsConflict(err) && attempt < 5 {
 			continue
 		}
-		return err
+		return resourceVersion(updated), err
 	}
+}
+
+func resourceVersion(obj runtime.Object) string {
+	if m, err := metaOf(obj); err == nil {
+		return m.GetResourceVersion()
+	}
+	return ""
 }
 
 // aggregateClusterRoles is kube's ClusterRole aggregation controller: each

@@ -530,3 +530,76 @@ func TestRBACAlwaysAllow(t *testing.T) {
 		t.Errorf("list nodes: %v", err)
 	}
 }
+
+// TestRBACBootstrapReconcile: on restart the bootstrap policy gets back
+// what was taken from it (roles' rules, bindings' subjects), except from
+// what is annotated autoupdate "false"; what was added stays.
+func TestRBACBootstrapReconcile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := testserver.StartInDir(t, dir)
+	crs := s.Client.RbacV1().ClusterRoles()
+	discovery, err := crs.Get(ctx, "system:discovery", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	discovery.Rules = []rbacv1.PolicyRule{{Verbs: []string{"get"}, NonResourceURLs: []string{"/custom"}}}
+	if _, err := crs.Update(ctx, discovery, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	basic, err := crs.Get(ctx, "system:basic-user", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	basic.Annotations["rbac.authorization.kubernetes.io/autoupdate"] = "false"
+	basic.Rules = nil
+	if _, err := crs.Update(ctx, basic, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crbs := s.Client.RbacV1().ClusterRoleBindings()
+	viewer, err := crbs.Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer.Subjects = viewer.Subjects[:1]
+	if _, err := crbs.Update(ctx, viewer, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := crs.Delete(ctx, "system:monitoring", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Stop(t)
+
+	s = testserver.StartInDir(t, dir)
+	crs = s.Client.RbacV1().ClusterRoles()
+	discovery, err = crs.Get(ctx, "system:discovery", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, r := range discovery.Rules {
+		urls = append(urls, r.NonResourceURLs...)
+	}
+	if got := strings.Join(urls, " "); !strings.Contains(got, "/custom") || !strings.Contains(got, "/apis/*") || !strings.Contains(got, "/version") {
+		t.Errorf("system:discovery URLs after restart: %s", got)
+	}
+	if basic, err = crs.Get(ctx, "system:basic-user", metav1.GetOptions{}); err != nil || len(basic.Rules) != 0 {
+		t.Errorf("system:basic-user (autoupdate false) after restart: %v %v", basic.Rules, err)
+	}
+	if _, err := crs.Get(ctx, "system:monitoring", metav1.GetOptions{}); err != nil {
+		t.Errorf("system:monitoring not recreated: %v", err)
+	}
+	viewer, err = s.Client.RbacV1().ClusterRoleBindings().Get(ctx, "system:public-info-viewer", metav1.GetOptions{})
+	if err != nil || len(viewer.Subjects) != 2 {
+		t.Errorf("system:public-info-viewer subjects after restart: %v %v", viewer.Subjects, err)
+	}
+	// Anonymous health checks work again right after the restart.
+	resp, err := testserver.AnonymousHTTPClient().Get(s.URL() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("anonymous /healthz after restart: %d", resp.StatusCode)
+	}
+}

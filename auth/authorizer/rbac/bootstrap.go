@@ -197,22 +197,3 @@ func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject("system:kube-controller-manager")),
 	}
 }
-
-// HasBootstrapPolicy reports whether c holds every bootstrap ClusterRole
-// and ClusterRoleBinding (by name): whether the start-up reconciliation
-// has reached it.
-func (c *Cache) HasBootstrapPolicy() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, r := range BootstrapClusterRoles() {
-		if _, ok := c.clusterRoles[r.Name]; !ok {
-			return false
-		}
-	}
-	for _, b := range BootstrapClusterRoleBindings() {
-		if _, ok := c.crbs[b.Name]; !ok {
-			return false
-		}
-	}
-	return true
-}

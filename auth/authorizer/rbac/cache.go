@@ -1,6 +1,7 @@
 package rbac
 
 import (
+	"strconv"
 	"sync"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -211,4 +212,35 @@ func (c *Cache) ClusterRoles() []*rbacv1.ClusterRole {
 		out = append(out, r)
 	}
 	return out
+}
+
+// HasVersion reports whether the cache holds the cluster-scoped object of
+// kind (ClusterRole or ClusterRoleBinding) named name at resourceVersion
+// rv or later: whether a write has reached it.
+func (c *Cache) HasVersion(kind, name, rv string) bool {
+	want, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil {
+		return false
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var have string
+	switch kind {
+	case KindClusterRole:
+		r, ok := c.clusterRoles[name]
+		if !ok {
+			return false
+		}
+		have = r.ResourceVersion
+	case KindClusterRoleBinding:
+		b, ok := c.crbs[name]
+		if !ok {
+			return false
+		}
+		have = b.ResourceVersion
+	default:
+		return false
+	}
+	got, err := strconv.ParseInt(have, 10, 64)
+	return err == nil && got >= want
 }
