@@ -98,3 +98,10 @@ func (d discoverable) subresourceNames() []string {
 	}
 	return d.res.subresourceNames()
 }
+
+// Resource returns the stored resource group/version/resource, or nil:
+// for wiring that adds to a resource once the API is built (the
+// serviceaccounts/token subresource needs the pod and node stores).
+func (a *API) Resource(group, version, resource string) *Resource {
+	return a.resources[resourceKey{group, version, resource}]
+}

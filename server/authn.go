@@ -48,6 +48,10 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 			return &authenticator.Response{User: loopbackUser}, true, nil
 		}),
 	}
+	if s.saTokens != nil {
+		tokens = append(tokens, s.saTokens.validator)
+	}
+	s.tokenReviewAuthn = authenticator.WithAuthenticatedGroup(authenticator.BearerToken(tokens))
 	union := authenticator.Union{}
 	if s.x509 != nil {
 		union = append(union, s.x509)

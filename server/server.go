@@ -43,6 +43,11 @@ type Server struct {
 	// with a client CA).
 	x509 authenticator.Request
 
+	// saTokens issues and verifies ServiceAccount tokens (satokens.go);
+	// tokenReviewAuthn is the bearer token authentication TokenReviews run.
+	saTokens         *saTokens
+	tokenReviewAuthn authenticator.Request
+
 	// fresh holds the connections that have not carried a request yet:
 	// http.Server.Shutdown waits up to 5s for them, so Shutdown closes them.
 	freshMu sync.Mutex
@@ -77,6 +82,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.storage = etcdstore.New(client)
 	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	if err := s.serveServiceAccountTokens(api); err != nil {
+		return nil, err
+	}
 	s.runCaches(api)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err

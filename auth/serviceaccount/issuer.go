@@ -46,7 +46,8 @@ type Token struct {
 	// the pod (same uid) exists.
 	Pod *v1.Pod
 	// Node is the pod's node (name, and uid when the node exists), put in
-	// the token for information as kube does (ServiceAccountTokenPodNodeInfo).
+	// the token for information as kube does (ServiceAccountTokenPodNodeInfo);
+	// without Pod, it binds the token to the node.
 	Node      *v1.Node
 	Audiences []string
 	// Expiration is the token's lifetime from now.
@@ -78,9 +79,9 @@ func (i *Issuer) Issue(t Token) (string, error) {
 	}
 	if t.Pod != nil {
 		c.Kubernetes.Pod = &ref{Name: t.Pod.Name, UID: string(t.Pod.UID)}
-		if t.Node != nil {
-			c.Kubernetes.Node = &ref{Name: t.Node.Name, UID: string(t.Node.UID)}
-		}
+	}
+	if t.Node != nil {
+		c.Kubernetes.Node = &ref{Name: t.Node.Name, UID: string(t.Node.UID)}
 	}
 	if t.WarnAfter > 0 {
 		c.Kubernetes.WarnAfter = jwt.NewNumericDate(now.Add(t.WarnAfter))

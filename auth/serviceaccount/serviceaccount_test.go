@@ -48,9 +48,19 @@ func keys(t testing.TB) (*rsa.PrivateKey, *rsa.PrivateKey) {
 // objects is a Lookup over objects the test puts and removes, standing
 // for the server's watch caches.
 type objects struct {
-	mu   sync.Mutex
-	sas  map[string]*v1.ServiceAccount
-	pods map[string]*v1.Pod
+	mu    sync.Mutex
+	sas   map[string]*v1.ServiceAccount
+	pods  map[string]*v1.Pod
+	nodes map[string]*v1.Node
+}
+
+func (o *objects) Node(_ context.Context, name string) (*v1.Node, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if n := o.nodes[name]; n != nil {
+		return n, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "nodes"}, name)
 }
 
 func (o *objects) ServiceAccount(_ context.Context, ns, name string) (*v1.ServiceAccount, error) {
@@ -116,7 +126,7 @@ func (f *fixture) advance(d time.Duration) {
 func newFixture(t testing.TB, cacheTTL time.Duration) *fixture {
 	t.Helper()
 	key, _ := keys(t)
-	f := &fixture{t: t, now: time.Unix(1_700_000_000, 0), objs: &objects{sas: map[string]*v1.ServiceAccount{}, pods: map[string]*v1.Pod{}}}
+	f := &fixture{t: t, now: time.Unix(1_700_000_000, 0), objs: &objects{sas: map[string]*v1.ServiceAccount{}, pods: map[string]*v1.Pod{}, nodes: map[string]*v1.Node{}}}
 	f.sa = &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "builder", UID: "sa-uid-1"}}
 	f.pod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "web", UID: "pod-uid-1"}}
 	f.objs.putSA(f.sa)
@@ -359,6 +369,26 @@ func TestRefusedTokens(t *testing.T) {
 		token := f.issue(nil)
 		f.objs.putPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "web", UID: types.UID("pod-uid-2")}})
 		f.refused(ctx, token, "pod UID (pod-uid-2) does not match claim (pod-uid-1)")
+	})
+	t.Run("node-bound", func(t *testing.T) {
+		f := newFixture(t, 0)
+		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "node-uid-1"}}
+		f.objs.mu.Lock()
+		f.objs.nodes["node-1"] = node
+		f.objs.mu.Unlock()
+		token := f.issue(func(tok *Token) { tok.Pod, tok.Node = nil, node })
+		u := f.accepted(ctx, token).User
+		if u.Extra[ExtraNodeName][0] != "node-1" || u.Extra[ExtraNodeUID][0] != "node-uid-1" || u.Extra[ExtraPodName] != nil {
+			t.Errorf("extra %v", u.Extra)
+		}
+		f.objs.mu.Lock()
+		f.objs.nodes["node-1"] = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "node-uid-2"}}
+		f.objs.mu.Unlock()
+		f.refused(ctx, token, "node UID (node-uid-2) does not match claim (node-uid-1)")
+		f.objs.mu.Lock()
+		delete(f.objs.nodes, "node-1")
+		f.objs.mu.Unlock()
+		f.refused(ctx, token, "service account token has been invalidated")
 	})
 	t.Run("terminating pod", func(t *testing.T) {
 		f := newFixture(t, 0)

@@ -48,6 +48,7 @@ const (
 type Lookup interface {
 	ServiceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error)
 	Pod(ctx context.Context, namespace, name string) (*v1.Pod, error)
+	Node(ctx context.Context, name string) (*v1.Node, error)
 }
 
 // ValidatorConfig configures a Validator.
@@ -267,6 +268,9 @@ func (v *Validator) checkBound(ctx context.Context, c *claims, now time.Time) er
 		return fmt.Errorf("service account UID (%s) does not match claim (%s)", sa.UID, k.ServiceAccount.UID)
 	}
 	if k.Pod == nil {
+		if k.Node != nil {
+			return v.checkNode(ctx, k.Node, deletedBefore)
+		}
 		return nil
 	}
 	pod, err := v.lookup.Pod(ctx, k.Namespace, k.Pod.Name)
@@ -280,6 +284,22 @@ func (v *Validator) checkBound(ctx context.Context, c *claims, now time.Time) er
 	}
 	if string(pod.UID) != k.Pod.UID {
 		return fmt.Errorf("pod UID (%s) does not match claim (%s)", pod.UID, k.Pod.UID)
+	}
+	return nil
+}
+
+// checkNode checks the node a node-bound token names (kube's
+// ServiceAccountTokenNodeBindingValidation).
+func (v *Validator) checkNode(ctx context.Context, ref *ref, deletedBefore time.Time) error {
+	node, err := v.lookup.Node(ctx, ref.Name)
+	if err != nil {
+		return errors.New("service account token has been invalidated")
+	}
+	if string(node.UID) != ref.UID {
+		return fmt.Errorf("node UID (%s) does not match claim (%s)", node.UID, ref.UID)
+	}
+	if node.DeletionTimestamp != nil && node.DeletionTimestamp.Time.Before(deletedBefore) {
+		return errors.New("service account token has been invalidated")
 	}
 	return nil
 }
@@ -301,7 +321,7 @@ func userFor(c *claims) *user.Info {
 	if c.ID != "" {
 		extra[ExtraCredentialID] = []string{"JTI=" + c.ID}
 	}
-	if k.Pod != nil && k.Node != nil && k.Node.Name != "" {
+	if k.Node != nil && k.Node.Name != "" {
 		extra[ExtraNodeName] = []string{k.Node.Name}
 		if k.Node.UID != "" {
 			extra[ExtraNodeUID] = []string{k.Node.UID}

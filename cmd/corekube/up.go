@@ -36,6 +36,9 @@ func newUpCommand() *cobra.Command {
 				return fmt.Errorf("create data dir: %w", err)
 			}
 			cfg.DataDir, _ = filepath.Abs(cfg.DataDir)
+			if err := upServiceAccountKey(&cfg); err != nil {
+				return err
+			}
 			return runServer(cmd.Context(), server.Config{
 				Listen:   cfg.Listen,
 				DataDir:  filepath.Join(cfg.DataDir, "etcd"),
@@ -45,6 +48,14 @@ func newUpCommand() *cobra.Command {
 				DefaultUnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
 				Profiling:                           cfg.Profiling,
 				AnonymousAuth:                       cfg.AnonymousAuth,
+
+				ServiceAccountKeyFiles:              cfg.ServiceAccountKeyFiles,
+				ServiceAccountSigningKeyFile:        cfg.ServiceAccountSigningKeyFile,
+				ServiceAccountIssuers:               cfg.ServiceAccountIssuers,
+				ServiceAccountJWKSURI:               cfg.ServiceAccountJWKSURI,
+				APIAudiences:                        cfg.APIAudiences,
+				ServiceAccountMaxTokenExpiration:    cfg.ServiceAccountMaxTokenExpiration,
+				ServiceAccountExtendTokenExpiration: cfg.ServiceAccountExtendTokenExpiration,
 			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
