@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,6 +64,7 @@ type process struct {
 	url      string
 	logs     *bytes.Buffer
 	exited   chan error
+	front    *httptest.Server // a TLS front for kubectl with tokens (serviceaccount_test.go)
 }
 
 // freeAddr returns a free loopback address.
