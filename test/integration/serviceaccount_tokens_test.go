@@ -356,3 +356,56 @@ func TestAuthenticationReviews(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenRequestExtendedExpiration: with
+// --service-account-extend-token-expiration, a pod-bound token for the API
+// asked for 3607s (the kubelet's default) lives a year, flagged after
+// 3607s, while the answer still says 3607s; other tokens are not extended.
+func TestTokenRequestExtendedExpiration(t *testing.T) {
+	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.ServiceAccountExtendTokenExpiration = true })
+	ctx := context.Background()
+	if _, err := s.Client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "kubelet-like"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := newPod("p", nil)
+	pod.Spec.ServiceAccountName = "kubelet-like"
+	if _, err := s.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	type payload struct {
+		jwt.RegisteredClaims
+		Kubernetes struct {
+			WarnAfter *jwt.NumericDate `json:"warnafter"`
+		} `json:"kubernetes.io"`
+	}
+	issue := func(spec authenticationv1.TokenRequestSpec) (*authenticationv1.TokenRequest, payload) {
+		t.Helper()
+		tr, err := s.Client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "kubelet-like", &authenticationv1.TokenRequest{Spec: spec}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p payload
+		if _, _, err := jwt.NewParser().ParseUnverified(tr.Status.Token, &p); err != nil {
+			t.Fatal(err)
+		}
+		return tr, p
+	}
+	podRef := &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p"}
+	tr, p := issue(authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(3607)), BoundObjectRef: podRef})
+	if *tr.Spec.ExpirationSeconds != 3607 || time.Until(tr.Status.ExpirationTimestamp.Time) > 3607*time.Second {
+		t.Errorf("answer %d %v, want 3607s", *tr.Spec.ExpirationSeconds, tr.Status.ExpirationTimestamp)
+	}
+	if life := p.ExpiresAt.Sub(p.IssuedAt.Time); life != 365*24*time.Hour || p.Kubernetes.WarnAfter == nil || p.Kubernetes.WarnAfter.Sub(p.IssuedAt.Time) != 3607*time.Second {
+		t.Errorf("extended token: life %v, warnafter %v", life, p.Kubernetes.WarnAfter)
+	}
+	for name, spec := range map[string]authenticationv1.TokenRequestSpec{
+		"not bound":        {ExpirationSeconds: ptr(int64(3607))},
+		"another audience": {ExpirationSeconds: ptr(int64(3607)), BoundObjectRef: podRef, Audiences: []string{"vault"}},
+		"another lifetime": {ExpirationSeconds: ptr(int64(3600)), BoundObjectRef: podRef},
+	} {
+		_, p := issue(spec)
+		if life := p.ExpiresAt.Sub(p.IssuedAt.Time); life > 3607*time.Second || p.Kubernetes.WarnAfter != nil {
+			t.Errorf("%s: life %v, warnafter %v, want no extension", name, life, p.Kubernetes.WarnAfter)
+		}
+	}
+}
