@@ -117,6 +117,7 @@ func (r *TokenREST) Create(ctx context.Context, namespace, name string, obj runt
 
 	seconds := *req.Spec.ExpirationSeconds
 	if max := int64(r.opts.MaxExpiration / time.Second); max > 0 && seconds > max {
+		registry.AddWarning(ctx, fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", seconds, max))
 		seconds = max
 		*req.Spec.ExpirationSeconds = max
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +86,24 @@ func tokenReview(t testing.TB, token string, audiences ...string) authentication
 		t.Fatal(err)
 	}
 	return r.Status
+}
+
+// warningRecorder keeps the Warning headers client-go receives.
+type warningRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, msg)
+}
+
+func (w *warningRecorder) messages() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.msgs)
 }
 
 // TestServiceAccountToken: a TokenRequest answers a token that
@@ -235,9 +254,19 @@ func TestTokenRequestMaxExpiration(t *testing.T) {
 	if _, err := s.Client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "short"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := s.Client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "short", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	warnings := &warningRecorder{}
+	c := rest.CopyConfig(s.Config)
+	c.WarningHandler = warnings
+	client, err := kubernetes.NewForConfig(c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	tr, err := client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "short", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"requested expiration of 3600 seconds shortened to 1200 seconds"}; !slices.Equal(warnings.messages(), want) {
+		t.Errorf("warnings %q, want %q", warnings.messages(), want)
 	}
 	if *tr.Spec.ExpirationSeconds != 1200 || time.Until(tr.Status.ExpirationTimestamp.Time) > 20*time.Minute {
 		t.Errorf("expiration %d %v, want capped at 20m", *tr.Spec.ExpirationSeconds, tr.Status.ExpirationTimestamp)
