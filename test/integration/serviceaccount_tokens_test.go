@@ -3,16 +3,21 @@ package integration
 import (
 	"context"
 	"crypto/rsa"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"math/big"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/auth/serviceaccount"
 	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/testserver"
 	"github.com/golang-jwt/jwt/v5"
@@ -436,5 +441,111 @@ func TestTokenRequestExtendedExpiration(t *testing.T) {
 		if life := p.ExpiresAt.Sub(p.IssuedAt.Time); life > 3607*time.Second || p.Kubernetes.WarnAfter != nil {
 			t.Errorf("%s: life %v, warnafter %v, want no extension", name, life, p.Kubernetes.WarnAfter)
 		}
+	}
+}
+
+// TestServiceAccountTokenNodeInfo: a token bound to a scheduled pod names
+// its node (user extra), and a token bound to a node lives as long as the
+// node, as kube 1.32's.
+func TestServiceAccountTokenNodeInfo(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createSA(t, ns, "agent")
+	nodeName := uniqueName(t, "node")
+	node, err := cs.CoreV1().Nodes().Create(ctx, newNode(nodeName, nil), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := newPod("scheduled", nil)
+	pod.Spec.ServiceAccountName, pod.Spec.NodeName = "agent", nodeName
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podToken := createToken(t, ns, "agent", authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "scheduled"}})
+	nodeToken := createToken(t, ns, "agent", authenticationv1.TokenRequestSpec{
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Node", APIVersion: "v1", Name: nodeName, UID: node.UID}})
+	for name, token := range map[string]string{"pod-bound": podToken.Status.Token, "node-bound": nodeToken.Status.Token} {
+		u, err := whoami(t, token)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !slices.Equal(u.Extra["authentication.kubernetes.io/node-name"], []string{nodeName}) ||
+			!slices.Equal(u.Extra["authentication.kubernetes.io/node-uid"], []string{string(node.UID)}) {
+			t.Errorf("%s: extra %v", name, u.Extra)
+		}
+	}
+	if err := cs.CoreV1().Nodes().Delete(ctx, nodeName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	refusedAs401(t, nodeToken.Status.Token, "the deleted node's token to be refused")
+	// The pod's token names the node for information only.
+	if _, err := whoami(t, podToken.Status.Token); err != nil {
+		t.Errorf("the pod's token after its node went: %v", err)
+	}
+}
+
+// TestServiceAccountKeyRotation: --service-account-key-file takes several
+// files; a token signed by a key that no longer signs still verifies, and
+// the JWKS publishes every key.
+func TestServiceAccountKeyRotation(t *testing.T) {
+	dir := t.TempDir()
+	oldPath, newPath := filepath.Join(dir, "old.key"), filepath.Join(dir, "new.key")
+	oldKey, err := serviceaccount.LoadOrCreateKey(oldPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := serviceaccount.LoadOrCreateKey(newPath); err != nil {
+		t.Fatal(err)
+	}
+	// The old key's public half alone, as a verifier would be given it.
+	der, err := x509.MarshalPKIXPublicKey(&oldKey.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldPub := filepath.Join(dir, "old.pub")
+	if err := os.WriteFile(oldPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := testserver.StartWith(t, filepath.Join(dir, "etcd"), func(c *server.Config) {
+		c.ServiceAccountSigningKeyFile = newPath
+		c.ServiceAccountKeyFiles = []string{oldPub, newPath}
+		c.ServiceAccountIssuers = []string{"https://issuer.example", "https://old-issuer.example"}
+	})
+	ctx := context.Background()
+	sa, err := s.Client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "rotated"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldIssuer, err := serviceaccount.NewIssuer("https://old-issuer.example", oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldToken, err := oldIssuer.Issue(serviceaccount.Token{ServiceAccount: sa, Audiences: []string{"https://issuer.example"}, Expiration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newToken, err := s.Client.CoreV1().ServiceAccounts("default").CreateToken(ctx, "rotated", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(newToken.Spec.Audiences, []string{"https://issuer.example", "https://old-issuer.example"}) {
+		t.Errorf("default audiences %v, want the issuers", newToken.Spec.Audiences)
+	}
+	for name, token := range map[string]string{"old key and issuer": oldToken, "new key": newToken.Status.Token} {
+		r, err := asToken(t, s.Config, token).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil || r.Status.UserInfo.Username != "system:serviceaccount:default:rotated" {
+			t.Errorf("%s: %+v %v", name, r, err)
+		}
+	}
+	resp := doRawURL(t, s.URL(), "GET", "/openid/v1/jwks", nil)
+	var set struct {
+		Keys []map[string]string `json:"keys"`
+	}
+	if err := json.Unmarshal(resp.Body, &set); err != nil || len(set.Keys) != 2 {
+		t.Errorf("jwks %d %s: %v", resp.Code, resp.Body, err)
+	}
+	if resp := doRawURL(t, s.URL(), "GET", "/.well-known/openid-configuration", nil); !strings.Contains(string(resp.Body), `"issuer":"https://issuer.example"`) {
+		t.Errorf("openid-configuration %s", resp.Body)
 	}
 }
