@@ -51,7 +51,6 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 	if s.saTokens != nil {
 		tokens = append(tokens, s.saTokens.validator)
 	}
-	s.tokenReviewAuthn = authenticator.WithAuthenticatedGroup(authenticator.BearerToken(tokens))
 	union := authenticator.Union{}
 	if s.x509 != nil {
 		union = append(union, s.x509)
@@ -63,6 +62,8 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 		// stays only in system:unauthenticated.
 		authn = authenticator.OrAnonymous(authn)
 	}
+	// TokenReviews run every token authenticator, without anonymous.
+	s.tokenReviewAuthn = authenticator.WithAuthenticatedGroup(authenticator.BearerToken(tokens))
 	return authn, nil
 }
 
