@@ -103,6 +103,9 @@ func openAPIResources(api *handlers.API) []openapi.Resource {
 		}
 		out = append(out, r)
 	}
+	for _, c := range api.CreateOnly() {
+		out = append(out, openapi.Resource{Info: c.Info, Object: c.Creater.New()})
+	}
 	return out
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/storage"
@@ -40,6 +41,11 @@ type Server struct {
 	loopbackUID   string
 	// tls is the serving TLS material (nil with InsecureHTTP).
 	tls *serving
+
+	// saTokens issues and verifies ServiceAccount tokens (satokens.go);
+	// tokenReviewAuthn is the bearer token authentication TokenReviews run.
+	saTokens         *saTokens
+	tokenReviewAuthn authenticator.Request
 
 	// fresh holds the connections that have not carried a request yet:
 	// http.Server.Shutdown waits up to 5s for them, so Shutdown closes them.
@@ -75,6 +81,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.storage = etcdstore.New(client)
 	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	if err := s.serveServiceAccountTokens(api); err != nil {
+		return nil, err
+	}
 	s.runCaches(api)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err

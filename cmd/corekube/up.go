@@ -37,6 +37,9 @@ func newUpCommand() *cobra.Command {
 				return fmt.Errorf("create data dir: %w", err)
 			}
 			cfg.DataDir, _ = filepath.Abs(cfg.DataDir)
+			if err := upServiceAccountKey(&cfg); err != nil {
+				return err
+			}
 			// The flags filled cfg; the data directory holds etcd's data,
 			// the certificates and the kubeconfig side by side.
 			dataDir := cfg.DataDir
