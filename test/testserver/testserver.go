@@ -167,17 +167,21 @@ func HTTPClient() *http.Client {
 	return sharedHTTP.client
 }
 
-// AnonymousHTTPClient trusts the test servers and sends no credentials.
+// AnonymousHTTPClient trusts the test servers and sends no credentials,
+// shared by the test process.
 func AnonymousHTTPClient() *http.Client {
-	ca, err := testCA()
-	if err != nil {
-		panic(err)
+	sharedAnonymousHTTP.once.Do(func() {
+		ca, err := testCA()
+		if err != nil {
+			sharedAnonymousHTTP.err = err
+			return
+		}
+		sharedAnonymousHTTP.client, sharedAnonymousHTTP.err = rest.HTTPClientFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca.ca.PEM}})
+	})
+	if sharedAnonymousHTTP.err != nil {
+		panic(fmt.Errorf("test HTTP client: %w", sharedAnonymousHTTP.err))
 	}
-	c, err := rest.HTTPClientFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca.ca.PEM}})
-	if err != nil {
-		panic(fmt.Errorf("test HTTP client: %w", err))
-	}
-	return c
+	return sharedAnonymousHTTP.client
 }
 
 // testAuthority is the test process's CA and the admin's certificate.
@@ -192,7 +196,7 @@ var (
 		ca   *testAuthority
 		err  error
 	}
-	sharedHTTP struct {
+	sharedHTTP, sharedAnonymousHTTP struct {
 		once   sync.Once
 		client *http.Client
 		err    error
