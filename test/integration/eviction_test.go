@@ -614,7 +614,7 @@ func TestEvictionConcurrentServers(t *testing.T) {
 	}
 	defer etcd.Close()
 	var urls []string
-	for range 3 {
+	for i := range 3 {
 		s, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: testserver.Logger(), ShutdownTimeout: 2 * time.Second, AnonymousAuth: true})
 		if err != nil {
 			t.Fatal(err)
@@ -624,6 +624,11 @@ func TestEvictionConcurrentServers(t *testing.T) {
 				t.Logf("shutdown: %v", err)
 			}
 		}()
+		if i == 0 {
+			// The pods need the default ServiceAccount; deferred after
+			// the shutdowns, the controller stops before them.
+			defer testserver.StartControllers(s)()
+		}
 		urls = append(urls, s.URL())
 	}
 	client, err := kubernetes.NewForConfig(&rest.Config{Host: urls[0], QPS: -1})
