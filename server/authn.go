@@ -49,8 +49,8 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 		}),
 	}
 	union := authenticator.Union{}
-	if s.x509 != nil {
-		union = append(union, s.x509)
+	if s.tls != nil {
+		union = append(union, s.tls.x509Authenticator())
 	}
 	union = append(union, authenticator.BearerToken(tokens))
 	var authn authenticator.Request = authenticator.WithAuthenticatedGroup(union)

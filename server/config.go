@@ -62,6 +62,27 @@ type Config struct {
 	// system:anonymous (kube-apiserver's --anonymous-auth, on by default
 	// on the command line); off, they are answered 401.
 	AnonymousAuth bool
+
+	// Serving: HTTPS (HTTP/2 by ALPN) unless InsecureHTTP.
+
+	// InsecureHTTP serves plain HTTP, with no client certificates: anyone
+	// who reaches the port is whoever they claim by token, or anonymous.
+	InsecureHTTP bool
+	// CertDir keeps the certificates the server makes for itself (the CA,
+	// the serving certificate, the admin's client certificate), reused on
+	// restart; empty keeps them in memory for the life of the process.
+	CertDir string
+	// TLSCertFile and TLSPrivateKeyFile are an operator's serving
+	// certificate (kube's --tls-cert-file, --tls-private-key-file) instead
+	// of one from the server's CA.
+	TLSCertFile       string
+	TLSPrivateKeyFile string
+	// ClientCAFile is the bundle of CAs whose client certificates
+	// authenticate (kube's --client-ca-file); empty trusts the server's CA.
+	ClientCAFile string
+	// TLSSANs are extra names or addresses for the generated serving
+	// certificate (beside the listen address, localhost and 127.0.0.1).
+	TLSSANs []string
 }
 
 func (c *Config) setDefaults() error {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/storage"
@@ -39,9 +38,8 @@ type Server struct {
 	// as system:apiserver in system:masters.
 	loopbackToken string
 	loopbackUID   string
-	// x509 authenticates client certificates (nil: not served over TLS
-	// with a client CA).
-	x509 authenticator.Request
+	// tls is the serving TLS material (nil with InsecureHTTP).
+	tls *serving
 
 	// fresh holds the connections that have not carried a request yet:
 	// http.Server.Shutdown waits up to 5s for them, so Shutdown closes them.
@@ -82,6 +80,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 
+	if !cfg.InsecureHTTP {
+		if s.tls, err = s.setupTLS(); err != nil {
+			return nil, err
+		}
+	}
 	authn, err := s.buildAuthenticator()
 	if err != nil {
 		return nil, err
@@ -103,12 +106,22 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.http.Serve(s.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if s.tls != nil {
+			s.http.TLSConfig = s.tls.config
+			err = s.http.ServeTLS(s.listener, "", "")
+		} else {
+			err = s.http.Serve(s.listener)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.serveMu.Lock()
 			s.served = err
 			s.serveMu.Unlock()
 		}
 	}()
+	if cfg.InsecureHTTP {
+		s.log.Warn("serving plain HTTP (--insecure-http): no TLS and no client certificates; anyone who can reach the port can use every credential sent to it and act as anonymous", "url", s.URL())
+	}
 	s.log.Info("corekube API server ready", "url", s.URL())
 	return s, nil
 }
@@ -136,13 +149,23 @@ func (s *Server) connectEtcd(ctx context.Context) (*clientv3.Client, error) {
 }
 
 // URL is the server's base URL.
-func (s *Server) URL() string { return "http://" + s.listener.Addr().String() }
+func (s *Server) URL() string {
+	scheme := "https://"
+	if s.tls == nil {
+		scheme = "http://"
+	}
+	return scheme + s.listener.Addr().String()
+}
 
 // LoopbackConfig is a client config for the server's own clients (the
 // control loops and node agents `up` runs in-process): they act as
 // system:apiserver, in system:masters, as kube-apiserver's loopback client.
 func (s *Server) LoopbackConfig() *rest.Config {
-	return &rest.Config{Host: s.URL(), BearerToken: s.loopbackToken, QPS: -1}
+	c := &rest.Config{Host: s.URL(), BearerToken: s.loopbackToken, QPS: -1}
+	if s.tls != nil {
+		c.TLSClientConfig = rest.TLSClientConfig{CAData: s.tls.caPEM, ServerName: s.tls.loopbackSNI}
+	}
+	return c
 }
 
 // Addr is the address the server listens on.

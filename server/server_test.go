@@ -12,13 +12,19 @@ import (
 
 	"github.com/corekube/corekube/storage"
 	etcdstore "github.com/corekube/corekube/storage/etcd"
+	"k8s.io/client-go/rest"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func get(t *testing.T, url string) (int, string) {
+// get GETs url from srv as its admin.
+func get(t *testing.T, srv *Server, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	client, err := rest.HTTPClientFor(srv.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +51,10 @@ func TestExternalEtcd(t *testing.T) {
 	}
 	defer srv.Shutdown(context.Background())
 
-	if code, body := get(t, srv.URL()+"/readyz"); code != 200 || body != "ok" {
+	if code, body := get(t, srv, srv.URL()+"/readyz"); code != 200 || body != "ok" {
 		t.Fatalf("/readyz = %d %q, want 200 ok", code, body)
 	}
-	if code, body := get(t, srv.URL()+"/api/v1/namespaces/kube-system"); code != 200 || !strings.Contains(body, `"phase":"Active"`) {
+	if code, body := get(t, srv, srv.URL()+"/api/v1/namespaces/kube-system"); code != 200 || !strings.Contains(body, `"phase":"Active"`) {
 		t.Fatalf("kube-system on external etcd: %d %s", code, body)
 	}
 
@@ -56,12 +62,12 @@ func TestExternalEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range []string{"/readyz", "/healthz"} {
-		code, body := get(t, srv.URL()+path+"?verbose")
+		code, body := get(t, srv, srv.URL()+path+"?verbose")
 		if code != http.StatusInternalServerError || !strings.Contains(body, "[-]etcd failed") {
 			t.Errorf("%s with etcd down = %d %q, want 500 with [-]etcd failed", path, code, body)
 		}
 	}
-	if code, _ := get(t, srv.URL()+"/livez"); code != 200 {
+	if code, _ := get(t, srv, srv.URL()+"/livez"); code != 200 {
 		t.Errorf("/livez with etcd down = %d, want 200", code)
 	}
 }
@@ -115,8 +121,8 @@ func TestProfiling(t *testing.T) {
 			cancel()
 			t.Fatal(err)
 		}
-		code, body := get(t, srv.URL()+"/debug/pprof/")
-		heap, _ := get(t, srv.URL()+"/debug/pprof/heap?debug=1")
+		code, body := get(t, srv, srv.URL()+"/debug/pprof/")
+		heap, _ := get(t, srv, srv.URL()+"/debug/pprof/heap?debug=1")
 		if on && (code != 200 || !strings.Contains(body, "goroutine") || heap != 200) {
 			t.Errorf("profiling on: /debug/pprof/ %d, heap %d:\n%.200s", code, heap, body)
 		}

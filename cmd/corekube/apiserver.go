@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -27,12 +28,16 @@ func newAPIServerCommand() *cobra.Command {
 			if cfg.DataDir == "" && len(cfg.EtcdServers) == 0 {
 				return errors.New("one of --data-dir or --etcd-servers is required")
 			}
+			if cfg.CertDir == "" && cfg.DataDir != "" {
+				cfg.CertDir = filepath.Join(cfg.DataDir, "pki")
+			}
 			return runServer(cmd.Context(), cfg, kubeconfig, false, nil)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address to listen on")
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "directory of the embedded etcd (when --etcd-servers is not set)")
 	cmd.Flags().StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster, e.g. http://a:2379,http://b:2379")
+	cmd.Flags().StringVar(&cfg.CertDir, "cert-dir", "", "directory of the certificates the server makes for itself (CA, serving, admin); default <data-dir>/pki, or in memory without --data-dir")
 	cmd.Flags().StringVar(&kubeconfig, "write-kubeconfig", "", "write an admin kubeconfig for this server to this path")
 	addAPIFlags(cmd.Flags(), &cfg)
 	return cmd
@@ -48,6 +53,11 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.Int64Var(&cfg.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", server.DefaultTolerationSeconds,
 		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration added to every pod that has none")
 	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated)")
+	f.BoolVar(&cfg.InsecureHTTP, "insecure-http", false, "serve plain HTTP instead of HTTPS (no TLS, no client certificates): only on a trusted network")
+	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM, may hold intermediates) instead of one from the server's own CA")
+	f.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "key of --tls-cert-file (PEM)")
+	f.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA bundle (PEM) whose client certificates authenticate: CN is the user, O the groups (default: the server's own CA)")
+	f.StringSliceVar(&cfg.TLSSANs, "tls-san", nil, "extra DNS names or IP addresses for the generated serving certificate (repeatable or comma-separated)")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/corekube/corekube/agent"
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -45,6 +46,12 @@ func newUpCommand() *cobra.Command {
 				DefaultUnreachableTolerationSeconds: cfg.DefaultUnreachableTolerationSeconds,
 				Profiling:                           cfg.Profiling,
 				AnonymousAuth:                       cfg.AnonymousAuth,
+				InsecureHTTP:                        cfg.InsecureHTTP,
+				CertDir:                             filepath.Join(cfg.DataDir, "pki"),
+				TLSCertFile:                         cfg.TLSCertFile,
+				TLSPrivateKeyFile:                   cfg.TLSPrivateKeyFile,
+				ClientCAFile:                        cfg.ClientCAFile,
+				TLSSANs:                             cfg.TLSSANs,
 			}, filepath.Join(cfg.DataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
@@ -68,7 +75,7 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 		return err
 	}
 	if kubeconfig != "" {
-		if err := writeKubeconfig(kubeconfig, srv.URL()); err != nil {
+		if err := writeKubeconfig(kubeconfig, srv.AdminConfig()); err != nil {
 			return errors.Join(err, srv.Shutdown(context.Background()))
 		}
 		slog.Info("admin kubeconfig written", "path", kubeconfig)
@@ -92,11 +99,13 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 	return srv.Shutdown(context.Background())
 }
 
-// writeKubeconfig writes an admin kubeconfig for the server at url.
-func writeKubeconfig(path, url string) error {
+// writeKubeconfig writes an admin kubeconfig (0600: it holds the admin's
+// key) from the admin client config: the server's URL and CA, the admin's
+// client certificate and key, all embedded.
+func writeKubeconfig(path string, admin *rest.Config) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["corekube"] = &clientcmdapi.Cluster{Server: url}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{}
+	cfg.Clusters["corekube"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: admin.CertData, ClientKeyData: admin.KeyData}
 	cfg.Contexts["corekube"] = &clientcmdapi.Context{Cluster: "corekube", AuthInfo: "admin", Namespace: "default"}
 	cfg.CurrentContext = "corekube"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

@@ -28,6 +28,8 @@ var (
 	createServer = &lazyServer{setup: setupCreate}
 	// createServerFsync is the same with fsync on, as `corekube up` runs.
 	createServerFsync = &lazyServer{start: startFsyncServer, setup: setupCreate}
+	// createServerPlain serves plain HTTP (--insecure-http).
+	createServerPlain = &lazyServer{start: startPlainServer, setup: setupCreate}
 )
 
 // BenchmarkPodCreate compares pod creates over HTTP (the whole stack:
@@ -37,7 +39,9 @@ var (
 // concurrent clients on the same embedded etcd. One op is one create.
 //
 // http and storage use the test harness (testserver.Start, etcd without
-// fsync); fsync-http and fsync-storage the same server with fsync on.
+// fsync; HTTPS with the admin's client certificate, each client on
+// HTTP/1.1 connections of its own); fsync-http and fsync-storage the same
+// server with fsync on; plain-http a server with --insecure-http.
 // heap-MiB is the live heap of the whole process after the run: it grows
 // with every write etcd has not yet snapshotted (see BENCHMARKS.md).
 func BenchmarkPodCreate(b *testing.B) {
@@ -46,6 +50,7 @@ func BenchmarkPodCreate(b *testing.B) {
 	b.Run("storage", func(b *testing.B) { benchCreateStorage(b, createServer) })
 	b.Run("fsync-http", func(b *testing.B) { benchCreateHTTP(b, createServerFsync) })
 	b.Run("fsync-storage", func(b *testing.B) { benchCreateStorage(b, createServerFsync) })
+	b.Run("plain-http", func(b *testing.B) { benchCreateHTTP(b, createServerPlain) })
 }
 
 func benchCreateHTTP(b *testing.B, ls *lazyServer) {

@@ -27,7 +27,12 @@ var listFixture = []struct {
 // exactly its 15,000 pods whatever else the benchmark process ran. The
 // pods are created through the API (16 clients) so that they are stored
 // exactly as real pods are: defaulted, with uid, timestamps and status.
-var listServer = &lazyServer{setup: func(srv *server.Server) error {
+var listServer = &lazyServer{setup: setupList}
+
+// listServerPlain is the same fixture on a server of plain HTTP.
+var listServerPlain = &lazyServer{start: startPlainServer, setup: setupList}
+
+func setupList(srv *server.Server) error {
 	client := newClient()
 	defer client.CloseIdleConnections()
 	ctx := context.Background()
@@ -53,7 +58,7 @@ var listServer = &lazyServer{setup: func(srv *server.Server) error {
 	}
 	fmt.Printf("list fixture: %d pods created through the API in %v\n", total, time.Since(start).Round(time.Millisecond))
 	return nil
-}}
+}
 
 // BenchmarkPodList measures one LIST request (GET, whole JSON body read)
 // by one client: a namespace of 10,000 pods with and without the label
@@ -94,6 +99,17 @@ func BenchmarkPodList(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) { benchTableList(b, srv.URL()+c.path, c.items) })
 	}
+}
+
+// BenchmarkPodListPlainHTTP is BenchmarkPodList's 5,000-pod cases on a
+// server of plain HTTP (--insecure-http): what TLS adds to a LIST.
+func BenchmarkPodListPlainHTTP(b *testing.B) {
+	skipShort(b)
+	srv := listServerPlain.get(b)
+	b.Run("ns5000", func(b *testing.B) { benchList(b, srv.URL()+"/api/v1/namespaces/list-5k/pods", 5000) })
+	b.Run("ns5000-selector500", func(b *testing.B) {
+		benchList(b, srv.URL()+"/api/v1/namespaces/list-5k/pods?labelSelector=app%3Dselected", 500)
+	})
 }
 
 // tableAccept is what kubectl get sends.

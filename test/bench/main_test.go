@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/testserver"
+	"k8s.io/client-go/rest"
 )
 
 // childEnv, when set, makes the test binary run one start-up/memory
@@ -139,6 +141,18 @@ func startServer(tb *procTB) (srv *server.Server, err error) {
 	return testserver.Start(tb).Server, nil
 }
 
+// startPlainServer starts a server like startServer but serving plain HTTP
+// (--insecure-http), to show what TLS costs.
+func startPlainServer(tb *procTB) (srv *server.Server, err error) {
+	defer recoverFatal(&err)
+	dir, err := os.MkdirTemp("", "corekube-bench-plain-")
+	if err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return testserver.StartWith(tb, dir, func(c *server.Config) { c.InsecureHTTP = true }).Server, nil
+}
+
 // startFsyncServer starts a server like testserver.Start does but with
 // fsync on, as `corekube up` runs, to show what durability costs.
 func startFsyncServer(tb *procTB) (srv *server.Server, err error) {
@@ -149,12 +163,13 @@ func startFsyncServer(tb *procTB) (srv *server.Server, err error) {
 	tb.Cleanup(func() { os.RemoveAll(dir) })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err = server.Start(ctx, server.Config{
-		Listen:        "127.0.0.1:0",
-		DataDir:       dir,
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		AnonymousAuth: true,
-	})
+	cfg, err := testserver.NewConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.UnsafeNoFsync = false
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, err = server.Start(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +247,9 @@ func stopLazyServerLocked() {
 }
 
 // newClient returns an HTTP client tuned for 16+ concurrent requests to one
-// host: enough idle connections that none is closed and re-dialled.
+// host: enough idle connections that none is closed and re-dialled. It
+// speaks HTTPS with the test CA and the admin's client certificate, over
+// HTTP/1.1 connections of its own as separate clients would.
 func newClient() *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
@@ -242,9 +259,20 @@ func newClient() *http.Client {
 			MaxIdleConnsPerHost: 64,
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
+			TLSClientConfig:     testTLSConfig(),
 		},
 		Timeout: 60 * time.Second,
 	}
+}
+
+// testTLSConfig trusts the test servers and presents the admin's client
+// certificate.
+func testTLSConfig() *tls.Config {
+	c, err := rest.TLSConfigFor(testserver.ClientConfig(""))
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 // post sends body to url and reads the whole answer; a status other than

@@ -319,7 +319,7 @@ func runWatchScenario(exe string) (r watchRun, err error) {
 	r.Base = measureServer()
 
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+watchChildMode, watchURLEnv+"="+srv.URL(), watchRunEnv+"="+strconv.FormatInt(run, 10))
+	cmd.Env = append(append(os.Environ(), testserver.ChildEnv()...), childEnv+"="+watchChildMode, watchURLEnv+"="+srv.URL(), watchRunEnv+"="+strconv.FormatInt(run, 10))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdin, err := cmd.StdinPipe()
@@ -660,6 +660,7 @@ func watchChild(base, run string, await func(string) error) error {
 		Proxy:              nil,
 		DialContext:        (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		DisableCompression: true,
+		TLSClientConfig:    testTLSConfig(),
 	}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -1,10 +1,12 @@
 // Package e2e drives a real corekube process (built from this tree) with
-// the real kubectl and plain HTTP, the way a user would.
+// the real kubectl and HTTPS requests with the admin kubeconfig's
+// credentials, the way a user would.
 package e2e
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +18,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // binary is the corekube binary built once for the package.
@@ -61,8 +66,11 @@ type process struct {
 	dataDir  string
 	cacheDir string // kubectl's discovery and OpenAPI cache, kept out of $HOME
 	url      string
-	logs     *bytes.Buffer
-	exited   chan error
+	// http is a client with the kubeconfig's credentials (the admin's
+	// client certificate, trusting the cluster CA).
+	http   *http.Client
+	logs   *bytes.Buffer
+	exited chan error
 }
 
 // freeAddr returns a free loopback address.
@@ -86,7 +94,7 @@ func startUp(t *testing.T, dataDir string) *process {
 // agents (tests create the nodes they print); args are more flags.
 func startUpAt(t *testing.T, dataDir, addr string, args ...string) *process {
 	t.Helper()
-	p := &process{t: t, dataDir: dataDir, cacheDir: t.TempDir(), url: "http://" + addr, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+	p := &process{t: t, dataDir: dataDir, cacheDir: t.TempDir(), url: "https://" + addr, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
 	p.cmd = exec.Command(binary, append([]string{"up", "--data-dir", dataDir, "--listen", addr, "--nodes", "0"}, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	start := time.Now()
@@ -105,7 +113,14 @@ func startUpAt(t *testing.T, dataDir, addr string, args ...string) *process {
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, err := http.Get(p.url + "/readyz")
+		if p.http == nil {
+			p.http, _ = kubeconfigHTTPClient(filepath.Join(dataDir, "kubeconfig"))
+		}
+		var resp *http.Response
+		err := errNoKubeconfig
+		if p.http != nil {
+			resp, err = p.http.Get(p.url + "/readyz")
+		}
 		if err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -155,7 +170,19 @@ func (p *process) kill() *process {
 	case <-time.After(20 * time.Second):
 		p.t.Fatalf("corekube still running 20s after SIGKILL")
 	}
-	return startUpAt(p.t, p.dataDir, strings.TrimPrefix(p.url, "http://"))
+	return startUpAt(p.t, p.dataDir, strings.TrimPrefix(p.url, "https://"))
+}
+
+var errNoKubeconfig = errors.New("no kubeconfig yet")
+
+// kubeconfigHTTPClient is an HTTP client with the credentials of the
+// kubeconfig at path (as kubectl would use them).
+func kubeconfigHTTPClient(path string) (*http.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	return rest.HTTPClientFor(cfg)
 }
 
 // kubectl runs kubectl against the process's kubeconfig.

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +34,7 @@ func TestUpKubectlAndRestart(t *testing.T) {
 		t.Errorf("kubectl get missing pod: err=%v out=%s", err, out)
 	}
 
-	resp, err := http.Get(p.url + "/version")
+	resp, err := p.http.Get(p.url + "/version")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -615,7 +615,12 @@ func TestEvictionConcurrentServers(t *testing.T) {
 	defer etcd.Close()
 	var urls []string
 	for i := range 3 {
-		s, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", EtcdServers: etcd.Endpoints(), Logger: testserver.Logger(), ShutdownTimeout: 2 * time.Second, AnonymousAuth: true})
+		c, err := testserver.NewConfig(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.EtcdServers, c.ShutdownTimeout = etcd.Endpoints(), 2*time.Second
+		s, err := server.Start(ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -631,7 +636,7 @@ func TestEvictionConcurrentServers(t *testing.T) {
 		}
 		urls = append(urls, s.URL())
 	}
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: urls[0], QPS: -1})
+	client, err := kubernetes.NewForConfig(testserver.ClientConfig(urls[0]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,13 +74,12 @@ func TestHealthReportsEtcdOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer etcd.Close()
-	s, err := server.Start(ctx, server.Config{
-		Listen:          "127.0.0.1:0",
-		EtcdServers:     etcd.Endpoints(),
-		Logger:          testserver.Logger(),
-		AnonymousAuth:   true,
-		ShutdownTimeout: 2 * time.Second,
-	})
+	c, err := testserver.NewConfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.EtcdServers, c.ShutdownTimeout = etcd.Endpoints(), 2*time.Second
+	s, err := server.Start(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corekube/corekube/test/testserver"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -55,7 +56,7 @@ func doRawURL(t testing.TB, base, method, path string, body []byte, headers ...s
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testserver.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

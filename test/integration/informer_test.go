@@ -264,7 +264,7 @@ func testInformersRelistAfter410(t *testing.T, watchList bool) {
 		}
 	}
 	write(s, 6)
-	all, selected, rec := startInformers(t, &rest.Config{Host: "http://" + addr, QPS: -1}, ns)
+	all, selected, rec := startInformers(t, testserver.ClientConfig("https://"+addr), ns)
 	informers := []*informertest.PodInformer{all, selected}
 	checkInitialRequests(t, rec, watchList)
 	fills := func() int {

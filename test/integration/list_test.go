@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,7 +85,7 @@ func watchStatus(t testing.TB, path string) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testserver.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

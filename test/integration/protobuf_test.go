@@ -579,7 +579,7 @@ func openWatchAt(t *testing.T, base, path, accept string) *http.Response {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", accept)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testserver.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 const saMountPath = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -330,8 +329,12 @@ func TestGoldenMissingServiceAccount(t *testing.T) {
 func TestGoldenNoDefaultServiceAccount(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := server.Start(ctx, server.Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true,
-		Logger: testserver.Logger(), AnonymousAuth: true, ShutdownTimeout: 2 * time.Second})
+	c, err := testserver.NewConfig(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ShutdownTimeout = 2 * time.Second
+	s, err := server.Start(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +343,7 @@ func TestGoldenNoDefaultServiceAccount(t *testing.T) {
 			t.Logf("shutdown: %v", err)
 		}
 	}()
-	client, err := kubernetes.NewForConfig(&rest.Config{Host: s.URL(), QPS: -1})
+	client, err := kubernetes.NewForConfig(testserver.ClientConfig(s.URL()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -399,7 +399,7 @@ func watchLines(t *testing.T, base, path, accept string, n int, during func()) [
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", accept)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testserver.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

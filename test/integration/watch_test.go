@@ -268,7 +268,7 @@ func TestWatchOlderThanCacheIs410(t *testing.T) {
 
 	// Raw: the stream is 200, one JSON event per line.
 	req, _ := http.NewRequestWithContext(ctx, "GET", small.URL()+"/api/v1/namespaces/expiry/pods?watch=1&resourceVersion="+first.ResourceVersion, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testserver.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

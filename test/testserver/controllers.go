@@ -8,7 +8,6 @@ import (
 	"github.com/corekube/corekube/controllers/serviceaccount"
 	"github.com/corekube/corekube/server"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // StartControllers runs, against srv, the controllers without which the
@@ -39,20 +38,19 @@ func startControllers(s *Server) {
 }
 
 // StartMain starts a server for a whole test binary (TestMain), where no
-// testing.TB exists: the configuration of StartWith (keep the two in
-// step) on etcd data in a new temporary directory, with StartControllers.
+// testing.TB exists: StartWith's (NewConfig, adjusted by configure when
+// not nil) on etcd data in a new temporary directory, with
+// StartControllers.
 // stop stops the controllers and the server and removes the directory.
 func StartMain(ctx context.Context, configure func(*server.Config)) (_ *Server, stop func() error, err error) {
 	dir, err := os.MkdirTemp("", "corekube-main-")
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := server.Config{
-		Listen:        "127.0.0.1:0",
-		DataDir:       dir,
-		UnsafeNoFsync: true,
-		Logger:        Logger(),
-		AnonymousAuth: true,
+	cfg, err := NewConfig(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
 	}
 	if configure != nil {
 		configure(&cfg)
@@ -62,7 +60,7 @@ func StartMain(ctx context.Context, configure func(*server.Config)) (_ *Server, 
 		os.RemoveAll(dir)
 		return nil, nil, fmt.Errorf("start corekube: %w", err)
 	}
-	s := &Server{Server: srv, Config: &rest.Config{Host: srv.URL(), QPS: -1}}
+	s := &Server{Server: srv, Config: ClientConfig(srv.URL())}
 	if s.Client, err = kubernetes.NewForConfig(s.Config); err != nil {
 		_ = srv.Shutdown(context.Background())
 		os.RemoveAll(dir)

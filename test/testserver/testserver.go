@@ -1,16 +1,25 @@
 // Package testserver starts a real corekube API server in-process on
 // 127.0.0.1:0 over a real embedded etcd in a temporary directory, for
-// integration tests and benchmarks.
+// integration tests and benchmarks. The servers serve HTTPS as `up` does;
+// every server a test process starts has its certificates from one test CA,
+// so that one client (Config, HTTPClient: the admin, kubernetes-admin in
+// system:masters, by client certificate) works with all of them.
 package testserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/auth/pki"
+	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/server"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -67,12 +76,9 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := server.Config{
-		Listen:        "127.0.0.1:0",
-		DataDir:       dir,
-		UnsafeNoFsync: true,
-		Logger:        Logger(),
-		AnonymousAuth: true,
+	cfg, err := NewConfig(dir)
+	if err != nil {
+		tb.Fatal(err)
 	}
 	if configure != nil {
 		configure(&cfg)
@@ -81,7 +87,7 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 	if err != nil {
 		tb.Fatalf("start corekube: %v", err)
 	}
-	s := &Server{Server: srv, Config: &rest.Config{Host: srv.URL(), QPS: -1}}
+	s := &Server{Server: srv, Config: ClientConfig(srv.URL())}
 	s.Client, err = kubernetes.NewForConfig(s.Config)
 	if err != nil {
 		tb.Fatal(err)
@@ -117,4 +123,147 @@ func (s *Server) CloseIdleConnections(tb testing.TB) {
 	} else {
 		tb.Logf("transport %T cannot close idle connections", rt)
 	}
+}
+
+// NewConfig is the configuration of a test server on the etcd data in dir
+// (a real embedded etcd without fsync), listening on 127.0.0.1:0 over TLS
+// with certificates from the test CA kept in dir/pki. Callers adjust it
+// before server.Start (an external etcd, plain HTTP, ...).
+func NewConfig(dir string) (server.Config, error) {
+	cfg := server.Config{
+		Listen:        "127.0.0.1:0",
+		DataDir:       dir,
+		UnsafeNoFsync: true,
+		Logger:        Logger(),
+		AnonymousAuth: true,
+		CertDir:       filepath.Join(dir, "pki"),
+	}
+	ca, err := testCA()
+	if err != nil {
+		return cfg, err
+	}
+	if err := ca.ca.Write(cfg.CertDir); err != nil {
+		return cfg, fmt.Errorf("test CA: %w", err)
+	}
+	return cfg, nil
+}
+
+// ClientConfig is the admin's client config for a test server at url.
+func ClientConfig(url string) *rest.Config {
+	ca, err := testCA()
+	if err != nil {
+		// NewConfig failed before any server could start with it.
+		panic(err)
+	}
+	return &rest.Config{Host: url, QPS: -1, TLSClientConfig: rest.TLSClientConfig{
+		CAData: ca.ca.PEM, CertData: ca.admin.CertPEM, KeyData: ca.admin.KeyPEM,
+	}}
+}
+
+// HTTPClient is an HTTP client that trusts the test servers and
+// authenticates to them as the admin, shared by the test process.
+func HTTPClient() *http.Client {
+	sharedHTTP.once.Do(func() {
+		c := ClientConfig("")
+		sharedHTTP.client, sharedHTTP.err = rest.HTTPClientFor(c)
+	})
+	if sharedHTTP.err != nil {
+		panic(fmt.Errorf("test HTTP client: %w", sharedHTTP.err))
+	}
+	return sharedHTTP.client
+}
+
+// AnonymousHTTPClient trusts the test servers and sends no credentials.
+func AnonymousHTTPClient() *http.Client {
+	ca, err := testCA()
+	if err != nil {
+		panic(err)
+	}
+	c, err := rest.HTTPClientFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca.ca.PEM}})
+	if err != nil {
+		panic(fmt.Errorf("test HTTP client: %w", err))
+	}
+	return c
+}
+
+// testAuthority is the test process's CA and the admin's certificate.
+type testAuthority struct {
+	ca    *pki.CA
+	admin pki.KeyPair
+}
+
+var (
+	sharedCA struct {
+		once sync.Once
+		ca   *testAuthority
+		err  error
+	}
+	sharedHTTP struct {
+		once   sync.Once
+		client *http.Client
+		err    error
+	}
+)
+
+// CA is the PEM of the test CA.
+func CA() []byte {
+	ca, err := testCA()
+	if err != nil {
+		panic(err)
+	}
+	return ca.ca.PEM
+}
+
+// IssueClient issues a client certificate of the test CA for user name in
+// groups (to test other users than the admin).
+func IssueClient(name string, groups ...string) (pki.KeyPair, error) {
+	ca, err := testCA()
+	if err != nil {
+		return pki.KeyPair{}, err
+	}
+	return ca.ca.Client(name, groups...)
+}
+
+// Environment variables that hand the test CA to a child process (ChildEnv).
+const (
+	caCertEnv = "COREKUBE_TEST_CA_CERT"
+	caKeyEnv  = "COREKUBE_TEST_CA_KEY"
+)
+
+// ChildEnv is the environment that makes a child test process (a benchmark
+// client in a process of its own) use this process's test CA: its
+// HTTPClient and ClientConfig then work with this process's servers.
+func ChildEnv() []string {
+	ca, err := testCA()
+	if err != nil {
+		panic(err)
+	}
+	key, err := ca.ca.KeyPEM()
+	if err != nil {
+		panic(err)
+	}
+	return []string{caCertEnv + "=" + string(ca.ca.PEM), caKeyEnv + "=" + string(key)}
+}
+
+func testCA() (*testAuthority, error) {
+	sharedCA.once.Do(func() {
+		var ca *pki.CA
+		var err error
+		if cert := os.Getenv(caCertEnv); cert != "" {
+			ca, err = pki.ParseCA([]byte(cert), []byte(os.Getenv(caKeyEnv)))
+		} else {
+			ca, err = pki.NewCA("corekube-test-ca")
+		}
+		if err != nil {
+			sharedCA.err = err
+			return
+		}
+		admin, err := ca.Client(server.AdminUser, user.SystemPrivilegedGroup)
+		if err != nil {
+			sharedCA.err = err
+			return
+		}
+		sharedCA.ca = &testAuthority{ca: ca, admin: admin}
+	})
+	return sharedCA.ca, sharedCA.err
 }
