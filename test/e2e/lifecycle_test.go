@@ -299,7 +299,7 @@ func testDescribe(t *testing.T, k *kc) {
 		// ServiceAccount admission's token volume, as kube's describe
 		// shows it.
 		`(?m)^    Mounts:\n      /var/run/secrets/kubernetes\.io/serviceaccount from kube-api-access-[a-z0-9]{5} \(ro\)\n`,
-		`(?m)^Volumes:\n  kube-api-access-[a-z0-9]{5}:\n    Type: +Projected \(a volume that contains injected data from multiple sources\)\n` +
+		`(?m)^Volumes:\n  kube-api-access-[a-z0-9]{5}:\n    Type: +Projected \(a volume that contains injected data from multiple sources\)\n`+
 			`    TokenExpirationSeconds: +3607\n    ConfigMapName: +kube-root-ca\.crt\n    ConfigMapOptional: +<nil>\n    DownwardAPI: +true\n`,
 		`(?m)^QoS Class: +BestEffort$`,
 		`(?m)^Events:\n  Type +Reason +Age +From +Message\n  ---- +------ +---- +---- +-------\n`+
