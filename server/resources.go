@@ -27,6 +27,8 @@ import (
 // tolerations).
 func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers.API, *registry.Store) {
 	var nsStore, saStore *registry.Store
+	// Pods read their ServiceAccount (about one per namespace, small) from
+	// the watch cache, as NamespaceLifecycle reads namespaces.
 	serviceAccounts := &admission.ServiceAccount{Get: func(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
 		obj, err := saStore.GetCached(ctx, namespace, name)
 		if err != nil {
