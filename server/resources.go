@@ -26,7 +26,16 @@ import (
 // cfg supplies the resource-specific settings (event TTL, default
 // tolerations).
 func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers.API, *registry.Store) {
-	var nsStore *registry.Store
+	var nsStore, saStore *registry.Store
+	// Pods read their ServiceAccount (about one per namespace, small) from
+	// the watch cache, as NamespaceLifecycle reads namespaces.
+	serviceAccounts := &admission.ServiceAccount{Get: func(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
+		obj, err := saStore.GetCached(ctx, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*v1.ServiceAccount), nil
+	}}
 	chain := &admission.Chain{
 		Mutators: []admission.Mutator{
 			&admission.NamespaceLifecycle{Get: func(ctx context.Context, name string) (*v1.Namespace, error) {
@@ -36,11 +45,13 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 				}
 				return obj.(*v1.Namespace), nil
 			}},
+			serviceAccounts,
 			&admission.DefaultTolerationSeconds{
 				NotReadySeconds:    cfg.DefaultNotReadyTolerationSeconds,
 				UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds,
 			},
 		},
+		Validators: []admission.Validator{serviceAccounts},
 	}
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
@@ -49,7 +60,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 	podStore := registry.NewStore(st, pods.NewStrategy(), withDeletedObject(opts))
 	nodeStore := store(nodes.NewStrategy())
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
-	saStore := store(serviceaccounts.NewStrategy())
+	saStore = store(serviceaccounts.NewStrategy())
 
 	api := handlers.NewAPI(
 		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{

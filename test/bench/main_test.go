@@ -178,6 +178,9 @@ func startFsyncServer(tb *procTB) (srv *server.Server, err error) {
 			tb.Errorf("shutdown: %v", err)
 		}
 	})
+	// Pods need their namespace's default ServiceAccount, as on a
+	// testserver; the controller stops before the server (LIFO).
+	tb.Cleanup(testserver.StartControllers(srv))
 	return srv, nil
 }
 

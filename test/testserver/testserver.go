@@ -34,6 +34,8 @@ type Server struct {
 	Client kubernetes.Interface
 
 	stopped bool
+	// stopControllers ends the controllers startControllers runs.
+	stopControllers func()
 }
 
 // Stop shuts the server down before the test ends (to restart it).
@@ -43,6 +45,9 @@ func (s *Server) Stop(tb testing.TB) {
 		return
 	}
 	s.stopped = true
+	if s.stopControllers != nil {
+		s.stopControllers()
+	}
 	if err := s.Shutdown(context.Background()); err != nil {
 		tb.Errorf("shutdown: %v", err)
 	}
@@ -87,6 +92,7 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 	if err != nil {
 		tb.Fatal(err)
 	}
+	startControllers(s)
 	tb.Cleanup(func() { s.Stop(tb) })
 	return s
 }
