@@ -45,6 +45,7 @@ func testDiscovery(t *testing.T, k *kc) {
 		"namespaces             ns           v1                       false        Namespace",
 		"nodes                  no           v1                       false        Node",
 		"pods                   po           v1                       true         Pod",
+		"serviceaccounts        sa           v1                       true         ServiceAccount",
 		"leases                              coordination.k8s.io/v1   true         Lease",
 		"poddisruptionbudgets   pdb          policy/v1                true         PodDisruptionBudget",
 	), "api-resources")
@@ -55,6 +56,7 @@ func testDiscovery(t *testing.T, k *kc) {
 		"namespaces             ns           v1                       false        Namespace             create,delete,get,list,patch,update,watch                    ",
 		"nodes                  no           v1                       false        Node                  "+all+"   ",
 		"pods                   po           v1                       true         Pod                   "+all+"   all",
+		"serviceaccounts        sa           v1                       true         ServiceAccount        "+all+"   ",
 		"leases                              coordination.k8s.io/v1   true         Lease                 "+all+"   ",
 		"poddisruptionbudgets   pdb          policy/v1                true         PodDisruptionBudget   "+all+"   ",
 	), "api-resources", "-o", "wide")
