@@ -4,7 +4,7 @@ BIN      := bin/corekube
 DATA_DIR ?= ./data
 PKGS     := ./...
 
-.PHONY: all build run test test-short vet fmt-check bench bench-scale clean
+.PHONY: all build run test test-deps test-short vet fmt-check bench bench-scale clean
 
 all: build
 
@@ -16,9 +16,38 @@ run: build
 	./$(BIN) up --data-dir $(DATA_DIR)
 
 ## test: formatting, vet, and every test (race detector on), including the
-## end-to-end tests against a real corekube process and the real kubectl
-test: fmt-check vet build
+## end-to-end tests against a real corekube process, the real kubectl and
+## the official clients (test-deps installs those)
+test: fmt-check vet build test-deps
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+## test-deps: the clients test/e2e drives besides kubectl: the npm packages
+## locked in test/e2e/clients/*/package-lock.json (npm ci, redone only when a
+## lock file changes) and Debian's python3-kubernetes for /usr/bin/python3
+## (apt-get only when it cannot import kubernetes). Quick when installed. What
+## cannot be installed is a warning here (its tests then skip loudly), or an
+## error with COREKUBE_REQUIRE_CLIENTS=1 as in CI.
+CLIENT_NPM_DIRS := test/e2e/clients/node test/e2e/clients/openapi
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
+define client_dep_failed
+{ msg="$(1) could not be installed: its client compatibility tests will not run"; \
+  if [ -n "$$COREKUBE_REQUIRE_CLIENTS" ]; then echo "ERROR: $$msg" >&2; exit 1; fi; \
+  echo "WARNING: $$msg" >&2; }
+endef
+
+test-deps: $(addsuffix /node_modules/.package-lock.json,$(CLIENT_NPM_DIRS))
+	@/usr/bin/python3 -c 'import kubernetes' 2>/dev/null || { \
+	  echo "installing python3-kubernetes (Debian) for /usr/bin/python3"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y -q python3-kubernetes || \
+	    { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q python3-kubernetes; }; \
+	} || $(call client_dep_failed,python3-kubernetes)
+
+# npm writes node_modules/.package-lock.json on every install: newer than
+# package-lock.json means the tree matches the lock file.
+test/e2e/clients/%/node_modules/.package-lock.json: test/e2e/clients/%/package-lock.json
+	@cd test/e2e/clients/$* && npm ci --no-audit --no-fund --loglevel=error || \
+	  $(call client_dep_failed,the npm packages of test/e2e/clients/$*)
 
 ## test-short: the quick subset
 test-short:

@@ -124,7 +124,8 @@ type resourceKey struct{ group, version, resource string }
 
 // API serves every registered resource below /api and /apis.
 type API struct {
-	resources map[resourceKey]*Resource
+	resources  map[resourceKey]*Resource
+	createOnly map[resourceKey]*CreateOnly
 }
 
 // NewAPI returns an API serving the given resources.
@@ -137,22 +138,14 @@ func NewAPI(resources ...*Resource) *API {
 	return a
 }
 
-// Resources returns the served resources, sorted by group, version, name.
+// Resources returns the served resources that have a Store (not the
+// create-only ones: see CreateOnly), sorted by group, version, name.
 func (a *API) Resources() []*Resource {
 	out := make([]*Resource, 0, len(a.resources))
 	for _, r := range a.resources {
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		x, y := out[i].Store.Info(), out[j].Store.Info()
-		if x.Group != y.Group {
-			return x.Group < y.Group
-		}
-		if x.Version != y.Version {
-			return x.Version < y.Version
-		}
-		return x.Resource < y.Resource
-	})
+	sort.Slice(out, func(i, j int) bool { return lessInfo(out[i].Store.Info(), out[j].Store.Info()) })
 	return out
 }
 
@@ -173,7 +166,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, errNotFound)
 		return
 	}
-	res := a.resources[resourceKey{ri.Group, ri.Version, ri.Resource}]
+	key := resourceKey{ri.Group, ri.Version, ri.Resource}
+	if c := a.createOnly[key]; c != nil {
+		a.serveCreateOnly(w, r, ri, c)
+		return
+	}
+	res := a.resources[key]
 	if res == nil {
 		WriteError(w, r, errNotFound)
 		return

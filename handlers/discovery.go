@@ -23,8 +23,8 @@ func NewDiscovery(api *API) *Discovery { return &Discovery{api: api} }
 func (d *Discovery) groupVersions() []metav1.GroupVersionForDiscovery {
 	seen := map[string]bool{}
 	var out []metav1.GroupVersionForDiscovery
-	for _, r := range d.api.Resources() {
-		info := r.Store.Info()
+	for _, r := range d.api.discoverables() {
+		info := r.info
 		gv := info.APIVersion()
 		if info.Group == "" || seen[gv] {
 			continue
@@ -104,8 +104,8 @@ func (d *Discovery) Resources(w http.ResponseWriter, r *http.Request, group, ver
 	} else {
 		list.APIVersion = "" // kube's /api/v1 has none
 	}
-	for _, res := range d.api.Resources() {
-		info := res.Store.Info()
+	for _, res := range d.api.discoverables() {
+		info := res.info
 		if info.Group != group || info.Version != version {
 			continue
 		}
@@ -119,9 +119,9 @@ func (d *Discovery) Resources(w http.ResponseWriter, r *http.Request, group, ver
 			Categories:   info.Categories,
 		})
 		for _, name := range res.subresourceNames() {
-			kind := res.discoveryKind(name)
+			kind := res.res.discoveryKind(name)
 			entry := metav1.APIResource{Name: info.Resource + "/" + name, Namespaced: info.Namespaced,
-				Group: kind.Group, Version: kind.Version, Kind: kind.Kind, Verbs: res.Subresources[name].verbs()}
+				Group: kind.Group, Version: kind.Version, Kind: kind.Kind, Verbs: res.res.Subresources[name].verbs()}
 			list.APIResources = append(list.APIResources, entry)
 		}
 	}

@@ -43,8 +43,8 @@ func (d *Discovery) serveAggregated(w http.ResponseWriter, r *http.Request, vers
 	}
 	groups := map[string]*apidiscoveryv2.APIGroupDiscovery{}
 	var order []string
-	for _, res := range d.api.Resources() {
-		info := res.Store.Info()
+	for _, res := range d.api.discoverables() {
+		info := res.info
 		if core != (info.Group == "") {
 			continue
 		}
@@ -82,8 +82,8 @@ func (d *Discovery) serveAggregated(w http.ResponseWriter, r *http.Request, vers
 	_, _ = w.Write(append(data, '\n'))
 }
 
-func resourceDiscovery(res *Resource) apidiscoveryv2.APIResourceDiscovery {
-	info := res.Store.Info()
+func resourceDiscovery(res discoverable) apidiscoveryv2.APIResourceDiscovery {
+	info := res.info
 	scope := apidiscoveryv2.ScopeCluster
 	if info.Namespaced {
 		scope = apidiscoveryv2.ScopeNamespace
@@ -98,9 +98,9 @@ func resourceDiscovery(res *Resource) apidiscoveryv2.APIResourceDiscovery {
 		Categories:       info.Categories,
 	}
 	for _, name := range res.subresourceNames() {
-		kind := res.discoveryKind(name)
+		kind := res.res.discoveryKind(name)
 		out.Subresources = append(out.Subresources, apidiscoveryv2.APISubresourceDiscovery{
-			Subresource: name, ResponseKind: &kind, Verbs: res.Subresources[name].verbs(),
+			Subresource: name, ResponseKind: &kind, Verbs: res.res.Subresources[name].verbs(),
 		})
 	}
 	return out

@@ -350,7 +350,10 @@ func (q *request) createSubresource(c Creater) {
 		q.fail(err)
 		return
 	}
-	out, err := c.Create(q.ctx(), q.info.Namespace, q.info.Name, obj, dryRun)
+	// What the Creater warns about goes in Warning headers (a
+	// TokenRequest's shortened expiration).
+	ctx := registry.WithWarnings(q.ctx(), func(msg string) { addWarning(q.w, msg) })
+	out, err := c.Create(ctx, q.info.Namespace, q.info.Name, obj, dryRun)
 	if err != nil {
 		q.fail(err)
 		return

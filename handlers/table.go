@@ -44,7 +44,8 @@ type transformer struct {
 // which writeObject answers). Invalid Table options are a 400.
 func (q *request) transformer() (*transformer, error) {
 	n, err := negotiate(q.r)
-	if err != nil || n.target == nil {
+	if err != nil || n.target == nil || q.store == nil {
+		// A create-only resource (no store) answers its object as it is.
 		return nil, nil
 	}
 	t := &transformer{target: n.target, store: q.store, now: time.Now}

@@ -78,7 +78,8 @@ func Build(resources []Resource) (*Document, error) {
 	byGV := map[schema.GroupVersion][]*Resource{}
 	for i := range res {
 		r := &res[i]
-		if r.Object == nil || r.List == nil {
+		// A create-only resource (tokenreviews) has no list.
+		if r.Object == nil || (r.List == nil && (hasVerb(r.Info.AllVerbs(), "list") || hasVerb(r.Info.AllVerbs(), "deletecollection"))) {
 			return nil, fmt.Errorf("openapi: %s: Object and List are required", r.Info.Resource)
 		}
 		r.Subresources = append([]Subresource(nil), r.Subresources...)
@@ -198,7 +199,9 @@ func (b *builder) setKinds(res []Resource, gvs []schema.GroupVersion) {
 	for _, r := range res {
 		gv := r.Info.GroupVersion()
 		add(r.Object, gv.WithKind(r.Info.Kind))
-		add(r.List, gv.WithKind(r.Info.ListKind))
+		if r.List != nil {
+			add(r.List, gv.WithKind(r.Info.ListKind))
+		}
 		for _, sub := range r.Subresources {
 			add(sub.Object, sub.Kind)
 		}

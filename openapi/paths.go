@@ -209,9 +209,11 @@ func (b *builder) resourcePaths(p *pathsBuilder, r *Resource) error {
 	if err != nil {
 		return err
 	}
-	list, err := b.schemas.componentRef(reflect.TypeOf(r.List))
-	if err != nil {
-		return err
+	var list *openapi3.SchemaRef
+	if r.List != nil {
+		if list, err = b.schemas.componentRef(reflect.TypeOf(r.List)); err != nil {
+			return err
+		}
 	}
 	status, err := b.schemas.componentRef(reflect.TypeOf(metav1.Status{}))
 	if err != nil {

@@ -12,6 +12,8 @@ type Resource struct {
 	Info registry.ResourceInfo
 	// Object and List are empty values of the resource's Go types
 	// (&v1.Pod{}, &v1.PodList{}); their schemas are generated from them.
+	// List is nil for a create-only resource (tokenreviews), whose Verbs
+	// are ["create"].
 	Object runtime.Object
 	List   runtime.Object
 	// DeleteReturnsObject is true when DELETE answers the object (pods)

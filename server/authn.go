@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/auth/user"
@@ -54,10 +55,14 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 	if static != nil {
 		tokens = append(tokens, static)
 	}
-	// ServiceAccount tokens go here, between the token file and OIDC, as
-	// in kube's union.
+	if s.saTokens != nil {
+		tokens = append(tokens, s.saTokens.validator)
+	}
 	if oidcTokens != nil {
-		tokens = append(tokens, oidcTokens)
+		// An OIDC token's verification is remembered for 10 s, as kube's
+		// token cache does (ServiceAccount tokens have a cache of their
+		// own that re-checks the ServiceAccount and pod on every use).
+		tokens = append(tokens, authenticator.NewCachedToken(oidcTokens, 10*time.Second, 4096))
 	}
 	union := authenticator.Union{}
 	if s.tls != nil {
@@ -70,6 +75,8 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 		// stays only in system:unauthenticated.
 		authn = authenticator.OrAnonymous(authn)
 	}
+	// TokenReviews run every token authenticator, without anonymous.
+	s.tokenReviewAuthn = authenticator.WithAuthenticatedGroup(authenticator.BearerToken(tokens))
 	return authn, nil
 }
 

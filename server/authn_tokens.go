@@ -23,10 +23,9 @@ func (s *Server) tokenAuthenticators() (static, jwt authenticator.Token, err err
 		static = a
 	}
 	if path := s.cfg.AuthenticationConfigFile; path != "" {
-		// kube also refuses its ServiceAccount issuers here (they are
-		// verified by the ServiceAccount authenticator): pass them once
-		// they are configured.
-		cfg, err := oidc.LoadConfigFile(path, nil)
+		// The ServiceAccount issuers are refused here, as kube does: their
+		// tokens are the ServiceAccount authenticator's.
+		cfg, err := oidc.LoadConfigFile(path, s.cfg.ServiceAccountIssuers)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--authentication-config: %w", err)
 		}

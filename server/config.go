@@ -93,6 +93,35 @@ type Config struct {
 	// an apiserver.config.k8s.io AuthenticationConfiguration whose jwt
 	// issuers (OIDC) authenticate bearer tokens.
 	AuthenticationConfigFile string
+	// ServiceAccount tokens, as kube-apiserver's flags of the same names.
+	//
+	// ServiceAccountKeyFiles are PEM files whose RSA keys (public, or the
+	// public half of private ones) verify tokens
+	// (--service-account-key-file); empty: the signing key's.
+	ServiceAccountKeyFiles []string
+	// ServiceAccountSigningKeyFile is the PEM RSA private key that signs
+	// tokens (--service-account-signing-key-file); empty: a key generated
+	// in memory, whose tokens die with the process (tests).
+	ServiceAccountSigningKeyFile string
+	// ServiceAccountIssuers are the accepted iss of tokens; the first is
+	// the one tokens are issued as (--service-account-issuer; empty:
+	// DefaultServiceAccountIssuer).
+	ServiceAccountIssuers []string
+	// ServiceAccountJWKSURI is the jwks_uri the discovery document names
+	// (--service-account-jwks-uri; empty: this server's /openid/v1/jwks).
+	ServiceAccountJWKSURI string
+	// APIAudiences are the audiences a token must be for to authenticate
+	// to this server, and the default of TokenRequests (--api-audiences;
+	// empty: the issuers).
+	APIAudiences []string
+	// ServiceAccountMaxTokenExpiration caps what a TokenRequest may ask
+	// for (--service-account-max-token-expiration; 0: no cap).
+	ServiceAccountMaxTokenExpiration time.Duration
+	// ServiceAccountExtendTokenExpiration gives pod-bound tokens asked for
+	// 3607s a year of life (flagged after the hour), as kube's
+	// --service-account-extend-token-expiration (on by default on the
+	// command line).
+	ServiceAccountExtendTokenExpiration bool
 
 	// Authorization (issue 11).
 	//
@@ -102,6 +131,10 @@ type Config struct {
 	// always allowed, before any mode.
 	AuthorizationModes []string
 }
+
+// DefaultServiceAccountIssuer is the token issuer when none is configured,
+// kubeadm's.
+const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
 
 func (c *Config) setDefaults() error {
 	if c.Listen == "" {
@@ -118,6 +151,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 10 * time.Second
+	}
+	if len(c.ServiceAccountIssuers) == 0 {
+		c.ServiceAccountIssuers = []string{DefaultServiceAccountIssuer}
+	}
+	if len(c.APIAudiences) == 0 {
+		c.APIAudiences = c.ServiceAccountIssuers
 	}
 	if len(c.EtcdServers) == 0 && c.DataDir == "" {
 		return errors.New("server config: DataDir or EtcdServers is required")

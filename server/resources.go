@@ -31,7 +31,16 @@ import (
 // tolerations); validators run after the built-in ones (RBAC's escalation
 // check).
 func newAPI(st storage.Interface, opts registry.Options, cfg *Config, validators ...admission.Validator) (*handlers.API, *registry.Store) {
-	var nsStore *registry.Store
+	var nsStore, saStore *registry.Store
+	// Pods read their ServiceAccount (about one per namespace, small) from
+	// the watch cache, as NamespaceLifecycle reads namespaces.
+	serviceAccounts := &admission.ServiceAccount{Get: func(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
+		obj, err := saStore.GetCached(ctx, namespace, name)
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*v1.ServiceAccount), nil
+	}}
 	chain := &admission.Chain{
 		Mutators: []admission.Mutator{
 			&admission.NamespaceLifecycle{Get: func(ctx context.Context, name string) (*v1.Namespace, error) {
@@ -41,12 +50,13 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, validators
 				}
 				return obj.(*v1.Namespace), nil
 			}},
+			serviceAccounts,
 			&admission.DefaultTolerationSeconds{
 				NotReadySeconds:    cfg.DefaultNotReadyTolerationSeconds,
 				UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds,
 			},
 		},
-		Validators: validators,
+		Validators: append([]admission.Validator{serviceAccounts}, validators...),
 	}
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
@@ -55,7 +65,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, validators
 	podStore := registry.NewStore(st, pods.NewStrategy(), withDeletedObject(opts))
 	nodeStore := store(nodes.NewStrategy())
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
-	saStore := store(serviceaccounts.NewStrategy())
+	saStore = store(serviceaccounts.NewStrategy())
 
 	api := handlers.NewAPI(
 		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{
@@ -112,6 +122,9 @@ func openAPIResources(api *handlers.API) []openapi.Resource {
 			r.Subresources = append(r.Subresources, s)
 		}
 		out = append(out, r)
+	}
+	for _, c := range api.CreateOnly() {
+		out = append(out, openapi.Resource{Info: c.Info, Object: c.Creater.New()})
 	}
 	return out
 }

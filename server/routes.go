@@ -50,6 +50,7 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
+	s.routeServiceAccountIssuer(r)
 	r.Get("/version", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(Version)

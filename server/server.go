@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/auth/authorizer/rbac"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/registry"
@@ -43,6 +44,11 @@ type Server struct {
 	tls *serving
 	// authorization decides on every request (authz.go).
 	authorization *authorization
+
+	// saTokens issues and verifies ServiceAccount tokens (satokens.go);
+	// tokenReviewAuthn is the bearer token authentication TokenReviews run.
+	saTokens         *saTokens
+	tokenReviewAuthn authenticator.Request
 
 	// fresh holds the connections that have not carried a request yet:
 	// http.Server.Shutdown waits up to 5s for them, so Shutdown closes them.
@@ -79,6 +85,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.storage = etcdstore.New(client)
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
 	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg, s.authorization.escalation)
+	if err := s.serveServiceAccountTokens(api); err != nil {
+		return nil, err
+	}
 	s.runCaches(api)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err

@@ -98,7 +98,8 @@ var errInvalidBearer = errors.New("invalid bearer token")
 
 // BearerToken authenticates the token of an "Authorization: Bearer" header
 // with tokens. A request without one is not its kind. A header that is
-// Bearer with an empty token (two spaces) is an error, as kube's.
+// Bearer with an empty token (two spaces) is an error, and so is a token
+// none of tokens recognizes, as kube's.
 func BearerToken(tokens Token) Request {
 	return RequestFunc(func(r *http.Request) (*Response, bool, error) {
 		auth := strings.TrimSpace(r.Header.Get("Authorization"))
@@ -115,6 +116,12 @@ func BearerToken(tokens Token) Request {
 			return nil, false, errInvalidBearer
 		}
 		resp, ok, err := tokens.AuthenticateToken(r.Context(), token)
+		if !ok && err == nil {
+			// A token no authenticator knows is refused, never taken for
+			// no credentials (kube's default "invalid bearer token"): its
+			// sender meant to be someone.
+			err = errInvalidBearer
+		}
 		if ok {
 			// Nothing after authentication needs the credential: keep it
 			// out of handlers, proxies and logs.

@@ -45,7 +45,7 @@ func TestChain(t *testing.T) {
 		{name: "refused token is never anonymous", header: "Bearer bad", wantErr: true},
 		{name: "empty bearer token", header: "Bearer  x", wantErr: true},
 		{name: "bearer without token: anonymous", header: "Bearer ", wantUser: user.Anonymous, wantGroups: []string{user.AllUnauthenticated}},
-		{name: "unknown token: anonymous", header: "Bearer other", wantUser: user.Anonymous, wantGroups: []string{user.AllUnauthenticated}},
+		{name: "unknown token is refused, as kube's 401-bad-token", header: "Bearer other", wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := request(tc.header)

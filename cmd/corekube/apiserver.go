@@ -65,6 +65,20 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.Var(authorizationModes{&cfg.AuthorizationModes}, "authorization-mode",
 		"ordered list of authorizers: AlwaysAllow, AlwaysDeny, Node (not yet implemented: no opinion), RBAC; system:masters is always allowed")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
+	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil,
+		"PEM file of RSA keys (public, or private ones' public half) that verify ServiceAccount tokens; repeatable (default: the signing key)")
+	f.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "",
+		"PEM file of the RSA private key that signs ServiceAccount tokens (`up` default: <data-dir>/pki/sa.key, created on first start)")
+	f.StringArrayVar(&cfg.ServiceAccountIssuers, "service-account-issuer", []string{server.DefaultServiceAccountIssuer},
+		"iss of the ServiceAccount tokens; repeatable: the first is issued, all are accepted")
+	f.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "",
+		"jwks_uri of the issuer discovery document (default: this server's /openid/v1/jwks)")
+	f.StringSliceVar(&cfg.APIAudiences, "api-audiences", nil,
+		"audiences a token must be for to authenticate here, and the default audiences of TokenRequests (default: the issuers)")
+	f.DurationVar(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0,
+		"longest life a TokenRequest may ask for (0: no cap)")
+	f.BoolVar(&cfg.ServiceAccountExtendTokenExpiration, "service-account-extend-token-expiration", true,
+		"give pod-bound tokens asked for 3607s a year of life, flagged after the hour, as kube does for the kubelet's projected tokens")
 }
 
 // eventTTL is the --event-ttl flag: a duration where 0 means "keep events

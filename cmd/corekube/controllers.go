@@ -54,6 +54,6 @@ func newSchedulerCommand() *cobra.Command {
 }
 
 func newControllersCommand() *cobra.Command {
-	return newLoopsCommand("controllers", "Run the controllers (namespace, node lifecycle, pod GC, ...) against an API server",
+	return newLoopsCommand("controllers", "Run the controllers (namespace, service account, node lifecycle, pod GC, ...) against an API server",
 		namespaceLoop|controllerLoops)
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,5 +34,66 @@ func TestAPIFlags(t *testing.T) {
 		if cfg.DefaultNotReadyTolerationSeconds != 300 || cfg.DefaultUnreachableTolerationSeconds != 300 || !cfg.Profiling {
 			t.Errorf("%v: defaults %+v", tc.args, cfg)
 		}
+	}
+}
+
+// TestServiceAccountFlags: kube's flag names and defaults for the
+// ServiceAccount tokens (kubeadm's issuer; repeatable files and issuers).
+func TestServiceAccountFlags(t *testing.T) {
+	var cfg server.Config
+	f := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	addAPIFlags(f, &cfg)
+	if err := f.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.ServiceAccountIssuers) != 1 || cfg.ServiceAccountIssuers[0] != "https://kubernetes.default.svc.cluster.local" ||
+		!cfg.ServiceAccountExtendTokenExpiration || cfg.ServiceAccountMaxTokenExpiration != 0 || cfg.APIAudiences != nil {
+		t.Errorf("defaults %+v", cfg)
+	}
+	cfg = server.Config{}
+	f = pflag.NewFlagSet("test", pflag.ContinueOnError)
+	addAPIFlags(f, &cfg)
+	err := f.Parse([]string{"--service-account-key-file=a.pem", "--service-account-key-file=b.pem", "--service-account-signing-key-file=s.key",
+		"--service-account-issuer=https://one", "--service-account-issuer=https://two", "--api-audiences=x,y",
+		"--service-account-max-token-expiration=48h", "--service-account-jwks-uri=https://keys/jwks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.ServiceAccountKeyFiles, ",") != "a.pem,b.pem" || cfg.ServiceAccountSigningKeyFile != "s.key" ||
+		strings.Join(cfg.ServiceAccountIssuers, ",") != "https://one,https://two" || strings.Join(cfg.APIAudiences, ",") != "x,y" ||
+		cfg.ServiceAccountMaxTokenExpiration != 48*time.Hour || cfg.ServiceAccountJWKSURI != "https://keys/jwks" {
+		t.Errorf("parsed %+v", cfg)
+	}
+}
+
+// TestUpServiceAccountKey: `up` makes <data-dir>/pki/sa.key once and uses
+// it to sign and verify, unless told otherwise.
+func TestUpServiceAccountKey(t *testing.T) {
+	dir := t.TempDir()
+	cfg := server.Config{DataDir: dir}
+	if err := upServiceAccountKey(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "pki", "sa.key")
+	if cfg.ServiceAccountSigningKeyFile != path || len(cfg.ServiceAccountKeyFiles) != 1 || cfg.ServiceAccountKeyFiles[0] != path {
+		t.Errorf("config %+v", cfg)
+	}
+	first, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = server.Config{DataDir: dir}
+	if err := upServiceAccountKey(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(path); string(again) != string(first) {
+		t.Error("the key changed on the second start")
+	}
+	cfg = server.Config{DataDir: t.TempDir(), ServiceAccountSigningKeyFile: path, ServiceAccountKeyFiles: []string{"old.pem", path}}
+	if err := upServiceAccountKey(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "pki", "sa.key")); err == nil || len(cfg.ServiceAccountKeyFiles) != 2 {
+		t.Errorf("given keys were not kept: %+v", cfg)
 	}
 }

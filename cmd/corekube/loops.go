@@ -11,7 +11,9 @@ import (
 	"github.com/corekube/corekube/controllers/nodelifecycle"
 	"github.com/corekube/corekube/controllers/podgc"
 	"github.com/corekube/corekube/controllers/scheduler"
+	"github.com/corekube/corekube/controllers/serviceaccount"
 	"github.com/corekube/corekube/controllers/sharedinformers"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
 )
 
@@ -26,7 +28,9 @@ type loop struct {
 type loopSet uint8
 
 const (
-	// namespaceLoop is the namespace controller.
+	// namespaceLoop is the namespace controller and the ServiceAccounts
+	// controller (the default ServiceAccount of every namespace, without
+	// which no pod is admitted).
 	namespaceLoop loopSet = 1 << iota
 	// schedulerLoop is the scheduler.
 	schedulerLoop
@@ -36,7 +40,8 @@ const (
 )
 
 // controlLoops returns the control loops for a server at cfg: the
-// namespace controller always (namespaces are never deleted without it);
+// namespace and ServiceAccounts controllers always (namespaces are never
+// deleted without the one, pods never admitted without the other);
 // with all, also the scheduler, node lifecycle, pod GC and disruption
 // controllers, as `up` runs them in one process.
 func controlLoops(cfg *rest.Config, all bool) ([]loop, error) {
@@ -73,8 +78,8 @@ func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
 		}
 		loops = append(loops, loop{"scheduler", sched.Start})
 	}
-	if set&controllerLoops != 0 {
-		ctrls, err := sharedInformerLoops(cfg, log)
+	if set&(namespaceLoop|controllerLoops) != 0 {
+		ctrls, err := sharedInformerLoops(cfg, set, log)
 		if err != nil {
 			return nil, err
 		}
@@ -83,11 +88,11 @@ func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
 	return loops, nil
 }
 
-// sharedInformerLoops returns the controllers that share one informer
-// factory (one cache and one watch of pods, of nodes, ...), as
+// sharedInformerLoops returns the controllers of set that share one
+// informer factory (one cache and one watch of pods, of nodes, ...), as
 // kube-controller-manager's share its SharedInformerFactory, and the loop
 // that owns the factory: it starts it and, once ctx ended, shuts it down.
-func sharedInformerLoops(cfg *rest.Config, log *slog.Logger) ([]loop, error) {
+func sharedInformerLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
 	factory, err := sharedinformers.NewFactoryForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -104,6 +109,16 @@ func sharedInformerLoops(cfg *rest.Config, log *slog.Logger) ([]loop, error) {
 		}
 		return nil, err
 	}
+	if set&namespaceLoop != 0 {
+		sa, err := serviceaccount.NewForConfig(cfg, factory, serviceaccount.Config{Logger: log})
+		if err != nil {
+			return release(err)
+		}
+		loops = append(loops, loop{"service account controller", sa.Start})
+	}
+	if set&controllerLoops == 0 {
+		return withFactory(loops, factory), nil
+	}
 	lifecycle, err := nodelifecycle.NewForConfig(cfg, factory, nodelifecycle.Config{Logger: log})
 	if err != nil {
 		return release(err)
@@ -119,10 +134,15 @@ func sharedInformerLoops(cfg *rest.Config, log *slog.Logger) ([]loop, error) {
 		return release(err)
 	}
 	loops = append(loops, loop{"disruption controller", budgets.Start})
+	return withFactory(loops, factory), nil
+}
+
+// withFactory appends to loops the loop that runs factory.
+func withFactory(loops []loop, factory informers.SharedInformerFactory) []loop {
 	return append(loops, loop{"shared informers", func(ctx context.Context) error {
 		sharedinformers.Run(ctx, factory)
 		return nil
-	}}), nil
+	}})
 }
 
 // runLoops starts every loop in a goroutine of its own; the returned

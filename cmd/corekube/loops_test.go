@@ -10,6 +10,7 @@ import (
 	"github.com/corekube/corekube/test/informertest"
 	"github.com/corekube/corekube/test/testserver"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 )
 
 // startedLog is a slog.Handler that passes on the messages ending in
@@ -86,4 +87,28 @@ func watches(reqs []informertest.Request) int {
 		}
 	}
 	return n
+}
+
+// TestServiceAccountControllerAlwaysRuns: `apiserver` (controlLoops
+// without all) and `up` both run the ServiceAccounts controller, on
+// informers of the shared factory, without which no pod is admitted.
+func TestServiceAccountControllerAlwaysRuns(t *testing.T) {
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
+	for _, all := range []bool{false, true} {
+		loops, err := controlLoops(cfg, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, l := range loops {
+			names[l.name] = true
+		}
+		if !names["service account controller"] || !names["shared informers"] || !names["namespace controller"] {
+			t.Errorf("all=%v: loops %v, want the namespace and service account controllers and the shared informers", all, names)
+		}
+		// Release what the constructors built (queues).
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		runLoops(ctx, loops)()
+	}
 }

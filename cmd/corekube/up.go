@@ -37,6 +37,9 @@ func newUpCommand() *cobra.Command {
 				return fmt.Errorf("create data dir: %w", err)
 			}
 			cfg.DataDir, _ = filepath.Abs(cfg.DataDir)
+			if err := upServiceAccountKey(&cfg); err != nil {
+				return err
+			}
 			// The flags filled cfg; the data directory holds etcd's data,
 			// the certificates and the kubeconfig side by side.
 			dataDir := cfg.DataDir
@@ -54,10 +57,11 @@ func newUpCommand() *cobra.Command {
 }
 
 // runServer starts the API server and its control loops (all of them for
-// `up`, only the namespace controller for `apiserver`) and, when agentCfg
-// asks for nodes, simulated node agents; writes the kubeconfig (if path is
-// set), and serves until ctx ends (SIGINT/SIGTERM), then shuts down
-// cleanly: loops and agents first, then the server, then etcd.
+// `up`, only the namespace and ServiceAccounts controllers for
+// `apiserver`) and, when agentCfg asks for nodes, simulated node agents;
+// writes the kubeconfig (if path is set), and serves until ctx ends
+// (SIGINT/SIGTERM), then shuts down cleanly: loops and agents first, then
+// the server, then etcd.
 func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoops bool, agentCfg *agent.Config) error {
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {

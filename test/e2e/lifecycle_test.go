@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corekube/corekube/test/testserver"
 )
 
 // lifecycleFlags shorten the agents' periods so that the node-side
@@ -291,11 +293,16 @@ func testDescribe(t *testing.T, k *kc) {
 	k.okWithin(70*time.Second, "wait", "--for=condition=Ready", "pod/lc-web", "--timeout=60s")
 	// The Started event follows the status write by a little.
 	k.poll(30*time.Second, "kubectl describe pod lc-web", matchAll(
-		`(?m)^Name: +lc-web\nNamespace: +default\nPriority: +0\nNode: +node-1/172\.20\.0\.1\nStart Time: +\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d \+0000\nLabels: +run=lc-web\n`,
+		`(?m)^Name: +lc-web\nNamespace: +default\nPriority: +0\nService Account: +default\nNode: +node-1/172\.20\.0\.1\nStart Time: +\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d \+0000\nLabels: +run=lc-web\n`,
 		`(?m)^Status: +Running\nIP: +10\.244\.0\.\d+\nIPs:\n  IP: +10\.244\.0\.\d+\n`,
 		`(?m)^    Container ID: +sim://[0-9a-f]{64}\n    Image: +nginx:1\.27\n    Image ID: +docker\.io/library/nginx@sha256:[0-9a-f]{64}\n`,
 		`(?m)^    State: +Running\n      Started: .*\n    Ready: +True\n    Restart Count: +0\n`,
 		`(?m)^Conditions:\n  Type +Status\n  PodReadyToStartContainers +True \n  Initialized +True \n  Ready +True \n  ContainersReady +True \n  PodScheduled +True \n`,
+		// ServiceAccount admission's token volume, as kube's describe
+		// shows it.
+		`(?m)^    Mounts:\n      /var/run/secrets/kubernetes\.io/serviceaccount from kube-api-access-[a-z0-9]{5} \(ro\)\n`,
+		`(?m)^Volumes:\n  kube-api-access-[a-z0-9]{5}:\n    Type: +Projected \(a volume that contains injected data from multiple sources\)\n`+
+			`    TokenExpirationSeconds: +3607\n    ConfigMapName: +kube-root-ca\.crt\n    ConfigMapOptional: +<nil>\n    DownwardAPI: +true\n`,
 		`(?m)^QoS Class: +BestEffort$`,
 		`(?m)^Events:\n  Type +Reason +Age +From +Message\n  ---- +------ +---- +---- +-------\n`+
 			`  Normal +Scheduled +\S+ +default-scheduler +Successfully assigned default/lc-web to node-1\n`+
@@ -567,7 +574,7 @@ type kubectlWatch struct {
 	args   []string
 	cmd    *exec.Cmd
 	cancel context.CancelFunc
-	out    lockedBuffer
+	out    testserver.SyncBuffer
 	done   chan struct{}
 }
 

@@ -101,7 +101,7 @@ func TestAggregatedDiscoveryMatchesKube(t *testing.T) {
 
 // servedSubresources are the core subresources corekube must list, so
 // that the comparisons above cover them.
-var servedSubresources = []string{"pods/status", "pods/binding", "pods/eviction", "pods/log", "nodes/status", "namespaces/status", "namespaces/finalize"}
+var servedSubresources = []string{"pods/status", "pods/binding", "pods/eviction", "pods/log", "nodes/status", "namespaces/status", "namespaces/finalize", "serviceaccounts/token"}
 
 // TestLegacyDiscoveryMatchesKube does the same for the legacy documents
 // kubectl falls back to.

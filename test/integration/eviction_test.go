@@ -614,7 +614,7 @@ func TestEvictionConcurrentServers(t *testing.T) {
 	}
 	defer etcd.Close()
 	var urls []string
-	for range 3 {
+	for i := range 3 {
 		c, err := testserver.NewConfig(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
@@ -629,6 +629,11 @@ func TestEvictionConcurrentServers(t *testing.T) {
 				t.Logf("shutdown: %v", err)
 			}
 		}()
+		if i == 0 {
+			// The pods need the default ServiceAccount; deferred after
+			// the shutdowns, the controller stops before them.
+			defer testserver.StartControllers(s)()
+		}
 		urls = append(urls, s.URL())
 	}
 	client, err := kubernetes.NewForConfig(testserver.ClientConfig(urls[0]))

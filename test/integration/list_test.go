@@ -191,6 +191,9 @@ func TestFieldSelectors(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Create(t.Context(), &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	mk("p1", nil)
 	mk("p2", func(p *v1.Pod) { p.Spec.RestartPolicy = v1.RestartPolicyNever; p.Spec.ServiceAccountName = "robot" })
 	mk("p3", func(p *v1.Pod) {

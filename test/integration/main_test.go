@@ -9,7 +9,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"github.com/corekube/corekube/test/testserver"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -39,36 +39,22 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "corekube-integration-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	config, err := testserver.NewConfig(dir)
+	// The server runs the controllers it needs (the ServiceAccounts
+	// controller: no pod is admitted in a namespace without its default
+	// ServiceAccount).
+	s, stop, err := testserver.StartMain(ctx, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	srv, err = server.Start(ctx, config)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start corekube:", err)
 		return 1
 	}
 	defer func() {
-		if err := srv.Shutdown(context.Background()); err != nil {
-			fmt.Fprintln(os.Stderr, "shutdown:", err)
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	cfg = testserver.ClientConfig(srv.URL())
-	cs, err = kubernetes.NewForConfig(cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	srv, cfg, cs = s.Server, s.Config, s.Client
 	return m.Run()
 }
 

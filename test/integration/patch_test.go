@@ -93,7 +93,11 @@ func TestStrategicMergePatch(t *testing.T) {
 func TestMergePatchReplacesLists(t *testing.T) {
 	ns := newNamespace(t)
 	pods := cs.CoreV1().Pods(ns)
-	if _, err := pods.Create(t.Context(), twoContainers("mp"), metav1.CreateOptions{}); err != nil {
+	// Without the token volume ServiceAccount admission mounts in every
+	// container: the full list below restates the containers as created.
+	mp := twoContainers("mp")
+	mp.Spec.AutomountServiceAccountToken = ptr(false)
+	if _, err := pods.Create(t.Context(), mp, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// A JSON merge patch replaces the whole containers list: dropping

@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,29 +19,36 @@ import (
 )
 
 // TestPodDefaults compares a created pod with the one kube created from
-// the same request (201-create-pod.json), less what kube's ServiceAccount
-// admission plugin adds (corekube serves no service accounts). The
-// tolerations DefaultTolerationSeconds adds are compared.
+// the same request (201-create-pod.json): defaults, the tolerations
+// DefaultTolerationSeconds adds, and what ServiceAccount admission adds
+// (serviceAccountName, the kube-api-access volume and its mounts), the
+// volume's random suffix set aside. The JSON keys of the spec and of the
+// container come in kube's order.
 func TestPodDefaults(t *testing.T) {
 	ns := newNamespace(t)
+	waitDefaultServiceAccount(t, ns)
 	r := doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods", []byte(goldPodBody))
 	if r.Code != 201 {
 		t.Fatalf("%d %s", r.Code, r.Body)
 	}
+	if m := apiAccessName.FindAll(r.Body, -1); len(m) != 2 || string(m[0]) != string(m[1]) {
+		t.Errorf("want one kube-api-access-xxxxx volume and its mount, got %q in %s", m, r.Body)
+	}
+	gotBody, wantBody := normalizeAPIAccess(r.Body), normalizeAPIAccess(goldenBody(t, "201-create-pod"))
 	var got, want map[string]any
-	if err := json.Unmarshal(r.Body, &got); err != nil {
+	if err := json.Unmarshal(gotBody, &got); err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(goldenBody(t, "201-create-pod"), &want); err != nil {
+	if err := json.Unmarshal(wantBody, &want); err != nil {
 		t.Fatal(err)
 	}
-	wantSpec := want["spec"].(map[string]any)
-	for _, k := range []string{"volumes", "serviceAccountName", "serviceAccount"} {
-		delete(wantSpec, k)
+	if !reflect.DeepEqual(got["spec"], want["spec"]) {
+		t.Errorf("spec\n got  %s\n want %s", mustJSON(t, got["spec"]), mustJSON(t, want["spec"]))
 	}
-	delete(wantSpec["containers"].([]any)[0].(map[string]any), "volumeMounts")
-	if !reflect.DeepEqual(got["spec"], wantSpec) {
-		t.Errorf("spec\n got  %s\n want %s", mustJSON(t, got["spec"]), mustJSON(t, wantSpec))
+	for _, path := range [][]string{{"spec"}, {"spec", "containers", "0"}, {"spec", "volumes", "0"}, {"spec", "volumes", "0", "projected"}} {
+		if g, w := jsonKeys(t, gotBody, path...), jsonKeys(t, wantBody, path...); !reflect.DeepEqual(g, w) {
+			t.Errorf("keys of %v in the order\n %v, want\n %v", path, g, w)
+		}
 	}
 	if !reflect.DeepEqual(got["status"], want["status"]) {
 		t.Errorf("status\n got  %s\n want %s", mustJSON(t, got["status"]), mustJSON(t, want["status"]))
@@ -423,4 +433,53 @@ func TestPodGracefulDeletion(t *testing.T) {
 			t.Errorf("dry-run graceful delete marked the pod: %v", err)
 		}
 	})
+}
+
+// apiAccessName matches the name ServiceAccount admission gives the token
+// volume: kube-api-access- and 5 random characters.
+var apiAccessName = regexp.MustCompile(`kube-api-access-[a-z0-9]{5}\b`)
+
+// normalizeAPIAccess sets the random suffix of the token volume aside, as
+// uids and resourceVersions are.
+func normalizeAPIAccess(body []byte) []byte {
+	return apiAccessName.ReplaceAll(body, []byte("kube-api-access-xxxxx"))
+}
+
+// jsonKeys returns the keys of the object at path in doc (object keys and
+// array indexes), in the order they are written.
+func jsonKeys(t testing.TB, doc []byte, path ...string) []string {
+	t.Helper()
+	raw := json.RawMessage(doc)
+	for _, p := range path {
+		if i, err := strconv.Atoi(p); err == nil {
+			var arr []json.RawMessage
+			if err := json.Unmarshal(raw, &arr); err != nil || i >= len(arr) {
+				t.Fatalf("%v: no element %d: %v", path, i, err)
+			}
+			raw = arr[i]
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil || obj[p] == nil {
+			t.Fatalf("%v: no key %s: %v", path, p, err)
+		}
+		raw = obj[p]
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("%v is not an object: %s", path, raw)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }

@@ -7,6 +7,7 @@
 package testserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -34,6 +35,8 @@ type Server struct {
 	Client kubernetes.Interface
 
 	stopped bool
+	// stopControllers ends the controllers startControllers runs.
+	stopControllers func()
 }
 
 // Stop shuts the server down before the test ends (to restart it).
@@ -43,6 +46,9 @@ func (s *Server) Stop(tb testing.TB) {
 		return
 	}
 	s.stopped = true
+	if s.stopControllers != nil {
+		s.stopControllers()
+	}
 	if err := s.Shutdown(context.Background()); err != nil {
 		tb.Errorf("shutdown: %v", err)
 	}
@@ -87,6 +93,7 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 	if err != nil {
 		tb.Fatal(err)
 	}
+	startControllers(s)
 	tb.Cleanup(func() { s.Stop(tb) })
 	return s
 }
@@ -167,17 +174,21 @@ func HTTPClient() *http.Client {
 	return sharedHTTP.client
 }
 
-// AnonymousHTTPClient trusts the test servers and sends no credentials.
+// AnonymousHTTPClient trusts the test servers and sends no credentials,
+// shared by the test process.
 func AnonymousHTTPClient() *http.Client {
-	ca, err := testCA()
-	if err != nil {
-		panic(err)
+	sharedAnonymousHTTP.once.Do(func() {
+		ca, err := testCA()
+		if err != nil {
+			sharedAnonymousHTTP.err = err
+			return
+		}
+		sharedAnonymousHTTP.client, sharedAnonymousHTTP.err = rest.HTTPClientFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca.ca.PEM}})
+	})
+	if sharedAnonymousHTTP.err != nil {
+		panic(fmt.Errorf("test HTTP client: %w", sharedAnonymousHTTP.err))
 	}
-	c, err := rest.HTTPClientFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: ca.ca.PEM}})
-	if err != nil {
-		panic(fmt.Errorf("test HTTP client: %w", err))
-	}
-	return c
+	return sharedAnonymousHTTP.client
 }
 
 // testAuthority is the test process's CA and the admin's certificate.
@@ -192,7 +203,7 @@ var (
 		ca   *testAuthority
 		err  error
 	}
-	sharedHTTP struct {
+	sharedHTTP, sharedAnonymousHTTP struct {
 		once   sync.Once
 		client *http.Client
 		err    error
@@ -260,4 +271,23 @@ func testCA() (*testAuthority, error) {
 		sharedCA.ca = &testAuthority{ca: ca, admin: admin}
 	})
 	return sharedCA.ca, sharedCA.err
+}
+
+// SyncBuffer is a bytes.Buffer that a server's logger or a process writes
+// while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
