@@ -85,8 +85,21 @@ func TestServiceAccountTokensWithKubectl(t *testing.T) {
 	if rows["UID"] != uid {
 		t.Errorf("whoami UID %q, the ServiceAccount's is %q", rows["UID"], uid)
 	}
-	if out, err := p.asToken(token, "get", "serviceaccount", "robot", "-o", "name"); err != nil || out != "serviceaccount/robot" {
-		t.Errorf("kubectl get with the token: %v %s", err, out)
+	// RBAC: the ServiceAccount may do nothing until bound to a role.
+	if out, err := p.asToken(token, "get", "serviceaccount", "robot", "-o", "name"); err == nil ||
+		!strings.Contains(out, `serviceaccounts "robot" is forbidden: User "system:serviceaccount:default:robot" cannot get resource "serviceaccounts" in API group "" in the namespace "default"`) {
+		t.Errorf("kubectl get with the token before a binding: %v %s", err, out)
+	}
+	p.mustKubectl("create", "rolebinding", "robot-view", "--clusterrole=view", "--serviceaccount=default:robot")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out, err := p.asToken(token, "get", "serviceaccount", "robot", "-o", "name")
+		if err == nil && out == "serviceaccount/robot" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kubectl get with the token once bound to view: %v %s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond) // polling an external process
 	}
 	if out, err := p.asToken(token+"x", "get", "serviceaccount", "robot"); err == nil || !strings.Contains(out, "Unauthorized") {
 		t.Errorf("kubectl with a tampered token: %v %s", err, out)

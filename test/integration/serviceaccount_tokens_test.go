@@ -23,6 +23,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -136,10 +137,21 @@ func TestServiceAccountToken(t *testing.T) {
 		len(u.Extra["authentication.kubernetes.io/credential-id"]) != 1 || !strings.HasPrefix(u.Extra["authentication.kubernetes.io/credential-id"][0], "JTI=") {
 		t.Errorf("whoami: %+v", u)
 	}
-	// The token works for the API too.
-	if _, err := asToken(t, cfg, tr.Status.Token).CoreV1().ServiceAccounts(ns).Get(context.Background(), "builder", metav1.GetOptions{}); err != nil {
-		t.Errorf("GET with the token: %v", err)
+	// The token works for the API too: as the ServiceAccount, which RBAC
+	// refuses until a binding grants it something.
+	saClient := asToken(t, cfg, tr.Status.Token)
+	_, err = saClient.CoreV1().ServiceAccounts(ns).Get(context.Background(), "builder", metav1.GetOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "system:serviceaccount:`+ns+`:builder" cannot get resource "serviceaccounts"`) {
+		t.Errorf("GET with the token before a binding: %v, want RBAC's 403", err)
 	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(context.Background(), &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "builder-view"},
+		RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"}, Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "builder"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	untilNoError(t, "GET with the token once bound to view", func() error {
+		_, err := saClient.CoreV1().ServiceAccounts(ns).Get(context.Background(), "builder", metav1.GetOptions{})
+		return err
+	})
 
 	st := tokenReview(t, tr.Status.Token)
 	if !st.Authenticated || st.User.Username != u.Username || !slices.Equal(st.Audiences, []string{defaultIssuer}) || st.Error != "" {
