@@ -28,9 +28,10 @@ import (
 // newAPI builds the Store of every served resource, the admission chain
 // and the API that serves them: the one table of what corekube serves.
 // cfg supplies the resource-specific settings (event TTL, default
-// tolerations); validators run after the built-in ones (RBAC's escalation
-// check).
-func newAPI(st storage.Interface, opts registry.Options, cfg *Config, validators ...admission.Validator) (*handlers.API, *registry.Store) {
+// tolerations); mutators run after the built-in ones (RBAC's escalation
+// check, which kube runs after mutating admission, before defaulting and
+// validation).
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators ...admission.Mutator) (*handlers.API, *registry.Store) {
 	var nsStore, saStore *registry.Store
 	// Pods read their ServiceAccount (about one per namespace, small) from
 	// the watch cache, as NamespaceLifecycle reads namespaces.
@@ -56,8 +57,9 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, validators
 				UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds,
 			},
 		},
-		Validators: append([]admission.Validator{serviceAccounts}, validators...),
+		Validators: []admission.Validator{serviceAccounts},
 	}
+	chain.Mutators = append(chain.Mutators, mutators...)
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 

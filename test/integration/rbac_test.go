@@ -269,6 +269,16 @@ func TestRBACEscalation(t *testing.T) {
 		`roles.rbac.authorization.k8s.io "more" is forbidden: user "`+name+`" (groups=["leads" "system:authenticated"]) is attempting to grant RBAC permissions not currently held:
 {APIGroups:[""], Resources:["pods"], Verbs:["delete" "list"]}`)
 
+	// As kube, escalation is refused before validation: an invalid role
+	// that escalates is a 403, not a 422.
+	invalid := more.DeepCopy()
+	invalid.Name = "invalid"
+	invalid.Rules = append(invalid.Rules, rbacv1.PolicyRule{Resources: []string{"pods"}})
+	_, err = ucs.RbacV1().Roles(ns).Create(ctx, invalid, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("invalid escalating role: %v, want 403", err)
+	}
+
 	bindAdmin := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "admin"},
 		RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin"}, Subjects: []rbacv1.Subject{{Kind: "User", Name: name}}}
 	_, err = ucs.RbacV1().RoleBindings(ns).Create(ctx, bindAdmin, metav1.CreateOptions{})

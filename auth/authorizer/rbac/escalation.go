@@ -21,10 +21,13 @@ import (
 )
 
 // EscalationCheck is kube's escalation prevention on RBAC writes (its
-// policy-based role and binding storage) as an admission validator: a
-// user may only create or update a role whose rules they hold, unless
-// allowed to `escalate` on it, and only bind a role whose rules they hold,
-// unless allowed to `bind` it. system:masters may do anything.
+// policy-based role and binding storage) as an admission plugin: a user
+// may only create or update a role whose rules they hold, unless allowed
+// to `escalate` on it, and only bind a role whose rules they hold, unless
+// allowed to `bind` it. system:masters may do anything. Registered as the
+// last mutator, it refuses where kube's storage does: after mutating
+// admission, before defaulting and validation (so the v1 defaults it
+// needs are applied to a copy here).
 type EscalationCheck struct {
 	// Authorizer is the server's whole authorizer, asked about escalate
 	// and bind.
@@ -33,7 +36,7 @@ type EscalationCheck struct {
 	Rules *Authorizer
 }
 
-var _ admission.Validator = (*EscalationCheck)(nil)
+var _ admission.Mutator = (*EscalationCheck)(nil)
 
 // fullAuthority is what a ClusterRole with an aggregationRule may come to
 // grant: everything, so using one needs escalate (or everything).
@@ -42,8 +45,9 @@ var fullAuthority = []rbacv1.PolicyRule{
 	{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
 }
 
-// Validate refuses an RBAC write that escalates, with kube's 403.
-func (e *EscalationCheck) Validate(ctx context.Context, a *admission.Attributes) error {
+// Admit refuses an RBAC write that escalates, with kube's 403; it changes
+// nothing.
+func (e *EscalationCheck) Admit(ctx context.Context, a *admission.Attributes) error {
 	if e == nil || e.Rules == nil || a.Resource.Group != rbacv1.GroupName || a.Subresource != "" ||
 		(a.Operation != admission.Create && a.Operation != admission.Update) {
 		return nil
@@ -55,7 +59,8 @@ func (e *EscalationCheck) Validate(ctx context.Context, a *admission.Attributes)
 	if u.IsPrivileged() {
 		return nil
 	}
-	if a.Operation == admission.Update && onlyGCFieldsChanged(a.Object, a.OldObject) {
+	obj := withDefaults(a.Object)
+	if a.Operation == admission.Update && onlyGCFieldsChanged(obj, a.OldObject) {
 		return nil
 	}
 	gr := a.Resource.GroupResource()
@@ -64,7 +69,7 @@ func (e *EscalationCheck) Validate(ctx context.Context, a *admission.Attributes)
 		name = a.Name
 	}
 	var rules []rbacv1.PolicyRule
-	switch obj := a.Object.(type) {
+	switch obj := obj.(type) {
 	case *rbacv1.Role:
 		if e.allowed(ctx, u, "escalate", gr, a.Namespace, name) {
 			return nil
@@ -110,6 +115,33 @@ func (e *EscalationCheck) Validate(ctx context.Context, a *admission.Attributes)
 		return apierrors.NewForbidden(gr, objectName(a.Object), err)
 	}
 	return nil
+}
+
+// withDefaults returns obj, or for a binding a copy with kube's rbac/v1
+// defaults (roleRef.apiGroup, User and Group subjects' apiGroup), which
+// kube applies when decoding, before its escalation check.
+func withDefaults(obj runtime.Object) runtime.Object {
+	defaultBinding := func(ref *rbacv1.RoleRef, subjects []rbacv1.Subject) {
+		if ref.APIGroup == "" {
+			ref.APIGroup = rbacv1.GroupName
+		}
+		for i := range subjects {
+			if s := &subjects[i]; s.APIGroup == "" && (s.Kind == rbacv1.UserKind || s.Kind == rbacv1.GroupKind) {
+				s.APIGroup = rbacv1.GroupName
+			}
+		}
+	}
+	switch b := obj.(type) {
+	case *rbacv1.RoleBinding:
+		b = b.DeepCopy()
+		defaultBinding(&b.RoleRef, b.Subjects)
+		return b
+	case *rbacv1.ClusterRoleBinding:
+		b = b.DeepCopy()
+		defaultBinding(&b.RoleRef, b.Subjects)
+		return b
+	}
+	return obj
 }
 
 func hasAggregationRule(r *rbacv1.ClusterRole) bool {

@@ -74,13 +74,14 @@ func TestEscalationCheck(t *testing.T) {
 		{"bind more than held", who("w", "writers"), roleAttrs(admission.Create, bindAdmin, nil, "rolebindings", "ns"),
 			`rolebindings.rbac.authorization.k8s.io "x" is forbidden: user "w"`},
 		{"bind with bind verb", who("b", "writers", "binders"), roleAttrs(admission.Create, bindAdmin, nil, "rolebindings", "ns"), ""},
+		{"bind verb, roleRef not defaulted yet", who("b", "writers", "binders"), roleAttrs(admission.Create, undefaulted(bindAdmin), nil, "rolebindings", "ns"), ""},
 		{"bind verb only in its namespace", who("b", "writers", "binders"), roleAttrs(admission.Create, bindAdmin, nil, "rolebindings", "other"), "attempting to grant"},
 		{"bind a missing role", who("w", "writers"), roleAttrs(admission.Create, bindMissing, nil, "rolebindings", "ns"),
 			`404 clusterrole.rbac.authorization.k8s.io "missing" not found`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := e.Validate(user.WithUser(context.Background(), tt.u), tt.a)
+			err := e.Admit(user.WithUser(context.Background(), tt.u), tt.a)
 			if tt.want == "" {
 				if err != nil {
 					t.Errorf("refused: %v", err)
@@ -98,6 +99,12 @@ func TestEscalationCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+func undefaulted(b *rbacv1.RoleBinding) *rbacv1.RoleBinding {
+	out := b.DeepCopy()
+	out.RoleRef.APIGroup = ""
+	return out
 }
 
 func withOwner(r *rbacv1.Role) *rbacv1.Role {
