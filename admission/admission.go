@@ -36,6 +36,10 @@ type Attributes struct {
 	// OldObject is the object before the write (nil for Create).
 	OldObject runtime.Object
 	DryRun    bool
+	// Options are the request's options: *metav1.CreateOptions,
+	// *metav1.UpdateOptions (also for patches, as kube) or
+	// *metav1.DeleteOptions; webhooks send them on.
+	Options runtime.Object
 }
 
 // Mutator may change the object being written.

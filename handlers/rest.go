@@ -24,7 +24,12 @@ type request struct {
 	store *registry.Store
 }
 
-func (q *request) ctx() context.Context { return q.r.Context() }
+// ctx is the request's context, in which what the registry and admission
+// warn about (registry.AddWarning) becomes Warning headers: a
+// TokenRequest's shortened expiration, PodSecurity's warnings.
+func (q *request) ctx() context.Context {
+	return registry.WithWarnings(q.r.Context(), func(msg string) { addWarning(q.w, msg) })
+}
 
 func (q *request) fail(err error) { WriteError(q.w, q.r, err) }
 
@@ -350,9 +355,16 @@ func (q *request) createSubresource(c Creater) {
 		q.fail(err)
 		return
 	}
-	// What the Creater warns about goes in Warning headers (a
-	// TokenRequest's shortened expiration).
-	ctx := registry.WithWarnings(q.ctx(), func(msg string) { addWarning(q.w, msg) })
+	ctx := q.ctx()
+	// A subresource of a stored resource (pods/binding, pods/eviction,
+	// serviceaccounts/token) is admitted as a CREATE of its own object,
+	// as in kube.
+	if q.store != nil {
+		if err := q.store.AdmitCreate(ctx, q.info.Subresource, c.GroupVersionKind(), q.info.Namespace, q.info.Name, obj, dryRun); err != nil {
+			q.fail(err)
+			return
+		}
+	}
 	out, err := c.Create(ctx, q.info.Namespace, q.info.Name, obj, dryRun)
 	if err != nil {
 		q.fail(err)

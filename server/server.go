@@ -80,7 +80,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.storage = etcdstore.New(client)
-	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	api, nsStore, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
