@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/registry"
@@ -84,17 +83,17 @@ func registerAdmissionPlugins(p *admission.Plugins, cfg *Config, stores *admissi
 // newAdmission builds the admission chain the configuration asks for
 // (--enable-admission-plugins, --disable-admission-plugins,
 // --admission-control-config-file).
-func newAdmission(cfg *Config, stores *admissionStores) (*admission.Chain, error) {
+// It returns the names of the plugins it runs, in order.
+func newAdmission(cfg *Config, stores *admissionStores) (*admission.Chain, []string, error) {
 	acfg, err := admission.LoadConfig(cfg.AdmissionControlConfigFile)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var plugins admission.Plugins
 	registerAdmissionPlugins(&plugins, cfg, stores)
 	chain, names, err := plugins.NewChain(cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins, acfg)
 	if err != nil {
-		return nil, fmt.Errorf("admission: %w", err)
+		return nil, nil, fmt.Errorf("admission: %w", err)
 	}
-	cfg.Logger.Info("admission plugins", "order", strings.Join(names, ","))
-	return chain, nil
+	return chain, names, nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/openapi"
@@ -28,10 +29,11 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 	// Plugins read namespaces, ServiceAccounts (about one per namespace,
 	// small) and pods from the watch caches (admission.go).
 	stores := &admissionStores{}
-	chain, err := newAdmission(cfg, stores)
+	chain, names, err := newAdmission(cfg, stores)
 	if err != nil {
 		return nil, nil, err
 	}
+	cfg.Logger.Info("admission plugins", "order", strings.Join(names, ","))
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
