@@ -11,8 +11,11 @@ import (
 
 	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/testserver"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -225,4 +228,36 @@ func newNamespaceIn(t testing.TB, client kubernetes.Interface) string {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	return name
+}
+
+// TestSubresourceCreatesAdmitted: pods/eviction, pods/binding and
+// serviceaccounts/token are admitted as creates of their own objects, so
+// NamespaceLifecycle refuses them in a terminating namespace as kube does
+// (kubectl drain falls back to deleting on that cause).
+func TestSubresourceCreatesAdmitted(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	p := plainPod("p")
+	p.Finalizers = []string{"example.com/keep"}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = cs.CoreV1().Pods(ns).Patch(ctx, "p", types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	})
+	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	terminating := func(resource, name string) string {
+		return resource + ` "` + name + `" is forbidden: unable to create new content in namespace ` + ns + ` because it is being terminated`
+	}
+	err := cs.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}})
+	st := checkStatusErr(t, err, 403, metav1.StatusReasonForbidden, terminating("pods", "p"))
+	checkCauses(t, st, map[string]metav1.CauseType{"metadata.namespace": v1.NamespaceTerminatingCause})
+
+	err = cs.CoreV1().Pods(ns).Bind(ctx, &v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Target: v1.ObjectReference{Kind: "Node", Name: "n1"}}, metav1.CreateOptions{})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden, terminating("pods", "p"))
+
+	_, err = cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden, terminating("serviceaccounts", "default"))
 }
