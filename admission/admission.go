@@ -73,6 +73,16 @@ func (c *Chain) Mutate(ctx context.Context, a *Attributes) error {
 	return nil
 }
 
+// Admit runs the mutating plugins, then the validating ones: the whole
+// chain, for a request that has no validation of its own between them
+// (the create of a subresource that acts, of a create-only resource).
+func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
+	if err := c.Mutate(ctx, a); err != nil {
+		return err
+	}
+	return c.Validate(ctx, a)
+}
+
 // Validate runs the validating plugins; the registry calls it after its own
 // validation, right before the write.
 func (c *Chain) Validate(ctx context.Context, a *Attributes) error {

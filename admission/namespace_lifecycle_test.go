@@ -46,6 +46,8 @@ func TestNamespaceLifecycle(t *testing.T) {
 			wantCode: 403, wantMsg: `namespaces "kube-system" is forbidden: this namespace may not be deleted`},
 		{name: "delete another namespace", a: Attributes{Operation: Delete, Resource: namespacesGVR, Name: "live"}},
 		{name: "create a namespace", a: Attributes{Operation: Create, Resource: namespacesGVR, Name: "new"}},
+		{name: "access review in a missing namespace", a: Attributes{Operation: Create,
+			Resource: schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "localsubjectaccessreviews"}, Namespace: "gone"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -337,7 +337,9 @@ func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 	return opts, nil
 }
 
-func (q *request) createSubresource(c Creater) {
+// createSubresource answers a POST to a Creater; admit runs the admission
+// chain on the decoded object before the Creater acts.
+func (q *request) createSubresource(c Creater, admit func(ctx context.Context, obj runtime.Object, dryRun bool) error) {
 	if !q.acceptable() {
 		return
 	}
@@ -356,14 +358,9 @@ func (q *request) createSubresource(c Creater) {
 		return
 	}
 	ctx := q.ctx()
-	// A subresource of a stored resource (pods/binding, pods/eviction,
-	// serviceaccounts/token) is admitted as a CREATE of its own object,
-	// as in kube.
-	if q.store != nil {
-		if err := q.store.AdmitCreate(ctx, q.info.Subresource, c.GroupVersionKind(), q.info.Namespace, q.info.Name, obj, dryRun); err != nil {
-			q.fail(err)
-			return
-		}
+	if err := admit(ctx, obj, dryRun); err != nil {
+		q.fail(err)
+		return
 	}
 	out, err := c.Create(ctx, q.info.Namespace, q.info.Name, obj, dryRun)
 	if err != nil {

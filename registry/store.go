@@ -195,10 +195,6 @@ func (s *Store) AdmitCreate(ctx context.Context, subresource string, kind schema
 	if s.opts.Admission == nil {
 		return nil
 	}
-	opts := &metav1.CreateOptions{}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
 	a := &admission.Attributes{
 		Operation:   admission.Create,
 		Kind:        kind,
@@ -208,12 +204,9 @@ func (s *Store) AdmitCreate(ctx context.Context, subresource string, kind schema
 		Name:        name,
 		Object:      obj,
 		DryRun:      dryRun,
-		Options:     opts,
+		Options:     createOptions(dryRun),
 	}
-	if err := s.opts.Admission.Mutate(ctx, a); err != nil {
-		return err
-	}
-	return s.opts.Admission.Validate(ctx, a)
+	return s.opts.Admission.Admit(ctx, a)
 }
 
 // WithoutAdmission returns a Store that writes without the admission

@@ -65,6 +65,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 			"status": {Store: pdbStore.Subresource("status", poddisruptionbudgets.NewStatusStrategy())},
 		}},
 	)
+	api.SetAdmission(chain)
 	return api, nsStore, nil
 }
 
