@@ -52,7 +52,9 @@ func (d *admissionStores) podsIn(ctx context.Context, namespace string) ([]*v1.P
 // registerAdmissionPlugins names every plugin corekube has, each factory
 // building it from its configuration and the server's stores. The
 // reserved names (nil) are where the webhook and node authorization work
-// registers their factories.
+// registers their factories. A factory runs once per server, before the
+// stores are filled in: it keeps them, and reads them only when requests
+// come.
 func registerAdmissionPlugins(p *admission.Plugins, cfg *Config, stores *admissionStores) {
 	p.Register(admission.PluginNamespaceLifecycle, func([]byte) (any, error) {
 		return &admission.NamespaceLifecycle{Get: stores.namespace}, nil
@@ -78,6 +80,20 @@ func registerAdmissionPlugins(p *admission.Plugins, cfg *Config, stores *admissi
 	p.Register(admission.PluginNodeRestriction, nil)
 	p.Register(admission.PluginMutatingAdmissionWebhook, nil)
 	p.Register(admission.PluginValidatingAdmissionWebhook, nil)
+}
+
+// checkAdmission checks the plugin names and reads the configuration file
+// without building any plugin (a plugin is built once, by newAdmission).
+func checkAdmission(cfg *Config) error {
+	if _, err := admission.LoadConfig(cfg.AdmissionControlConfigFile); err != nil {
+		return err
+	}
+	var plugins admission.Plugins
+	registerAdmissionPlugins(&plugins, cfg, &admissionStores{})
+	if _, err := plugins.Enabled(cfg.EnableAdmissionPlugins, cfg.DisableAdmissionPlugins); err != nil {
+		return fmt.Errorf("admission: %w", err)
+	}
+	return nil
 }
 
 // newAdmission builds the admission chain the configuration asks for

@@ -65,9 +65,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	// Admission's flags and configuration file are checked before
-	// anything starts, as kube checks its flags (its factories only keep
-	// the stores, which they read once requests come).
-	if _, _, err := newAdmission(&cfg, &admissionStores{}); err != nil {
+	// anything starts, as kube checks its flags.
+	if err := checkAdmission(&cfg); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}

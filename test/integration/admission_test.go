@@ -171,6 +171,32 @@ func TestAdmissionPluginFlags(t *testing.T) {
 		t.Fatalf("start with an unknown plugin: %v, want kube's error", err)
 	}
 
+	// A plugin's configuration is checked when the plugin is built.
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(`apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodSecurity
+  configuration:
+    apiVersion: pod-security.admission.config.k8s.io/v1
+    kind: PodSecurityConfiguration
+    defaults:
+      enforce: strict
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badCfg, err := testserver.NewConfig(filepath.Join(dir, "bad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	badCfg.AdmissionControlConfigFile = bad
+	if s, err := server.Start(context.Background(), badCfg); err == nil || !strings.Contains(err.Error(), `admission plugin "PodSecurity": invalid PodSecurityConfiguration`) {
+		if s != nil {
+			_ = s.Shutdown(context.Background())
+		}
+		t.Fatalf("start with a bad PodSecurity configuration: %v", err)
+	}
+
 	psa := filepath.Join(dir, "podsecurity.yaml")
 	if err := os.WriteFile(psa, []byte(`apiVersion: pod-security.admission.config.k8s.io/v1
 kind: PodSecurityConfiguration
