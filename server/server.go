@@ -64,6 +64,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	// Admission's flags and configuration file are checked before
+	// anything starts, as kube checks its flags.
+	if err := checkAdmission(&cfg); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	if s.loopbackToken, err = newLoopbackToken(); err != nil {
 		return nil, err
@@ -80,7 +85,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.storage = etcdstore.New(client)
-	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	api, nsStore, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
