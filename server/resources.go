@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/handlers"
@@ -28,46 +29,29 @@ import (
 // newAPI builds the Store of every served resource, the admission chain
 // and the API that serves them: the one table of what corekube serves.
 // cfg supplies the resource-specific settings (event TTL, default
-// tolerations); mutators run after the built-in ones (RBAC's escalation
-// check, which kube runs after mutating admission, before defaulting and
-// validation).
-func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators ...admission.Mutator) (*handlers.API, *registry.Store) {
-	var nsStore, saStore *registry.Store
-	// Pods read their ServiceAccount (about one per namespace, small) from
-	// the watch cache, as NamespaceLifecycle reads namespaces.
-	serviceAccounts := &admission.ServiceAccount{Get: func(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
-		obj, err := saStore.GetCached(ctx, namespace, name)
-		if err != nil {
-			return nil, err
-		}
-		return obj.(*v1.ServiceAccount), nil
-	}}
-	chain := &admission.Chain{
-		Mutators: []admission.Mutator{
-			&admission.NamespaceLifecycle{Get: func(ctx context.Context, name string) (*v1.Namespace, error) {
-				obj, err := nsStore.GetCached(ctx, "", name)
-				if err != nil {
-					return nil, err
-				}
-				return obj.(*v1.Namespace), nil
-			}},
-			serviceAccounts,
-			&admission.DefaultTolerationSeconds{
-				NotReadySeconds:    cfg.DefaultNotReadyTolerationSeconds,
-				UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds,
-			},
-		},
-		Validators: []admission.Validator{serviceAccounts},
+// tolerations); mutators run after the admission plugins' (RBAC's
+// escalation check, which kube runs in its storage: after mutating
+// admission, before defaulting and validation; no plugin, so it cannot be
+// disabled).
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators ...admission.Mutator) (*handlers.API, *registry.Store, error) {
+	// Plugins read namespaces, ServiceAccounts (about one per namespace,
+	// small) and pods from the watch caches (admission.go).
+	stores := &admissionStores{}
+	chain, names, err := newAdmission(cfg, stores)
+	if err != nil {
+		return nil, nil, err
 	}
+	cfg.Logger.Info("admission plugins", "order", strings.Join(names, ","))
 	chain.Mutators = append(chain.Mutators, mutators...)
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
-	nsStore = store(namespaces.NewStrategy())
+	nsStore := store(namespaces.NewStrategy())
 	podStore := registry.NewStore(st, pods.NewStrategy(), withDeletedObject(opts))
 	nodeStore := store(nodes.NewStrategy())
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
-	saStore = store(serviceaccounts.NewStrategy())
+	saStore := store(serviceaccounts.NewStrategy())
+	stores.namespaces, stores.serviceAccounts, stores.pods = nsStore, saStore, podStore
 
 	api := handlers.NewAPI(
 		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{
@@ -94,7 +78,8 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 		&handlers.Resource{Store: store(rolebindings.NewStrategy())},
 		&handlers.Resource{Store: store(clusterrolebindings.NewStrategy())},
 	)
-	return api, nsStore
+	api.SetAdmission(chain)
+	return api, nsStore, nil
 }
 
 // openAPIResources describes the served resources for the OpenAPI

@@ -67,6 +67,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	// Admission's flags and configuration file are checked before
+	// anything starts, as kube checks its flags.
+	if err := checkAdmission(&cfg); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	if s.loopbackToken, err = newLoopbackToken(); err != nil {
 		return nil, err
@@ -84,7 +89,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.storage = etcdstore.New(client)
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
-	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg, s.authorization.escalation)
+	api, nsStore, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg, s.authorization.escalation)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
