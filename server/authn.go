@@ -13,6 +13,7 @@ import (
 	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/server/audit"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,6 +134,7 @@ func (s *Server) withImpersonation(next http.Handler) http.Handler {
 				r.Header.Del(k)
 			}
 		}
+		audit.LogImpersonatedUser(r.Context(), target)
 		next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), target)))
 	})
 }

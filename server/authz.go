@@ -20,6 +20,7 @@ import (
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/server/audit"
 )
 
 // DefaultAuthorizationModes is --authorization-mode's default, a kubeadm
@@ -390,10 +391,17 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		u, _ := user.From(r.Context())
 		attrs := attributesOf(u, ri)
 		d, reason, err := s.authorization.authz.Authorize(r.Context(), attrs)
+		// The decision and its reason go into the request's audit event,
+		// under kube's annotation keys.
+		if reason != "" {
+			audit.AddAnnotation(r.Context(), "authorization.k8s.io/reason", reason)
+		}
 		if d == authorizer.DecisionAllow {
+			audit.AddAnnotation(r.Context(), "authorization.k8s.io/decision", "allow")
 			next.ServeHTTP(w, r)
 			return
 		}
+		audit.AddAnnotation(r.Context(), "authorization.k8s.io/decision", "forbid")
 		if err != nil {
 			handlers.WriteError(w, r, apierrors.NewInternalError(err))
 			return

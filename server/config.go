@@ -143,6 +143,17 @@ type Config struct {
 	// (DefaultAuthorizationModes, a kubeadm cluster's). system:masters is
 	// always allowed, before any mode.
 	AuthorizationModes []string
+
+	// Audit (kube-apiserver's --audit-* flags): events of the levels
+	// AuditPolicyFile's rules give, written as JSON lines to AuditLogPath
+	// ("-" for standard output), rotated at AuditLogMaxSize megabytes,
+	// keeping AuditLogMaxBackup old files for AuditLogMaxAge days (0: no
+	// limit). Both the policy and the path are needed for a log.
+	AuditPolicyFile   string
+	AuditLogPath      string
+	AuditLogMaxAge    int
+	AuditLogMaxBackup int
+	AuditLogMaxSize   int
 }
 
 // DefaultServiceAccountIssuer is the token issuer when none is configured,

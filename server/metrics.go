@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -12,7 +13,9 @@ import (
 // metricsHandler serves the watch caches' figures in the Prometheus text
 // format: enough to see watchers being closed for falling behind without
 // a metrics library.
-func metricsHandler(api *handlers.API) http.HandlerFunc {
+//
+// extra write more metrics after those (the audit backend's).
+func metricsHandler(api *handlers.API, extra ...func(io.Writer)) http.HandlerFunc {
 	type metric struct {
 		name, kind, help string
 		value            func(s watch.Stats) float64
@@ -32,6 +35,9 @@ func metricsHandler(api *handlers.API) http.HandlerFunc {
 				info := res.Store.Info()
 				fmt.Fprintf(&b, "%s{group=%q,resource=%q} %g\n", m.name, info.Group, info.Resource, m.value(res.Store.CacheStats()))
 			}
+		}
+		for _, write := range extra {
+			write(&b)
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = w.Write([]byte(b.String()))

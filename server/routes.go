@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -28,7 +29,7 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	// Every request is authenticated (or answered 401) before anything
 	// else looks at it, then acts as whom it impersonates.
 	// Then what it asks for is parsed once (RequestInfo) and authorized.
-	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withRequestInfo, s.withImpersonation, s.withAuthorization)
+	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withRequestInfo, s.withAudit(), s.withImpersonation, s.withAuthorization)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})
@@ -40,7 +41,11 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	r.Get("/healthz", healthHandler("healthz", checks))
 	r.Get("/livez", healthHandler("livez", checks[:1]))
 	r.Get("/readyz", healthHandler("readyz", checks))
-	r.Get("/metrics", metricsHandler(api))
+	var metricsExtra []func(io.Writer)
+	if s.audit != nil {
+		metricsExtra = append(metricsExtra, s.audit.backend.Metrics)
+	}
+	r.Get("/metrics", metricsHandler(api, metricsExtra...))
 	if s.cfg.Profiling {
 		// kube-apiserver's --profiling (on by default): Go's profiles at
 		// /debug/pprof/, e.g. `go tool pprof http://ADDR/debug/pprof/heap`.

@@ -42,6 +42,8 @@ type Server struct {
 	loopbackUID   string
 	// tls is the serving TLS material (nil with InsecureHTTP).
 	tls *serving
+	// audit is the audit log (nil when off).
+	audit *auditing
 	// authorization decides on every request (authz.go).
 	authorization *authorization
 
@@ -108,6 +110,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if s.tls, err = s.setupTLS(); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.setupAudit(); err != nil {
+		return nil, err
 	}
 	authn, err := s.buildAuthenticator()
 	if err != nil {

@@ -64,6 +64,11 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	cfg.AuthorizationModes = server.DefaultAuthorizationModes
 	f.Var(authorizationModes{&cfg.AuthorizationModes}, "authorization-mode",
 		"ordered list of authorizers: AlwaysAllow, AlwaysDeny, Node (not yet implemented: no opinion), RBAC; system:masters is always allowed")
+	f.StringVar(&cfg.AuditPolicyFile, "audit-policy-file", "", "audit.k8s.io/v1 Policy: which requests are audited, at which level (with --audit-log-path)")
+	f.StringVar(&cfg.AuditLogPath, "audit-log-path", "", "file the audit events are written to as JSON lines; '-' for standard output")
+	f.IntVar(&cfg.AuditLogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit log files (0: no limit)")
+	f.IntVar(&cfg.AuditLogMaxBackup, "audit-log-maxbackup", 0, "rotated audit log files to keep (0: no limit)")
+	f.IntVar(&cfg.AuditLogMaxSize, "audit-log-maxsize", 0, "megabytes an audit log file grows to before it is rotated (0: lumberjack's 100)")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil,
 		"PEM file of RSA keys (public, or private ones' public half) that verify ServiceAccount tokens; repeatable (default: the signing key)")

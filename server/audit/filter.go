@@ -14,7 +14,9 @@ import (
 
 	"github.com/corekube/corekube/auth/user"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 )
 
 // HeaderAuditID is the header that carries a request's audit ID, in the
@@ -175,8 +177,8 @@ func serveAudited(b Backend, d Decision, ev *Event, w http.ResponseWriter, r *ht
 	if !d.Level.Less(LevelRequest) && r.Body != nil && (r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxRecordedBody+1))
 		r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-		if err == nil && len(body) <= maxRecordedBody && json.Valid(body) {
-			ev.RequestObject = body
+		if err == nil && len(body) <= maxRecordedBody {
+			ev.RequestObject = asJSON(r.Header.Get("Content-Type"), body)
 		}
 	}
 	emit(StageRequestReceived)
@@ -202,16 +204,17 @@ func serveAudited(b Backend, d Decision, ev *Event, w http.ResponseWriter, r *ht
 		code = http.StatusOK
 	}
 	ev.ResponseStatus = &metav1.Status{Code: int32(code)}
-	if code >= 400 && json.Valid(aw.body.Bytes()) {
+	contentType := aw.Header().Get("Content-Type")
+	if code >= 400 {
 		// An error's body is its Status: record its reason and message
 		// (without details) as kube does, at any level.
 		var st metav1.Status
-		if json.Unmarshal(aw.body.Bytes(), &st) == nil && st.Kind == "Status" {
+		if body := asJSON(contentType, aw.body.Bytes()); body != nil && json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
 			ev.ResponseStatus = &metav1.Status{Status: st.Status, Message: st.Message, Reason: st.Reason, Code: int32(code)}
 		}
 	}
-	if aw.keepBody && aw.body.Len() <= maxRecordedBody && strings.HasPrefix(aw.Header().Get("Content-Type"), "application/json") && json.Valid(aw.body.Bytes()) {
-		ev.ResponseObject = aw.body.Bytes()
+	if aw.keepBody && aw.body.Len() <= maxRecordedBody {
+		ev.ResponseObject = asJSON(contentType, aw.body.Bytes())
 	}
 	emit(StageResponseComplete)
 }
@@ -266,3 +269,35 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// protobufType is the content type of kube's protobuf encoding, which
+// client-go's typed clients speak.
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+// protobufCodec decodes the protobuf bodies of the built-in kinds.
+var protobufCodec = protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme)
+
+// asJSON is a request or response body as the JSON an event records: JSON
+// as it is, kube's protobuf decoded and re-encoded (as kube records the
+// objects, whatever the wire encoding), nil for anything else (YAML
+// bodies, streams, kinds this decoder does not know).
+func asJSON(contentType string, body []byte) json.RawMessage {
+	switch {
+	case len(body) == 0:
+		return nil
+	case strings.HasPrefix(contentType, protobufType):
+		obj, gvk, err := protobufCodec.Decode(body, nil, nil)
+		if err != nil {
+			return nil
+		}
+		obj.GetObjectKind().SetGroupVersionKind(*gvk)
+		out, err := json.Marshal(obj)
+		if err != nil {
+			return nil
+		}
+		return out
+	case json.Valid(body):
+		return body
+	}
+	return nil
+}
