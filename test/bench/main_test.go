@@ -22,6 +22,7 @@ import (
 	"github.com/corekube/corekube/test/testserver"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -297,7 +298,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 func (b bearer) CloseIdleConnections() { b.next.CloseIdleConnections() }
 
 // serviceAccountToken creates ServiceAccount name in namespace ns (with
-// the admin's client) and returns a token for it, as a pod's would be.
+// the admin's client), binds it to the edit ClusterRole there (RBAC then
+// decides its every request, as for any workload) and returns a token for
+// it, as a pod's would be.
 func serviceAccountToken(srv *server.Server, ns, name string) (string, error) {
 	cs, err := kubernetes.NewForConfig(testserver.ClientConfig(srv.URL()))
 	if err != nil {
@@ -306,6 +309,14 @@ func serviceAccountToken(srv *server.Server, ns, name string) (string, error) {
 	ctx := context.Background()
 	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: ns}},
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
 	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
