@@ -15,6 +15,7 @@ import (
 	"github.com/corekube/corekube/registry/poddisruptionbudgets"
 	"github.com/corekube/corekube/registry/pods"
 	"github.com/corekube/corekube/registry/serviceaccounts"
+	"github.com/corekube/corekube/registry/webhookconfigurations"
 	"github.com/corekube/corekube/storage"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -61,6 +62,8 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 	nodeStore := store(nodes.NewStrategy())
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
 	saStore = store(serviceaccounts.NewStrategy())
+	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
+	validatingWebhooksStore := store(webhookconfigurations.NewValidatingStrategy())
 
 	api := handlers.NewAPI(
 		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{
@@ -82,6 +85,8 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 		&handlers.Resource{Store: pdbStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: pdbStore.Subresource("status", poddisruptionbudgets.NewStatusStrategy())},
 		}},
+		&handlers.Resource{Store: mutatingWebhooksStore},
+		&handlers.Resource{Store: validatingWebhooksStore},
 	)
 	return api, nsStore
 }

@@ -1,0 +1,126 @@
+package webhookconfigurations
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+var ctx = context.Background()
+
+func validHook() admissionregistrationv1.ValidatingWebhook {
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:                    "check.example.com",
+		ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://hooks.example.com/check")},
+		Rules:                   []admissionregistrationv1.RuleWithOperations{{Operations: []admissionregistrationv1.OperationType{"CREATE"}, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}}},
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		AdmissionReviewVersions: []string{"v1"},
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	m := &admissionregistrationv1.MutatingWebhookConfiguration{Webhooks: []admissionregistrationv1.MutatingWebhook{{
+		Name:         "m.example.com",
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Name: "s", Namespace: "n"}},
+		Rules:        validHook().Rules,
+	}}}
+	NewMutatingStrategy().PrepareForCreate(ctx, m)
+	h := m.Webhooks[0]
+	if *h.FailurePolicy != admissionregistrationv1.Fail || *h.MatchPolicy != admissionregistrationv1.Equivalent ||
+		h.NamespaceSelector == nil || h.ObjectSelector == nil || *h.TimeoutSeconds != 10 ||
+		*h.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy || *h.Rules[0].Scope != "*" ||
+		*h.ClientConfig.Service.Port != 443 || h.SideEffects != nil || h.AdmissionReviewVersions != nil {
+		t.Errorf("defaults: %+v", h)
+	}
+}
+
+func TestValidateMessages(t *testing.T) {
+	tests := []struct {
+		name  string
+		tweak func(c *admissionregistrationv1.ValidatingWebhookConfiguration)
+		want  []string
+	}{
+		{"valid", func(*admissionregistrationv1.ValidatingWebhookConfiguration) {}, nil},
+		{"duplicate names", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks = append(c.Webhooks, validHook()) },
+			[]string{`webhooks[1].name: Duplicate value: "check.example.com"`}},
+		{"short name", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].Name = "check" },
+			[]string{`webhooks[0].name: Invalid value: "check": should be a domain with at least three segments separated by dots`}},
+		{"no client", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].ClientConfig.URL = nil },
+			[]string{`webhooks[0].clientConfig: Required value: exactly one of url or service is required`}},
+		{"both clients", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].ClientConfig.Service = &admissionregistrationv1.ServiceReference{Name: "s", Namespace: "n"}
+		}, []string{`webhooks[0].clientConfig: Required value: exactly one of url or service is required`}},
+		{"http url", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].ClientConfig.URL = ptr.To("http://h/x") },
+			[]string{`webhooks[0].clientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]`}},
+		{"timeout", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].TimeoutSeconds = ptr.To[int32](31) },
+			[]string{`webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds`}},
+		{"side effects required", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].SideEffects = nil },
+			[]string{`webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun`}},
+		{"side effects some", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
+		}, []string{`webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"`}},
+		{"review versions", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].AdmissionReviewVersions = nil },
+			[]string{`webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1`}},
+		{"operations", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].Rules[0].Operations = []admissionregistrationv1.OperationType{"*", "CREATE"}
+		}, []string{`webhooks[0].rules[0].operations: Invalid value: []v1.OperationType{"*", "CREATE"}: if '*' is present, must not specify other operations`}},
+		{"resources", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].Rules[0].Resources = []string{"*/*", "pods"} },
+			[]string{`webhooks[0].rules[0].resources: Invalid value: []string{"*/*", "pods"}: if '*/*' is present, must not specify other resources`}},
+		{"scope", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].Rules[0].Scope = ptr.To[admissionregistrationv1.ScopeType]("Everywhere")
+		}, []string{`webhooks[0].rules[0].scope: Unsupported value: "Everywhere": supported values: "*", "Cluster", "Namespaced"`}},
+		{"match conditions refused", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "x", Expression: "true"}}
+		}, []string{`webhooks[0].matchConditions: Forbidden: matchConditions (CEL) are not supported by this server`}},
+	}
+	s := NewValidatingStrategy()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "c"}, Webhooks: []admissionregistrationv1.ValidatingWebhook{validHook()}}
+			tc.tweak(c)
+			s.PrepareForCreate(ctx, c)
+			var got []string
+			for _, e := range s.Validate(ctx, c) {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestUpdateKeepsLegacy(t *testing.T) {
+	old := &admissionregistrationv1.ValidatingWebhookConfiguration{Webhooks: []admissionregistrationv1.ValidatingWebhook{validHook(), validHook()}}
+	old.Webhooks[0].SideEffects = ptr.To(admissionregistrationv1.SideEffectClassUnknown)
+	upd := old.DeepCopy()
+	s := NewValidatingStrategy()
+	s.PrepareForUpdate(ctx, upd, old)
+	if errs := s.ValidateUpdate(ctx, upd, old); len(errs) != 0 {
+		t.Errorf("update of a stored legacy configuration: %v", errs)
+	}
+	if errs := s.Validate(ctx, upd); len(errs) != 2 {
+		t.Errorf("create of the same: %v", errs)
+	}
+}
+
+func TestTable(t *testing.T) {
+	now := time.Now()
+	c := &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", CreationTimestamp: metav1.NewTime(now.Add(-2 * time.Minute))},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{{}, {}},
+	}
+	s := NewMutatingStrategy()
+	row, err := s.TableRow(c, now)
+	if err != nil || len(row.Cells) != 3 || row.Cells[0] != "c" || row.Cells[1] != int64(2) || row.Cells[2] != "2m" {
+		t.Errorf("row %v, %v", row.Cells, err)
+	}
+	if cols := s.TableColumns(); cols[1].Name != "Webhooks" || cols[1].Type != "integer" {
+		t.Errorf("columns %v", cols)
+	}
+}
