@@ -78,8 +78,8 @@ func hookWith(nsSel, objSel *metav1.LabelSelector) *Hook {
 	return CompileValidating([]*admissionregistrationv1.ValidatingWebhookConfiguration{{
 		ObjectMeta: metav1.ObjectMeta{Name: "c"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:  "h.example.com",
-			Rules: []admissionregistrationv1.RuleWithOperations{rule([]string{"*"}, []string{"*"}, []string{"*"}, []string{"*"}, "")},
+			Name:              "h.example.com",
+			Rules:             []admissionregistrationv1.RuleWithOperations{rule([]string{"*"}, []string{"*"}, []string{"*"}, []string{"*"}, "")},
 			NamespaceSelector: nsSel, ObjectSelector: objSel,
 		}},
 	}})[0]
@@ -148,4 +148,3 @@ func TestExempt(t *testing.T) {
 		t.Error("pods are not exempt")
 	}
 }
-

@@ -46,7 +46,9 @@ func TestValidateMessages(t *testing.T) {
 		want  []string
 	}{
 		{"valid", func(*admissionregistrationv1.ValidatingWebhookConfiguration) {}, nil},
-		{"duplicate names", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks = append(c.Webhooks, validHook()) },
+		{"duplicate names", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks = append(c.Webhooks, validHook())
+		},
 			[]string{`webhooks[1].name: Duplicate value: "check.example.com"`}},
 		{"short name", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].Name = "check" },
 			[]string{`webhooks[0].name: Invalid value: "check": should be a domain with at least three segments separated by dots`}},
@@ -55,21 +57,29 @@ func TestValidateMessages(t *testing.T) {
 		{"both clients", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].ClientConfig.Service = &admissionregistrationv1.ServiceReference{Name: "s", Namespace: "n"}
 		}, []string{`webhooks[0].clientConfig: Required value: exactly one of url or service is required`}},
-		{"http url", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].ClientConfig.URL = ptr.To("http://h/x") },
+		{"http url", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].ClientConfig.URL = ptr.To("http://h/x")
+		},
 			[]string{`webhooks[0].clientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]`}},
-		{"timeout", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].TimeoutSeconds = ptr.To[int32](31) },
+		{"timeout", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].TimeoutSeconds = ptr.To[int32](31)
+		},
 			[]string{`webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds`}},
 		{"side effects required", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].SideEffects = nil },
 			[]string{`webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun`}},
 		{"side effects some", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].SideEffects = ptr.To(admissionregistrationv1.SideEffectClassSome)
 		}, []string{`webhooks[0].sideEffects: Unsupported value: "Some": supported values: "None", "NoneOnDryRun"`}},
-		{"review versions", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].AdmissionReviewVersions = nil },
+		{"review versions", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].AdmissionReviewVersions = nil
+		},
 			[]string{`webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1`}},
 		{"operations", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].Rules[0].Operations = []admissionregistrationv1.OperationType{"*", "CREATE"}
 		}, []string{`webhooks[0].rules[0].operations: Invalid value: []v1.OperationType{"*", "CREATE"}: if '*' is present, must not specify other operations`}},
-		{"resources", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) { c.Webhooks[0].Rules[0].Resources = []string{"*/*", "pods"} },
+		{"resources", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].Rules[0].Resources = []string{"*/*", "pods"}
+		},
 			[]string{`webhooks[0].rules[0].resources: Invalid value: []string{"*/*", "pods"}: if '*/*' is present, must not specify other resources`}},
 		{"scope", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].Rules[0].Scope = ptr.To[admissionregistrationv1.ScopeType]("Everywhere")
