@@ -24,7 +24,12 @@ type request struct {
 	store *registry.Store
 }
 
-func (q *request) ctx() context.Context { return q.r.Context() }
+// ctx is the request's context, in which what the registry and admission
+// warn about (registry.AddWarning) becomes Warning headers: a
+// TokenRequest's shortened expiration, PodSecurity's warnings.
+func (q *request) ctx() context.Context {
+	return registry.WithWarnings(q.r.Context(), func(msg string) { addWarning(q.w, msg) })
+}
 
 func (q *request) fail(err error) { WriteError(q.w, q.r, err) }
 

@@ -25,9 +25,11 @@ import (
 // newAPI builds the Store of every served resource, the admission chain
 // and the API that serves them: the one table of what corekube serves.
 // cfg supplies the resource-specific settings (event TTL, default
-// tolerations).
-func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers.API, *registry.Store) {
+// tolerations). The webhook admission it returns follows its
+// configurations once run.
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers.API, *registry.Store, *webhookAdmission) {
 	var nsStore, saStore *registry.Store
+	webhooks := newWebhookAdmission(func() *registry.Store { return nsStore }, opts.Logger)
 	// Pods read their ServiceAccount (about one per namespace, small) from
 	// the watch cache, as NamespaceLifecycle reads namespaces.
 	serviceAccounts := &admission.ServiceAccount{Get: func(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
@@ -54,6 +56,10 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 		},
 		Validators: []admission.Validator{serviceAccounts},
 	}
+	// Webhooks come last, as kube's MutatingAdmissionWebhook and
+	// ValidatingAdmissionWebhook do (until the plugin registry orders them).
+	chain.Mutators = append(chain.Mutators, webhooks.dispatcher.Mutating())
+	chain.Validators = append(chain.Validators, webhooks.dispatcher.Validating())
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
@@ -64,6 +70,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 	saStore = store(serviceaccounts.NewStrategy())
 	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
 	validatingWebhooksStore := store(webhookconfigurations.NewValidatingStrategy())
+	webhooks.mutating, webhooks.validating = mutatingWebhooksStore, validatingWebhooksStore
 
 	api := handlers.NewAPI(
 		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{
@@ -88,7 +95,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 		&handlers.Resource{Store: mutatingWebhooksStore},
 		&handlers.Resource{Store: validatingWebhooksStore},
 	)
-	return api, nsStore
+	return api, nsStore, webhooks
 }
 
 // openAPIResources describes the served resources for the OpenAPI

@@ -80,11 +80,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.storage = etcdstore.New(client)
-	api, nsStore := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	api, nsStore, webhooks := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
 	s.runCaches(api)
+	s.runBackground(webhooks.run)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err
 	}
