@@ -98,7 +98,9 @@ func TestAdmissionWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, ns, metav1.DeleteOptions{})
+	})
 	// kube's defaults are stored.
 	h := mwc.Webhooks[0]
 	if *h.FailurePolicy != admissionregistrationv1.Fail || *h.MatchPolicy != admissionregistrationv1.Equivalent || *h.TimeoutSeconds != 10 ||
@@ -115,7 +117,9 @@ func TestAdmissionWebhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+	})
 
 	warnings := &warningRecorder{}
 	c := rest.CopyConfig(cfg)
@@ -208,7 +212,9 @@ func TestAdmissionWebhookFailurePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+	})
 	var last error
 	eventually(t, 5*time.Second, "the failing webhook", func(ctx context.Context) (bool, error) {
 		_, last = cs.CoreV1().Pods(ns).Create(ctx, newPod("p", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -263,7 +269,9 @@ func TestWebhookConfigurationAPI(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{}) }()
+	defer func() {
+		_ = cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(ctx, name, metav1.DeleteOptions{})
+	}()
 	r := doRaw(t, "GET", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"+name, nil, "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
 	var table metav1.Table
 	if err := json.Unmarshal(r.Body, &table); err != nil || r.Code != 200 {
