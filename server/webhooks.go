@@ -7,6 +7,7 @@ import (
 
 	"github.com/corekube/corekube/admission/webhook"
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/server/audit"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,8 +42,9 @@ func newWebhookAdmission(ns func() *registry.Store, log *slog.Logger) *webhookAd
 			}
 			return obj.(*v1.Namespace).Labels, nil
 		},
-		Warn:   registry.AddWarning,
-		Logger: log,
+		Warn:     registry.AddWarning,
+		Annotate: audit.AddAnnotation,
+		Logger:   log,
 	})
 	return &webhookAdmission{dispatcher: d, log: log}
 }

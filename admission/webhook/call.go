@@ -87,12 +87,11 @@ func (c *clients) get(caBundle []byte) (*http.Client, error) {
 	return cl, nil
 }
 
-// review builds the AdmissionReview of a for one call.
-func review(ctx context.Context, a *admission.Attributes, uid types.UID) (*admissionv1.AdmissionReview, error) {
+// review builds the AdmissionReview of a; each call sets its own uid.
+func review(ctx context.Context, a *admission.Attributes) (*admissionv1.AdmissionReview, error) {
 	gvk := metav1.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind}
 	gvr := metav1.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource}
 	req := &admissionv1.AdmissionRequest{
-		UID:                uid,
 		Kind:               gvk,
 		Resource:           gvr,
 		SubResource:        a.Subresource,

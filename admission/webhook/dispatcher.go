@@ -29,6 +29,10 @@ type Config struct {
 	// Warn adds a Warning header to the response of ctx's request (the
 	// registry's AddWarning); nil drops warnings.
 	Warn func(ctx context.Context, msg string)
+	// Annotate adds an audit annotation to ctx's request (kube's
+	// mutation.webhook.admission.k8s.io/round_R_index_I, failed-open.*,
+	// and the webhooks' own, as NAME/KEY); nil drops them.
+	Annotate func(ctx context.Context, key, value string)
 	// Logger receives failures of webhooks that fail open; nil is
 	// slog.Default().
 	Logger *slog.Logger
@@ -108,7 +112,7 @@ func (m mutator) Admit(ctx context.Context, a *admission.Attributes) error {
 		if !ok {
 			continue
 		}
-		changed, err := m.d.mutate(ctx, h, a)
+		changed, err := m.d.mutate(ctx, h, a, 0, i)
 		if err != nil {
 			return err
 		}
@@ -125,7 +129,7 @@ func (m mutator) Admit(ctx context.Context, a *admission.Attributes) error {
 		if !called || h.ReinvocationPolicy != admissionregistrationv1.IfNeededReinvocationPolicy || v == version {
 			continue
 		}
-		changed, err := m.d.mutate(ctx, h, a)
+		changed, err := m.d.mutate(ctx, h, a, 1, i)
 		if err != nil {
 			return err
 		}
@@ -136,26 +140,39 @@ func (m mutator) Admit(ctx context.Context, a *admission.Attributes) error {
 	return nil
 }
 
-// mutate calls one mutating webhook and applies its patch to a.Object.
-func (d *Dispatcher) mutate(ctx context.Context, h *Hook, a *admission.Attributes) (changed bool, err error) {
-	resp, err := d.ask(ctx, h, a, func(w string) { d.warn(ctx, w) })
-	if resp == nil || err != nil {
-		return false, err
-	}
-	if len(resp.Patch) == 0 || a.Object == nil {
-		return false, nil
-	}
-	return applyPatch(a, resp.Patch)
-}
-
-// applyPatch applies a JSONPatch to a.Object in place (the registry holds
-// pointers into it) and reports whether it changed anything.
-func applyPatch(a *admission.Attributes, patch []byte) (bool, error) {
-	p, err := jsonpatch.DecodePatch(patch)
+// mutate calls one mutating webhook and applies its patch to a.Object;
+// round and index name it in the audit annotations, as kube does.
+func (d *Dispatcher) mutate(ctx context.Context, h *Hook, a *admission.Attributes, round, index int) (changed bool, err error) {
+	var out effects
+	defer d.flush(ctx, &out)
+	rev, err := review(ctx, a)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
-	doc, err := encodeObject(a.Object, a)
+	suffix := fmt.Sprintf("round_%d_index_%d", round, index)
+	resp, err := d.ask(ctx, h, rev, &out, "failed-open.mutation.webhook.admission.k8s.io/"+suffix)
+	if resp == nil || err != nil {
+		return false, err
+	}
+	if len(resp.Patch) > 0 && a.Object != nil {
+		if changed, err = applyPatch(a, rev.Request.Object.Raw, resp.Patch); err != nil {
+			return false, err
+		}
+	}
+	note, _ := json.Marshal(struct {
+		Configuration string `json:"configuration"`
+		Webhook       string `json:"webhook"`
+		Mutated       bool   `json:"mutated"`
+	}{h.Config, h.Name, changed})
+	out.annotate("mutation.webhook.admission.k8s.io/"+suffix, string(note))
+	return changed, nil
+}
+
+// applyPatch applies a JSONPatch to doc, a.Object's JSON, and stores the
+// result in a.Object in place (the registry holds pointers into it); it
+// reports whether anything changed.
+func applyPatch(a *admission.Attributes, doc, patch []byte) (bool, error) {
+	p, err := jsonpatch.DecodePatch(patch)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
@@ -176,32 +193,53 @@ func applyPatch(a *admission.Attributes, patch []byte) (bool, error) {
 	return true, nil
 }
 
-func (d *Dispatcher) warn(ctx context.Context, msg string) {
+// effects are what calling webhooks adds to the response and the audit
+// event. Neither is safe for concurrent use, so parallel calls gather
+// them apart and flush them in webhook order.
+type effects struct {
+	warnings    []string
+	annotations [][2]string
+}
+
+func (e *effects) annotate(key, value string) {
+	e.annotations = append(e.annotations, [2]string{key, value})
+}
+
+func (d *Dispatcher) flush(ctx context.Context, e *effects) {
 	if d.cfg.Warn != nil {
-		d.cfg.Warn(ctx, msg)
+		for _, w := range e.warnings {
+			d.cfg.Warn(ctx, w)
+		}
 	}
+	if d.cfg.Annotate != nil {
+		for _, kv := range e.annotations {
+			d.cfg.Annotate(ctx, kv[0], kv[1])
+		}
+	}
+	*e = effects{}
 }
 
 // ask calls h and turns its answer into kube's errors: a denial is the
 // webhook's Status, a failed call is a 500 unless h fails open (then the
-// response is nil and so is the error). The webhook's warnings go to
-// warn, denied or not.
-func (d *Dispatcher) ask(ctx context.Context, h *Hook, a *admission.Attributes, warn func(string)) (*admissionv1.AdmissionResponse, error) {
-	rev, err := review(ctx, a, newUID())
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
+// response is nil and so is the error). The webhook's warnings and audit
+// annotations go to out, denied or not; failOpenKey is the annotation
+// that records failing open. rev is the review to send (its object
+// encoded once per object version by the caller).
+func (d *Dispatcher) ask(ctx context.Context, h *Hook, rev *admissionv1.AdmissionReview, out *effects, failOpenKey string) (*admissionv1.AdmissionResponse, error) {
+	rev.Request.UID = newUID()
 	resp, err := d.call(ctx, h, rev)
 	if err != nil {
 		var ce *callError
 		if errors.As(err, &ce) && h.FailurePolicy == admissionregistrationv1.Ignore {
 			d.cfg.Logger.Warn("failed calling webhook, failing open", "webhook", h.Name, "err", err)
+			out.annotate(failOpenKey, h.Name)
 			return nil, nil
 		}
 		return nil, apierrors.NewInternalError(err)
 	}
-	for _, w := range resp.Warnings {
-		warn(w)
+	out.warnings = append(out.warnings, resp.Warnings...)
+	for k, v := range resp.AuditAnnotations {
+		out.annotate(h.Name+"/"+k, v)
 	}
 	if !resp.Allowed {
 		return nil, denied(h.Name, resp.Result)
@@ -251,30 +289,35 @@ func (v validator) Validate(ctx context.Context, a *admission.Attributes) error 
 			call = append(call, h)
 		}
 	}
-	switch len(call) {
-	case 0:
-		return nil
-	case 1:
-		_, err := v.d.ask(ctx, call[0], a, func(w string) { v.d.warn(ctx, w) })
-		return err
+	// One review for all: the calls differ only in their uid, set on a
+	// shallow copy each.
+	rev, err := review(ctx, a)
+	if err != nil {
+		return apierrors.NewInternalError(err)
 	}
-	// The response's headers are not safe for concurrent use: warnings
-	// are gathered per webhook and added once all have answered.
 	errs := make([]error, len(call))
-	warnings := make([][]string, len(call))
-	var wg sync.WaitGroup
-	for i, h := range call {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = v.d.ask(ctx, h, a, func(w string) { warnings[i] = append(warnings[i], w) })
-		}()
+	outs := make([]effects, len(call))
+	one := func(i int) {
+		r := *rev
+		req := *rev.Request
+		r.Request = &req
+		_, errs[i] = v.d.ask(ctx, call[i], &r, &outs[i], fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i))
 	}
-	wg.Wait()
-	for _, ws := range warnings {
-		for _, w := range ws {
-			v.d.warn(ctx, w)
+	if len(call) == 1 {
+		one(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range call {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				one(i)
+			}()
 		}
+		wg.Wait()
+	}
+	for i := range outs {
+		v.d.flush(ctx, &outs[i])
 	}
 	for _, err := range errs {
 		if err != nil {

@@ -112,8 +112,9 @@ func validatingConfig(name string, hooks ...admissionregistrationv1.ValidatingWe
 }
 
 type warnings struct {
-	mu   sync.Mutex
-	msgs []string
+	mu          sync.Mutex
+	msgs        []string
+	annotations map[string]string
 }
 
 func newDispatcher(w *warnings) *Dispatcher {
@@ -123,6 +124,16 @@ func newDispatcher(w *warnings) *Dispatcher {
 			if w != nil {
 				w.mu.Lock()
 				w.msgs = append(w.msgs, msg)
+				w.mu.Unlock()
+			}
+		},
+		Annotate: func(_ context.Context, key, value string) {
+			if w != nil {
+				w.mu.Lock()
+				if w.annotations == nil {
+					w.annotations = map[string]string{}
+				}
+				w.annotations[key] = value
 				w.mu.Unlock()
 			}
 		},
@@ -176,6 +187,9 @@ func TestMutationAddsLabelAndSendsTheRequest(t *testing.T) {
 	if string(req.Options.Raw) != `{"apiVersion":"meta.k8s.io/v1","dryRun":["All"],"kind":"CreateOptions"}` {
 		t.Errorf("options %s", req.Options.Raw)
 	}
+	if got := w.annotations["mutation.webhook.admission.k8s.io/round_0_index_0"]; got != `{"configuration":"c","webhook":"label.example.com","mutated":true}` {
+		t.Errorf("audit annotations %v", w.annotations)
+	}
 }
 
 func TestDenial(t *testing.T) {
@@ -223,7 +237,8 @@ func TestTimeoutFailAndIgnore(t *testing.T) {
 	hs := newHookServer(t, slow(done))
 	for _, policy := range []admissionregistrationv1.FailurePolicyType{admissionregistrationv1.Fail, admissionregistrationv1.Ignore} {
 		t.Run(string(policy), func(t *testing.T) {
-			d := newDispatcher(nil)
+			var w warnings
+			d := newDispatcher(&w)
 			d.SetMutating(CompileMutating([]*admissionregistrationv1.MutatingWebhookConfiguration{mutatingConfig("c", mhook("slow.example.com", hs, func(h *admissionregistrationv1.MutatingWebhook) {
 				h.TimeoutSeconds = ptr.To[int32](1)
 				h.FailurePolicy = ptr.To(policy)
@@ -236,6 +251,9 @@ func TestTimeoutFailAndIgnore(t *testing.T) {
 			if policy == admissionregistrationv1.Ignore {
 				if err != nil {
 					t.Errorf("Ignore: %v", err)
+				}
+				if w.annotations["failed-open.mutation.webhook.admission.k8s.io/round_0_index_0"] != "slow.example.com" {
+					t.Errorf("audit annotations %v", w.annotations)
 				}
 				return
 			}
