@@ -13,11 +13,14 @@
 // webhooks reinvoked once), Validating the admission.Validator (webhooks
 // called in parallel).
 //
+// matchConditions are CEL expressions (github.com/google/cel-go) over
+// kube's variables object, oldObject and request.
+//
 // Differences from kube: every resource is served in one version, so
-// matchPolicy Equivalent matches what Exact does; matchConditions (CEL)
-// are refused by the registry and never evaluated here; service
-// references are stored but refused at call time (Services are not
-// served), subject to the failure policy.
+// matchPolicy Equivalent matches what Exact does; matchConditions have no
+// authorizer variable (there is no authorizer to ask yet) and only the
+// strings extension library; service references are stored but refused
+// at call time (Services are not served), subject to the failure policy.
 package webhook
 
 import (
@@ -47,13 +50,18 @@ type Hook struct {
 	namespaceSelector labels.Selector
 	objectSelector    labels.Selector
 	selectorErr       error
+	// conditions are the compiled matchConditions; conditionsErr an
+	// expression that did not compile (the registry refuses those, so
+	// only a configuration stored by another server can have one).
+	conditions    []condition
+	conditionsErr error
 }
 
 // common gathers what both kinds of webhook share, defaults applied as
 // the registry applies them (objects built by tests may lack them).
 func newHook(config, name string, cc admissionregistrationv1.WebhookClientConfig, rules []admissionregistrationv1.RuleWithOperations,
 	fp *admissionregistrationv1.FailurePolicyType, mp *admissionregistrationv1.MatchPolicyType, se *admissionregistrationv1.SideEffectClass,
-	timeout *int32, nsSel, objSel *metav1.LabelSelector) *Hook {
+	timeout *int32, nsSel, objSel *metav1.LabelSelector, mcs []admissionregistrationv1.MatchCondition) *Hook {
 	h := &Hook{
 		Name: name, Config: config, ClientConfig: cc, Rules: rules,
 		FailurePolicy: admissionregistrationv1.Fail, MatchPolicy: admissionregistrationv1.Equivalent,
@@ -79,6 +87,9 @@ func newHook(config, name string, cc admissionregistrationv1.WebhookClientConfig
 	if h.objectSelector, err = selector(objSel); err != nil {
 		h.selectorErr = fmt.Errorf("invalid objectSelector: %w", err)
 	}
+	if len(mcs) > 0 {
+		h.conditions, h.conditionsErr = compileConditions(mcs)
+	}
 	return h
 }
 
@@ -103,7 +114,7 @@ func CompileMutating(configs []*admissionregistrationv1.MutatingWebhookConfigura
 	for _, c := range sorted {
 		for i := range c.Webhooks {
 			w := &c.Webhooks[i]
-			h := newHook(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.ObjectSelector)
+			h := newHook(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions)
 			if w.ReinvocationPolicy != nil {
 				h.ReinvocationPolicy = *w.ReinvocationPolicy
 			}
@@ -122,7 +133,7 @@ func CompileValidating(configs []*admissionregistrationv1.ValidatingWebhookConfi
 	for _, c := range sorted {
 		for i := range c.Webhooks {
 			w := &c.Webhooks[i]
-			out = append(out, newHook(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.ObjectSelector))
+			out = append(out, newHook(c.Name, w.Name, w.ClientConfig, w.Rules, w.FailurePolicy, w.MatchPolicy, w.SideEffects, w.TimeoutSeconds, w.NamespaceSelector, w.ObjectSelector, w.MatchConditions))
 		}
 	}
 	return out

@@ -86,10 +86,37 @@ func (d *Dispatcher) shouldCall(ctx context.Context, h *Hook, a *admission.Attri
 	if err != nil || !ok {
 		return false, err
 	}
+	if h.conditionsErr != nil || len(h.conditions) > 0 {
+		if ok, err = d.matchConditions(ctx, h, a); err != nil || !ok {
+			return false, err
+		}
+	}
 	if a.DryRun && h.SideEffects != admissionregistrationv1.SideEffectClassNone && h.SideEffects != admissionregistrationv1.SideEffectClassNoneOnDryRun {
 		return false, apierrors.NewBadRequest(fmt.Sprintf("admission webhook %q does not support dry run", h.Name))
 	}
 	return true, nil
+}
+
+// matchConditions evaluates h's matchConditions; an error fails the
+// request unless h fails open, which skips h.
+func (d *Dispatcher) matchConditions(ctx context.Context, h *Hook, a *admission.Attributes) (bool, error) {
+	err := h.conditionsErr
+	ok := false
+	if err == nil {
+		var rev *admissionv1.AdmissionReview
+		if rev, err = review(ctx, a); err != nil {
+			return false, apierrors.NewInternalError(err)
+		}
+		ok, err = evalConditions(h.conditions, rev)
+	}
+	if err == nil {
+		return ok, nil
+	}
+	if h.FailurePolicy == admissionregistrationv1.Ignore {
+		d.cfg.Logger.Warn("webhook matchConditions failed, skipping the webhook", "webhook", h.Name, "err", err)
+		return false, nil
+	}
+	return false, apierrors.NewInternalError(&callError{hook: h.Name, reason: fmt.Errorf("failed to evaluate match condition: %w", err)})
 }
 
 // Admit calls the matching mutating webhooks in order, applying each

@@ -463,3 +463,54 @@ func TestBadResponses(t *testing.T) {
 		})
 	}
 }
+
+func TestMatchConditions(t *testing.T) {
+	hs := newHookServer(t, allow)
+	d := newDispatcher(nil)
+	set := func(policy admissionregistrationv1.FailurePolicyType, conds ...admissionregistrationv1.MatchCondition) {
+		cfg := validatingConfig("c", vhook("cel.example.com", hs, func(h *admissionregistrationv1.MutatingWebhook) { h.FailurePolicy = ptr.To(policy) }))
+		cfg.Webhooks[0].MatchConditions = conds
+		d.SetValidating(CompileValidating([]*admissionregistrationv1.ValidatingWebhookConfiguration{cfg}))
+	}
+	withTeam := func(team string) *admission.Attributes {
+		a := podAttrs(admission.Create, "")
+		if team != "" {
+			a.Object.(*v1.Pod).Labels = map[string]string{"team": team}
+		}
+		return a
+	}
+	calls := func(a *admission.Attributes) (int32, error) {
+		before := hs.calls.Load()
+		err := d.Validating().Validate(aliceCtx, a)
+		return hs.calls.Load() - before, err
+	}
+
+	set(admissionregistrationv1.Fail,
+		admissionregistrationv1.MatchCondition{Name: "team-a", Expression: `object.metadata.labels["team"] == "a"`},
+		admissionregistrationv1.MatchCondition{Name: "alice", Expression: `request.userInfo.username == "alice" && request.operation == "CREATE"`},
+	)
+	if n, err := calls(withTeam("a")); n != 1 || err != nil {
+		t.Errorf("team a: %d calls, %v", n, err)
+	}
+	if n, err := calls(withTeam("b")); n != 0 || err != nil {
+		t.Errorf("team b: %d calls, %v", n, err)
+	}
+	// No labels: the lookup fails; Fail refuses the request.
+	n, err := calls(withTeam(""))
+	st := statusOf(t, err)
+	if n != 0 || st.Code != 500 || !strings.HasPrefix(st.Message, `Internal error occurred: failed calling webhook "cel.example.com": failed to evaluate match condition: expression 'team-a' resulted in error: `) {
+		t.Errorf("no labels: %d calls, %q", n, st.Message)
+	}
+	// Ignore skips the webhook instead.
+	set(admissionregistrationv1.Ignore, admissionregistrationv1.MatchCondition{Name: "team-a", Expression: `object.metadata.labels["team"] == "a"`})
+	if n, err := calls(withTeam("")); n != 0 || err != nil {
+		t.Errorf("no labels, Ignore: %d calls, %v", n, err)
+	}
+	// Numbers are ints, oldObject is null on CREATE.
+	set(admissionregistrationv1.Fail, admissionregistrationv1.MatchCondition{Name: "n", Expression: `object.spec.containers[0].ports[0].containerPort == 80 && oldObject == null`})
+	a := withTeam("a")
+	a.Object.(*v1.Pod).Spec.Containers = []v1.Container{{Name: "c", Ports: []v1.ContainerPort{{ContainerPort: 80}}}}
+	if n, err := calls(a); n != 1 || err != nil {
+		t.Errorf("int and null: %d calls, %v", n, err)
+	}
+}

@@ -3,11 +3,8 @@
 // ValidatingWebhookConfiguration resources, with kube-apiserver v1.32's
 // defaults (SetDefaults_* in pkg/apis/admissionregistration/v1), validation
 // and messages (pkg/apis/admissionregistration/validation) and printers.
-//
-// One difference is deliberate: corekube does not evaluate matchConditions
-// (CEL), so a configuration that sets them is refused with a 422 naming the
-// field, rather than stored and then called for requests its conditions
-// would have excluded.
+// matchConditions compile in the dispatcher's CEL environment
+// (admission/webhook), which lacks kube's authorizer variable.
 package webhookconfigurations
 
 import (

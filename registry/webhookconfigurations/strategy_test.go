@@ -84,9 +84,25 @@ func TestValidateMessages(t *testing.T) {
 		{"scope", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			c.Webhooks[0].Rules[0].Scope = ptr.To[admissionregistrationv1.ScopeType]("Everywhere")
 		}, []string{`webhooks[0].rules[0].scope: Unsupported value: "Everywhere": supported values: "*", "Cluster", "Namespaced"`}},
-		{"match conditions refused", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
-			c.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "x", Expression: "true"}}
-		}, []string{`webhooks[0].matchConditions: Forbidden: matchConditions (CEL) are not supported by this server`}},
+		{"match conditions", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{
+				{Name: "not-leases", Expression: `request.resource.resource != "leases"`},
+				{Name: "labelled", Expression: `has(object.metadata.labels) && "team" in object.metadata.labels`},
+			}
+		}, nil},
+		{"bad match conditions", func(c *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			c.Webhooks[0].MatchConditions = []admissionregistrationv1.MatchCondition{
+				{Name: "a", Expression: "nope == 1"},
+				{Name: "a", Expression: "'str'"},
+				{Name: "-bad-", Expression: " "},
+			}
+		}, []string{
+			"webhooks[0].matchConditions[0].expression: Invalid value: \"nope == 1\": compilation failed: ERROR: <input>:1:1: undeclared reference to 'nope' (in container '')\n | nope == 1\n | ^",
+			`webhooks[0].matchConditions[1].expression: Invalid value: "'str'": must evaluate to bool`,
+			`webhooks[0].matchConditions[1].name: Duplicate value: "a"`,
+			`webhooks[0].matchConditions[2].expression: Required value`,
+			`webhooks[0].matchConditions[2].name: Invalid value: "-bad-": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+		}},
 	}
 	s := NewValidatingStrategy()
 	for _, tc := range tests {

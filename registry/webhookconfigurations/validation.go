@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/corekube/corekube/admission/webhook"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -163,9 +164,36 @@ func validateWebhook(h *hook, opts options, p *field.Path) field.ErrorList {
 	default:
 		errs = append(errs, validateService(p.Child("clientConfig", "service"), cc.Service)...)
 	}
-	if len(h.MatchConditions) > 0 {
-		// See the package comment: refused rather than ignored.
-		errs = append(errs, field.Forbidden(p.Child("matchConditions"), "matchConditions (CEL) are not supported by this server"))
+	errs = append(errs, validateMatchConditions(h.MatchConditions, p.Child("matchConditions"))...)
+	return errs
+}
+
+// validateMatchConditions is kube's: at most 64, names qualified and
+// unique, expressions that compile to a bool.
+func validateMatchConditions(mcs []admissionregistrationv1.MatchCondition, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(mcs) > 64 {
+		errs = append(errs, field.TooMany(p, len(mcs), 64))
+	}
+	names := sets.New[string]()
+	for i, mc := range mcs {
+		ip := p.Index(i)
+		if expr := strings.TrimSpace(mc.Expression); expr == "" {
+			errs = append(errs, field.Required(ip.Child("expression"), ""))
+		} else if _, err := webhook.CompileCondition(expr); err != nil {
+			errs = append(errs, field.Invalid(ip.Child("expression"), expr, err.Error()))
+		}
+		if mc.Name == "" {
+			errs = append(errs, field.Required(ip.Child("name"), ""))
+		} else {
+			for _, msg := range utilvalidation.IsQualifiedName(mc.Name) {
+				errs = append(errs, field.Invalid(ip.Child("name"), mc.Name, msg))
+			}
+			if names.Has(mc.Name) {
+				errs = append(errs, field.Duplicate(ip.Child("name"), mc.Name))
+			}
+			names.Insert(mc.Name)
+		}
 	}
 	return errs
 }

@@ -260,6 +260,17 @@ func TestWebhookConfigurationAPI(t *testing.T) {
 
 	https := "https://hooks.example.com/x"
 	none := admissionregistrationv1.SideEffectClassNone
+	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "a.b.c", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &https}, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "typo", Expression: "objekt.metadata.name == 'x'"}},
+		}},
+	}, metav1.CreateOptions{})
+	st = checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, "")
+	if want := `webhooks[0].matchConditions[0].expression: Invalid value: "objekt.metadata.name == 'x'": compilation failed: ERROR: <input>:1:1: undeclared reference to 'objekt'`; !strings.Contains(st.Message, want) {
+		t.Errorf("message %q lacks %q", st.Message, want)
+	}
 	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{
