@@ -61,6 +61,11 @@ webhooks:
   sideEffects: None
   admissionReviewVersions: ["v1"]
 `)
+	// The OpenAPI documents describe the resources.
+	if out := k.ok("explain", "validatingwebhookconfigurations.webhooks.sideEffects"); !strings.Contains(out, "KIND:       ValidatingWebhookConfiguration") ||
+		!strings.Contains(out, "FIELD: sideEffects <string>") {
+		t.Errorf("kubectl explain printed\n%s", out)
+	}
 	k.expect("validatingwebhookconfiguration.admissionregistration.k8s.io/deny-pods created", "apply", "-f", manifest)
 	k.expect(lines("NAME        WEBHOOKS   AGE", "deny-pods   1          0s"), "get", "validatingwebhookconfigurations")
 
