@@ -144,7 +144,9 @@ func encodeObject(obj runtime.Object, a *admission.Attributes) ([]byte, error) {
 }
 
 // options are the request's options as kube sends them: the operation's
-// meta.k8s.io/v1 options kind, with dryRun when set.
+// meta.k8s.io/v1 options kind, with dryRun when set. (The registry does
+// not hand admission the request's own options yet; when it does, they
+// should be sent as they are.)
 func options(a *admission.Attributes) []byte {
 	kind := map[admission.Operation]string{admission.Create: "CreateOptions", admission.Update: "UpdateOptions", admission.Delete: "DeleteOptions"}[a.Operation]
 	if kind == "" {
@@ -153,9 +155,6 @@ func options(a *admission.Attributes) []byte {
 	o := map[string]any{"kind": kind, "apiVersion": "meta.k8s.io/v1"}
 	if a.DryRun {
 		o["dryRun"] = []string{"All"}
-	}
-	if a.Operation == admission.Delete {
-		o["propagationPolicy"] = "Background"
 	}
 	data, _ := json.Marshal(o)
 	return data

@@ -514,3 +514,32 @@ func TestMatchConditions(t *testing.T) {
 		t.Errorf("int and null: %d calls, %v", n, err)
 	}
 }
+
+func TestUpdateAndDeleteRequests(t *testing.T) {
+	hs := newHookServer(t, allow)
+	d := newDispatcher(nil)
+	d.SetValidating(CompileValidating([]*admissionregistrationv1.ValidatingWebhookConfiguration{validatingConfig("c", vhook("all.example.com", hs, func(h *admissionregistrationv1.MutatingWebhook) {
+		h.Rules[0].Operations = []admissionregistrationv1.OperationType{"*"}
+	}))}))
+	upd := podAttrs(admission.Update, "")
+	upd.OldObject = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"old": "yes"}}}
+	del := podAttrs(admission.Delete, "")
+	del.Object, del.OldObject = nil, upd.OldObject
+	for _, a := range []*admission.Attributes{upd, del} {
+		if err := d.Validating().Validate(aliceCtx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(hs.requests) != 2 {
+		t.Fatalf("%d calls", len(hs.requests))
+	}
+	u, dl := hs.requests[0], hs.requests[1]
+	if u.Operation != admissionv1.Update || !strings.Contains(string(u.OldObject.Raw), `"old":"yes"`) || u.Object.Raw == nil ||
+		string(u.Options.Raw) != `{"apiVersion":"meta.k8s.io/v1","kind":"UpdateOptions"}` {
+		t.Errorf("update request %s %s %s", u.Operation, u.OldObject.Raw, u.Options.Raw)
+	}
+	if dl.Operation != admissionv1.Delete || dl.Object.Raw != nil || !strings.Contains(string(dl.OldObject.Raw), `"old":"yes"`) ||
+		!strings.Contains(string(dl.Options.Raw), `"kind":"DeleteOptions"`) {
+		t.Errorf("delete request %s %s %s %s", dl.Operation, dl.Object.Raw, dl.OldObject.Raw, dl.Options.Raw)
+	}
+}
