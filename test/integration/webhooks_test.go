@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -297,5 +298,94 @@ func TestWebhookConfigurationAPI(t *testing.T) {
 	}
 	if _, err := cs.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "missing-"+name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("missing: %v", err)
+	}
+}
+
+// TestSlowWebhookStallsNothingElse: while a webhook holds one create, the
+// creates it does not match pass at once, on the same server.
+func TestSlowWebhookStallsNothingElse(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	var called sync.Once
+	calledCh := make(chan struct{})
+	hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called.Do(func() { close(calledCh) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "too late", http.StatusServiceUnavailable)
+	}))
+	defer hook.Close()
+	defer close(release)
+	wh := &testWebhook{Server: hook}
+	ns := newNamespace(t)
+	none := admissionregistrationv1.SideEffectClassNone
+	ignore := admissionregistrationv1.Ignore
+	timeout := int32(30)
+	vwc, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: ns},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "slow.corekube.test", ClientConfig: wh.clientConfig("/slow"), FailurePolicy: &ignore, TimeoutSeconds: &timeout,
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+			}},
+			ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"slow-" + ns: "yes"}},
+			SideEffects:    &none, AdmissionReviewVersions: []string{"v1"},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(ctx, vwc.Name, metav1.DeleteOptions{})
+	})
+	eventually(t, 10*time.Second, "the default ServiceAccount", func(ctx context.Context) (bool, error) {
+		_, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+
+	held := make(chan error, 1)
+	go func() {
+		// Retried until the configuration is in force and the webhook holds it.
+		for {
+			_, err := cs.CoreV1().Pods(ns).Create(ctx, newPod("held", map[string]string{"slow-" + ns: "yes"}), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			select {
+			case <-calledCh:
+				held <- err
+				return
+			default:
+			}
+			if err != nil {
+				held <- err
+				return
+			}
+		}
+	}()
+	select {
+	case <-calledCh:
+	case err := <-held:
+		t.Fatalf("the held create ended before the webhook was called: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow webhook was never called")
+	}
+	for i := 0; i < 5; i++ {
+		start := time.Now()
+		if _, err := cs.CoreV1().Pods(ns).Create(ctx, newPod(fmt.Sprintf("free-%d", i), nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("an unmatched create took %v beside the slow webhook", took)
+		}
+	}
+	select {
+	case err := <-held:
+		t.Fatalf("the held create ended early: %v", err)
+	default:
+	}
+	release <- struct{}{} // the webhook answers 503: Ignore lets the create through
+	if err := <-held; err != nil {
+		t.Errorf("the held create after the webhook failed open: %v", err)
 	}
 }
