@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/corekube/corekube/admission"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -41,26 +42,65 @@ type Config struct {
 // Dispatcher calls the admission webhooks of the current configurations.
 type Dispatcher struct {
 	cfg        Config
-	mutating   atomic.Pointer[hookSet]
-	validating atomic.Pointer[hookSet]
+	mutating   hookSource
+	validating hookSource
 	clients    clients
 }
 
-// New returns a Dispatcher with no webhooks.
+// hookSource is the current set of one kind of webhook, nil until the
+// first set arrives; ready is closed then.
+type hookSource struct {
+	set   atomic.Pointer[hookSet]
+	once  sync.Once
+	ready chan struct{}
+}
+
+func (s *hookSource) store(hooks []*Hook) {
+	s.set.Store(&hookSet{hooks: hooks})
+	s.once.Do(func() { close(s.ready) })
+}
+
+// readyTimeout is how long a request waits for the first set of webhooks
+// (kube's WaitForReady: 10s) before it is refused.
+const readyTimeout = 10 * time.Second
+
+// load returns the current set, waiting for the first one: until the
+// configurations have been read, admitting without them would let
+// through what a webhook exists to stop.
+func (s *hookSource) load(ctx context.Context, a *admission.Attributes) (*hookSet, error) {
+	if set := s.set.Load(); set != nil {
+		return set, nil
+	}
+	t := time.NewTimer(readyTimeout)
+	defer t.Stop()
+	select {
+	case <-s.ready:
+		return s.set.Load(), nil
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return nil, apierrors.NewForbidden(a.Resource.GroupResource(), a.Name, errors.New("not yet ready to handle request"))
+}
+
+// New returns a Dispatcher that has no webhooks yet: requests wait (up to
+// 10s, then 403) for the first SetMutating and SetValidating.
 func New(cfg Config) *Dispatcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Dispatcher{cfg: cfg}
+	d := &Dispatcher{cfg: cfg}
+	d.mutating.ready = make(chan struct{})
+	d.validating.ready = make(chan struct{})
+	return d
 }
 
 // SetMutating makes hooks (from CompileMutating) the mutating webhooks of
 // every request that starts from now on.
-func (d *Dispatcher) SetMutating(hooks []*Hook) { d.mutating.Store(&hookSet{hooks: hooks}) }
+func (d *Dispatcher) SetMutating(hooks []*Hook) { d.mutating.store(hooks) }
 
 // SetValidating makes hooks (from CompileValidating) the validating
 // webhooks of every request that starts from now on.
-func (d *Dispatcher) SetValidating(hooks []*Hook) { d.validating.Store(&hookSet{hooks: hooks}) }
+func (d *Dispatcher) SetValidating(hooks []*Hook) { d.validating.store(hooks) }
 
 // Mutating is kube's MutatingAdmissionWebhook plugin.
 func (d *Dispatcher) Mutating() admission.Mutator { return mutator{d} }
@@ -123,9 +163,12 @@ func (d *Dispatcher) matchConditions(ctx context.Context, h *Hook, a *admission.
 // patch before the next call; then, once, the IfNeeded webhooks that saw
 // an object a later webhook changed.
 func (m mutator) Admit(ctx context.Context, a *admission.Attributes) error {
-	set := m.d.mutating.Load()
-	if set == nil || len(set.hooks) == 0 || exempt(a) {
+	if exempt(a) {
 		return nil
+	}
+	set, err := m.d.mutating.load(ctx, a)
+	if err != nil || len(set.hooks) == 0 {
+		return err
 	}
 	// version counts the changes webhooks made; seen[i] is the version
 	// webhook i last saw (after its own change).
@@ -302,9 +345,12 @@ func denied(name string, result *metav1.Status) error {
 // Validate calls the matching validating webhooks in parallel and
 // returns the first refusal in webhook order.
 func (v validator) Validate(ctx context.Context, a *admission.Attributes) error {
-	set := v.d.validating.Load()
-	if set == nil || len(set.hooks) == 0 || exempt(a) {
+	if exempt(a) {
 		return nil
+	}
+	set, err := v.d.validating.load(ctx, a)
+	if err != nil || len(set.hooks) == 0 {
+		return err
 	}
 	var call []*Hook
 	for _, h := range set.hooks {

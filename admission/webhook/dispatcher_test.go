@@ -543,3 +543,26 @@ func TestUpdateAndDeleteRequests(t *testing.T) {
 		t.Errorf("delete request %s %s %s %s", dl.Operation, dl.Object.Raw, dl.OldObject.Raw, dl.Options.Raw)
 	}
 }
+
+func TestWaitsForTheFirstConfiguration(t *testing.T) {
+	d := newDispatcher(nil)
+	// Nothing read yet: a request whose context ends first is refused.
+	ctx, cancel := context.WithTimeout(aliceCtx, 50*time.Millisecond)
+	defer cancel()
+	st := statusOf(t, d.Validating().Validate(ctx, podAttrs(admission.Create, "")))
+	if st.Code != 403 || st.Message != `pods "p" is forbidden: not yet ready to handle request` {
+		t.Errorf("%d %q", st.Code, st.Message)
+	}
+	// A request waiting proceeds once the configurations arrive.
+	done := make(chan error, 1)
+	go func() { done <- d.Mutating().Admit(aliceCtx, podAttrs(admission.Create, "")) }()
+	select {
+	case err := <-done:
+		t.Fatalf("admitted before any configuration was read: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	d.SetMutating(nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
