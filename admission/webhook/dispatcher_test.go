@@ -278,6 +278,13 @@ func TestUnreachableAndBadCA(t *testing.T) {
 		!strings.Contains(st.Message, "certificate") {
 		t.Errorf("bad CA: %q", st.Message)
 	}
+	// A bundle that is not PEM.
+	garbage := vhook("garbage-ca.example.com", hs, func(h *admissionregistrationv1.MutatingWebhook) { h.ClientConfig.CABundle = []byte("not pem") })
+	d.SetValidating(CompileValidating([]*admissionregistrationv1.ValidatingWebhookConfiguration{validatingConfig("c", garbage)}))
+	st = statusOf(t, d.Validating().Validate(aliceCtx, podAttrs(admission.Create, "")))
+	if st.Code != 500 || st.Message != `Internal error occurred: failed calling webhook "garbage-ca.example.com": could not get REST client: unable to load root certificates: unable to parse bytes as PEM block` {
+		t.Errorf("garbage CA: %q", st.Message)
+	}
 	// A service reference is refused when called.
 	svc := vhook("svc.example.com", hs, func(h *admissionregistrationv1.MutatingWebhook) {
 		h.ClientConfig = admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{Namespace: "ns", Name: "hooks"}}
