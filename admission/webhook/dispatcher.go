@@ -246,6 +246,9 @@ func applyPatch(a *admission.Attributes, doc, patch []byte) (bool, error) {
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
 	}
+	if len(p) == 0 {
+		return false, nil // "[]": many webhooks answer it rather than no patch
+	}
 	patched, err := p.Apply(doc)
 	if err != nil {
 		return false, apierrors.NewInternalError(err)
