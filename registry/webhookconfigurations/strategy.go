@@ -13,6 +13,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -195,4 +196,21 @@ func (*ValidatingStrategy) TableRow(obj runtime.Object, now time.Time) (metav1.T
 		return metav1.TableRow{}, fmt.Errorf("expected a ValidatingWebhookConfiguration, got %T", obj)
 	}
 	return metav1.TableRow{Cells: []any{c.Name, int64(len(c.Webhooks)), registry.TableAge(c.CreationTimestamp, now)}}, nil
+}
+
+var (
+	_ registry.GenerationStrategy = (*MutatingStrategy)(nil)
+	_ registry.GenerationStrategy = (*ValidatingStrategy)(nil)
+)
+
+// SpecChanged: kube bumps metadata.generation when the webhooks change.
+func (*MutatingStrategy) SpecChanged(obj, old runtime.Object) bool {
+	return !apiequality.Semantic.DeepEqual(obj.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks,
+		old.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks)
+}
+
+// SpecChanged: kube bumps metadata.generation when the webhooks change.
+func (*ValidatingStrategy) SpecChanged(obj, old runtime.Object) bool {
+	return !apiequality.Semantic.DeepEqual(obj.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks,
+		old.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks)
 }

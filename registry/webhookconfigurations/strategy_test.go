@@ -150,3 +150,18 @@ func TestTable(t *testing.T) {
 		t.Errorf("columns %v", cols)
 	}
 }
+
+func TestSpecChanged(t *testing.T) {
+	s := NewValidatingStrategy()
+	old := &admissionregistrationv1.ValidatingWebhookConfiguration{Webhooks: []admissionregistrationv1.ValidatingWebhook{validHook()}}
+	same := old.DeepCopy()
+	same.Labels = map[string]string{"a": "b"}
+	if s.SpecChanged(same, old) {
+		t.Error("a label change is not a spec change")
+	}
+	changed := old.DeepCopy()
+	changed.Webhooks[0].TimeoutSeconds = ptr.To[int32](3)
+	if !s.SpecChanged(changed, old) {
+		t.Error("a webhook change is a spec change")
+	}
+}

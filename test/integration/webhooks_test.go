@@ -105,7 +105,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	// kube's defaults are stored.
 	h := mwc.Webhooks[0]
 	if *h.FailurePolicy != admissionregistrationv1.Fail || *h.MatchPolicy != admissionregistrationv1.Equivalent || *h.TimeoutSeconds != 10 ||
-		*h.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy || h.ObjectSelector == nil || *h.Rules[0].Scope != "*" {
+		*h.ReinvocationPolicy != admissionregistrationv1.NeverReinvocationPolicy || h.ObjectSelector == nil || *h.Rules[0].Scope != "*" || mwc.Generation != 1 {
 		t.Errorf("defaults: %+v", h)
 	}
 	vwc, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
@@ -227,8 +227,12 @@ func TestAdmissionWebhookFailurePolicy(t *testing.T) {
 	}
 
 	vwc.Webhooks[0].FailurePolicy = ptr(admissionregistrationv1.Ignore)
-	if _, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{}); err != nil {
+	updated, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Update(ctx, vwc, metav1.UpdateOptions{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if updated.Generation != 2 {
+		t.Errorf("generation %d after a change of the webhooks, want 2", updated.Generation)
 	}
 	eventually(t, 5*time.Second, "the webhook to fail open", func(ctx context.Context) (bool, error) {
 		_, err := cs.CoreV1().Pods(ns).Create(ctx, newPod("p", nil), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
