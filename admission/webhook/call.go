@@ -66,6 +66,9 @@ func (c *clients) get(caBundle []byte) (*http.Client, error) {
 		cfg.RootCAs = pool
 	}
 	cl := &http.Client{Transport: &http.Transport{
+		// As kube's clients: HTTPS_PROXY and NO_PROXY apply (never to
+		// loopback addresses).
+		Proxy:               http.ProxyFromEnvironment,
 		TLSClientConfig:     cfg,
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 32,
@@ -204,6 +207,7 @@ func (d *Dispatcher) call(ctx context.Context, h *Hook, rev *admissionv1.Admissi
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, */*")
+	req.Header.Set("User-Agent", userAgent)
 	resp, err := client.Do(req)
 	if err != nil {
 		return fail(fmt.Errorf("failed to call webhook: %w", err))
@@ -239,6 +243,10 @@ func (d *Dispatcher) call(ctx context.Context, h *Hook, rev *admissionv1.Admissi
 	}
 	return r, nil
 }
+
+// userAgent is what kube-apiserver's admission webhook client calls
+// itself; webhooks log it.
+const userAgent = "kube-apiserver-admission"
 
 // newUID is one AdmissionReview's uid.
 func newUID() types.UID { return uuid.NewUUID() }
