@@ -36,6 +36,10 @@ type Attributes struct {
 	// OldObject is the object before the write (nil for Create).
 	OldObject runtime.Object
 	DryRun    bool
+	// Options are the request's options: *metav1.CreateOptions,
+	// *metav1.UpdateOptions (also for patches, as kube) or
+	// *metav1.DeleteOptions; webhooks send them on.
+	Options runtime.Object
 }
 
 // Mutator may change the object being written.
@@ -67,6 +71,16 @@ func (c *Chain) Mutate(ctx context.Context, a *Attributes) error {
 		}
 	}
 	return nil
+}
+
+// Admit runs the mutating plugins, then the validating ones: the whole
+// chain, for a request that has no validation of its own between them
+// (the create of a subresource that acts, of a create-only resource).
+func (c *Chain) Admit(ctx context.Context, a *Attributes) error {
+	if err := c.Mutate(ctx, a); err != nil {
+		return err
+	}
+	return c.Validate(ctx, a)
 }
 
 // Validate runs the validating plugins; the registry calls it after its own

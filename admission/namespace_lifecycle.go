@@ -19,9 +19,10 @@ var immortalNamespaces = map[string]bool{
 	metav1.NamespaceDefault: true, metav1.NamespaceSystem: true, metav1.NamespacePublic: true,
 }
 
-// NamespaceLifecycle refuses writes into namespaces that do not exist (404)
-// or are being deleted (403, cause NamespaceTerminating), and refuses to
-// delete the system namespaces, like kube's NamespaceLifecycle plugin.
+// NamespaceLifecycle refuses creates and updates in namespaces that do not
+// exist (404), creates (subresource ones too: an eviction, a binding) in
+// namespaces being deleted (403, cause NamespaceTerminating), and deleting
+// the system namespaces, like kube's NamespaceLifecycle plugin.
 type NamespaceLifecycle struct {
 	Get NamespaceGetter
 }
@@ -41,9 +42,12 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 		}
 		return nil
 	}
-	if a.Namespace == "" || a.Operation != Create {
-		// kube admits updates and deletes in a terminating namespace so
-		// that its contents can be finalized and removed.
+	if a.Namespace == "" || a.Operation == Delete || a.Operation == Connect {
+		return nil
+	}
+	// An access review must not tell whether a namespace exists (kube's
+	// exception, so that nobody can probe for namespace names).
+	if a.Resource.Group == "authorization.k8s.io" && a.Resource.Resource == "localsubjectaccessreviews" {
 		return nil
 	}
 	ns, err := p.Get(ctx, a.Namespace)
@@ -53,7 +57,9 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 		}
 		return err
 	}
-	if ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil {
+	// kube admits updates in a terminating namespace (as deletes) so that
+	// its contents can be finalized and removed; only creates are refused.
+	if a.Operation == Create && (ns.Status.Phase == v1.NamespaceTerminating || ns.DeletionTimestamp != nil) {
 		err := apierrors.NewForbidden(a.Resource.GroupResource(), a.Name,
 			fmt.Errorf("unable to create new content in namespace %s because it is being terminated", a.Namespace))
 		err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{

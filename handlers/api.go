@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"sort"
 
+	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,7 +127,15 @@ type resourceKey struct{ group, version, resource string }
 type API struct {
 	resources  map[resourceKey]*Resource
 	createOnly map[resourceKey]*CreateOnly
+	// admission admits the creates of create-only resources (the stored
+	// ones are admitted by their Stores).
+	admission *admission.Chain
 }
+
+// SetAdmission sets the chain that admits creates of the create-only
+// resources, as kube admits a TokenReview or a SubjectAccessReview. It is
+// called while building the API, before it serves.
+func (a *API) SetAdmission(c *admission.Chain) { a.admission = c }
 
 // NewAPI returns an API serving the given resources.
 func NewAPI(resources ...*Resource) *API {
@@ -221,7 +230,12 @@ func (a *API) serveSubresource(req *request, res *Resource) {
 			WriteError(req.w, req.r, errMethodNotAllowed)
 			return
 		}
-		req.createSubresource(sub.Creater)
+		// A subresource of a stored resource (pods/binding, pods/eviction,
+		// serviceaccounts/token) is admitted as a CREATE of its own
+		// object, as in kube.
+		req.createSubresource(sub.Creater, func(ctx context.Context, obj runtime.Object, dryRun bool) error {
+			return res.Store.AdmitCreate(ctx, req.info.Subresource, sub.Creater.GroupVersionKind(), req.info.Namespace, req.info.Name, obj, dryRun)
+		})
 		return
 	}
 	if sub.Getter != nil {

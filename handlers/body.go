@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -188,9 +189,14 @@ func decodeObject(w http.ResponseWriter, data []byte, into runtime.Object, gvk s
 	return nil
 }
 
-// addWarning adds an HTTP Warning header as kube does (code 299).
+// addWarning adds an HTTP Warning header as kube does (code 299), once
+// per text: kube's warning recorder drops repeats.
 func addWarning(w http.ResponseWriter, msg string) {
-	w.Header().Add("Warning", fmt.Sprintf("299 - %q", msg))
+	v := fmt.Sprintf("299 - %q", msg)
+	if slices.Contains(w.Header().Values("Warning"), v) {
+		return
+	}
+	w.Header().Add("Warning", v)
 }
 
 func jsonErrorText(err error) string {

@@ -1,8 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
 	"sort"
+
+	"github.com/corekube/corekube/admission"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/corekube/corekube/registry"
 )
@@ -55,8 +61,36 @@ func (a *API) serveCreateOnly(w http.ResponseWriter, r *http.Request, ri request
 		WriteError(w, r, errMethodNotAllowed)
 	default:
 		req := &request{w: w, r: r, info: ri}
-		req.createSubresource(res.Creater)
+		req.createSubresource(res.Creater, func(ctx context.Context, obj runtime.Object, dryRun bool) error {
+			return a.admitCreateOnly(ctx, res, ri, obj, dryRun)
+		})
 	}
+}
+
+// admitCreateOnly runs the admission chain on the create of a create-only
+// resource, named as its object names itself (usually not at all).
+func (a *API) admitCreateOnly(ctx context.Context, res *CreateOnly, ri requestInfo, obj runtime.Object, dryRun bool) error {
+	if a.admission == nil {
+		return nil
+	}
+	name := ""
+	if m, err := meta.Accessor(obj); err == nil {
+		name = m.GetName()
+	}
+	opts := &metav1.CreateOptions{}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return a.admission.Admit(ctx, &admission.Attributes{
+		Operation: admission.Create,
+		Kind:      res.Creater.GroupVersionKind(),
+		Resource:  res.Info.GroupVersion().WithResource(res.Info.Resource),
+		Namespace: ri.Namespace,
+		Name:      name,
+		Object:    obj,
+		DryRun:    dryRun,
+		Options:   opts,
+	})
 }
 
 func lessInfo(x, y registry.ResourceInfo) bool {

@@ -337,7 +337,9 @@ func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 	return opts, nil
 }
 
-func (q *request) createSubresource(c Creater) {
+// createSubresource answers a POST to a Creater; admit runs the admission
+// chain on the decoded object before the Creater acts.
+func (q *request) createSubresource(c Creater, admit func(ctx context.Context, obj runtime.Object, dryRun bool) error) {
 	if !q.acceptable() {
 		return
 	}
@@ -355,9 +357,11 @@ func (q *request) createSubresource(c Creater) {
 		q.fail(err)
 		return
 	}
-	// What the Creater warns about goes in Warning headers (a
-	// TokenRequest's shortened expiration).
-	ctx := registry.WithWarnings(q.ctx(), func(msg string) { addWarning(q.w, msg) })
+	ctx := q.ctx()
+	if err := admit(ctx, obj, dryRun); err != nil {
+		q.fail(err)
+		return
+	}
 	out, err := c.Create(ctx, q.info.Namespace, q.info.Name, obj, dryRun)
 	if err != nil {
 		q.fail(err)

@@ -36,14 +36,14 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if generated {
 		m.SetName(generateName(m.GetGenerateName()))
 	}
-	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, false); err != nil {
+	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, createOptions(opts.DryRun), false); err != nil {
 		return nil, err
 	}
 	s.prepareForCreate(ctx, obj)
 	if errs := s.validateCreate(ctx, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), m.GetName(), errs)
 	}
-	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, true); err != nil {
+	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, createOptions(opts.DryRun), true); err != nil {
 		return nil, err
 	}
 	if opts.DryRun {

@@ -36,7 +36,7 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1
 	// Mutating admission runs once, before the object is read, as in
 	// kube's delete handler (NamespaceLifecycle refuses deleting the
 	// system namespaces there).
-	if err := s.admit(ctx, admission.Delete, name, namespace, nil, nil, dryRun, false); err != nil {
+	if err := s.admit(ctx, admission.Delete, name, namespace, nil, nil, dryRun, opts, false); err != nil {
 		return nil, false, err
 	}
 	for attempt := 0; attempt < maxDeleteAttempts; attempt++ {
@@ -65,7 +65,7 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 	if err := s.checkPreconditions(m, opts.Preconditions); err != nil {
 		return nil, false, err
 	}
-	if err := s.admit(ctx, admission.Delete, name, namespace, nil, obj, dryRun, true); err != nil {
+	if err := s.admit(ctx, admission.Delete, name, namespace, nil, obj, dryRun, opts, true); err != nil {
 		return nil, false, err
 	}
 

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
@@ -159,7 +160,11 @@ func (s *Store) now() metav1.Time {
 	return metav1.NewTime(s.opts.Now().Truncate(time.Second))
 }
 
-func (s *Store) admit(ctx context.Context, op admission.Operation, name, namespace string, obj, old runtime.Object, dryRun bool, validate bool) error {
+// admit runs the mutating (validate false) or validating half of the
+// admission chain on one write of this Store's resource or subresource;
+// options is the request's *metav1.CreateOptions, UpdateOptions or
+// DeleteOptions.
+func (s *Store) admit(ctx context.Context, op admission.Operation, name, namespace string, obj, old runtime.Object, dryRun bool, options runtime.Object, validate bool) error {
 	if s.opts.Admission == nil {
 		return nil
 	}
@@ -173,11 +178,63 @@ func (s *Store) admit(ctx context.Context, op admission.Operation, name, namespa
 		Object:      obj,
 		OldObject:   old,
 		DryRun:      dryRun,
+		Options:     options,
 	}
 	if validate {
 		return s.opts.Admission.Validate(ctx, a)
 	}
 	return s.opts.Admission.Mutate(ctx, a)
+}
+
+// AdmitCreate admits the CREATE of a subresource that acts rather than
+// stores (pods/binding, pods/eviction, serviceaccounts/token): kube runs
+// the chain on the subresource's own object (a Binding, an Eviction, a
+// TokenRequest), of kind, before the action. Mutating plugins run, then
+// validating ones.
+func (s *Store) AdmitCreate(ctx context.Context, subresource string, kind schema.GroupVersionKind, namespace, name string, obj runtime.Object, dryRun bool) error {
+	if s.opts.Admission == nil {
+		return nil
+	}
+	a := &admission.Attributes{
+		Operation:   admission.Create,
+		Kind:        kind,
+		Resource:    s.info.GroupVersion().WithResource(s.info.Resource),
+		Subresource: subresource,
+		Namespace:   namespace,
+		Name:        name,
+		Object:      obj,
+		DryRun:      dryRun,
+		Options:     createOptions(dryRun),
+	}
+	return s.opts.Admission.Admit(ctx, a)
+}
+
+// WithoutAdmission returns a Store that writes without the admission
+// chain, for the writes a subresource makes on behalf of a request that
+// was admitted as itself (kube's binding and eviction storage write the
+// pod directly).
+func (s *Store) WithoutAdmission() *Store {
+	c := *s
+	c.opts.Admission = nil
+	return &c
+}
+
+// createOptions and updateOptions are the options admission sees for the
+// Store's own options.
+func createOptions(dryRun bool) *metav1.CreateOptions {
+	o := &metav1.CreateOptions{}
+	if dryRun {
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	return o
+}
+
+func updateOptions(dryRun bool) *metav1.UpdateOptions {
+	o := &metav1.UpdateOptions{}
+	if dryRun {
+		o.DryRun = []string{metav1.DryRunAll}
+	}
+	return o
 }
 
 func accessor(obj runtime.Object) metav1.Object {

@@ -132,7 +132,7 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 		metav1.ResetObjectMetaForStatus(newM, oldM)
 	}
 
-	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, false); err != nil {
+	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, updateOptions(opts.DryRun), false); err != nil {
 		return nil, false, err
 	}
 	s.update.PrepareForUpdate(ctx, obj, old)
@@ -144,7 +144,7 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 	if len(errs) > 0 {
 		return nil, false, apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), oldM.GetName(), errs)
 	}
-	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, true); err != nil {
+	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, updateOptions(opts.DryRun), true); err != nil {
 		return nil, false, err
 	}
 	return obj, s.shouldDeleteDuringUpdate(ctx, obj, old), nil

@@ -122,6 +122,20 @@ type Config struct {
 	// --service-account-extend-token-expiration (on by default on the
 	// command line).
 	ServiceAccountExtendTokenExpiration bool
+
+	// Admission plugins (issue 12), as kube-apiserver's flags of the same
+	// names.
+	//
+	// EnableAdmissionPlugins are plugins to run besides the default ones
+	// (--enable-admission-plugins); DisableAdmissionPlugins are default
+	// ones not to run (--disable-admission-plugins). Plugins run in kube's
+	// order whatever the order given; an unknown name fails the start.
+	EnableAdmissionPlugins  []string
+	DisableAdmissionPlugins []string
+	// AdmissionControlConfigFile is an apiserver.config.k8s.io/v1
+	// AdmissionConfiguration configuring plugins by name (PodSecurity's
+	// defaults and exemptions) (--admission-control-config-file).
+	AdmissionControlConfigFile string
 }
 
 // DefaultServiceAccountIssuer is the token issuer when none is configured,

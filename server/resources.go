@@ -3,8 +3,8 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 
-	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/openapi"
 	"github.com/corekube/corekube/registry"
@@ -25,52 +25,31 @@ import (
 // newAPI builds the Store of every served resource, the admission chain
 // and the API that serves them: the one table of what corekube serves.
 // cfg supplies the resource-specific settings (event TTL, default
-// tolerations). The webhook admission it returns follows its
-// configurations once run.
-func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers.API, *registry.Store, *webhookAdmission) {
-	var nsStore, saStore *registry.Store
-	webhooks := newWebhookAdmission(func() *registry.Store { return nsStore }, opts.Logger)
-	// Pods read their ServiceAccount (about one per namespace, small) from
-	// the watch cache, as NamespaceLifecycle reads namespaces.
-	serviceAccounts := &admission.ServiceAccount{Get: func(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
-		obj, err := saStore.GetCached(ctx, namespace, name)
-		if err != nil {
-			return nil, err
-		}
-		return obj.(*v1.ServiceAccount), nil
-	}}
-	chain := &admission.Chain{
-		Mutators: []admission.Mutator{
-			&admission.NamespaceLifecycle{Get: func(ctx context.Context, name string) (*v1.Namespace, error) {
-				obj, err := nsStore.GetCached(ctx, "", name)
-				if err != nil {
-					return nil, err
-				}
-				return obj.(*v1.Namespace), nil
-			}},
-			serviceAccounts,
-			&admission.DefaultTolerationSeconds{
-				NotReadySeconds:    cfg.DefaultNotReadyTolerationSeconds,
-				UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds,
-			},
-		},
-		Validators: []admission.Validator{serviceAccounts},
+// tolerations). The webhook admission it returns (nil when both webhook
+// plugins are disabled) follows its configurations once run.
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers.API, *registry.Store, *webhookAdmission, error) {
+	// Plugins read namespaces, ServiceAccounts (about one per namespace,
+	// small) and pods from the watch caches (admission.go).
+	stores := &admissionStores{}
+	chain, names, err := newAdmission(cfg, stores)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	// Webhooks come last, as kube's MutatingAdmissionWebhook and
-	// ValidatingAdmissionWebhook do (until the plugin registry orders them).
-	chain.Mutators = append(chain.Mutators, webhooks.dispatcher.Mutating())
-	chain.Validators = append(chain.Validators, webhooks.dispatcher.Validating())
+	cfg.Logger.Info("admission plugins", "order", strings.Join(names, ","))
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
-	nsStore = store(namespaces.NewStrategy())
+	nsStore := store(namespaces.NewStrategy())
 	podStore := registry.NewStore(st, pods.NewStrategy(), withDeletedObject(opts))
 	nodeStore := store(nodes.NewStrategy())
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
-	saStore = store(serviceaccounts.NewStrategy())
+	saStore := store(serviceaccounts.NewStrategy())
+	stores.namespaces, stores.serviceAccounts, stores.pods = nsStore, saStore, podStore
 	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
 	validatingWebhooksStore := store(webhookconfigurations.NewValidatingStrategy())
-	webhooks.mutating, webhooks.validating = mutatingWebhooksStore, validatingWebhooksStore
+	if w := stores.webhooks; w != nil {
+		w.mutating, w.validating, w.log = mutatingWebhooksStore, validatingWebhooksStore, cfg.Logger
+	}
 
 	api := handlers.NewAPI(
 		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{
@@ -95,7 +74,8 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config) (*handlers
 		&handlers.Resource{Store: mutatingWebhooksStore},
 		&handlers.Resource{Store: validatingWebhooksStore},
 	)
-	return api, nsStore, webhooks
+	api.SetAdmission(chain)
+	return api, nsStore, stores.webhooks, nil
 }
 
 // openAPIResources describes the served resources for the OpenAPI

@@ -64,6 +64,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
+	// Admission's flags and configuration file are checked before
+	// anything starts, as kube checks its flags.
+	if err := checkAdmission(&cfg); err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
 	if s.loopbackToken, err = newLoopbackToken(); err != nil {
 		return nil, err
@@ -80,12 +85,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.storage = etcdstore.New(client)
-	api, nsStore, webhooks := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
 	s.runCaches(api)
-	s.runBackground(webhooks.run)
+	if webhooks != nil {
+		s.runBackground(webhooks.run)
+	}
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err
 	}

@@ -146,18 +146,16 @@ func encodeObject(obj runtime.Object, a *admission.Attributes) ([]byte, error) {
 	return data, nil
 }
 
-// options are the request's options as kube sends them: the operation's
-// meta.k8s.io/v1 options kind, with dryRun when set. (The registry does
-// not hand admission the request's own options yet; when it does, they
-// should be sent as they are.)
+// options are the request's options as kube sends them: its
+// meta.k8s.io/v1 CreateOptions, UpdateOptions or DeleteOptions.
 func options(a *admission.Attributes) []byte {
-	kind := map[admission.Operation]string{admission.Create: "CreateOptions", admission.Update: "UpdateOptions", admission.Delete: "DeleteOptions"}[a.Operation]
-	if kind == "" {
+	if a.Options == nil {
 		return nil
 	}
-	o := map[string]any{"kind": kind, "apiVersion": "meta.k8s.io/v1"}
-	if a.DryRun {
-		o["dryRun"] = []string{"All"}
+	o := a.Options.DeepCopyObject()
+	kind := map[admission.Operation]string{admission.Create: "CreateOptions", admission.Update: "UpdateOptions", admission.Delete: "DeleteOptions"}[a.Operation]
+	if o.GetObjectKind().GroupVersionKind().Empty() && kind != "" {
+		o.GetObjectKind().SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind(kind))
 	}
 	data, _ := json.Marshal(o)
 	return data

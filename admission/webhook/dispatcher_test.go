@@ -160,6 +160,7 @@ func TestMutationAddsLabelAndSendsTheRequest(t *testing.T) {
 
 	a := podAttrs(admission.Create, "")
 	a.DryRun = true
+	a.Options = &metav1.CreateOptions{DryRun: []string{"All"}}
 	if err := d.Mutating().Admit(aliceCtx, a); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestMutationAddsLabelAndSendsTheRequest(t *testing.T) {
 	if !strings.Contains(string(req.Object.Raw), `"kind":"Pod"`) || req.OldObject.Raw != nil {
 		t.Errorf("object %s old %s", req.Object.Raw, req.OldObject.Raw)
 	}
-	if string(req.Options.Raw) != `{"apiVersion":"meta.k8s.io/v1","dryRun":["All"],"kind":"CreateOptions"}` {
+	if string(req.Options.Raw) != `{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1","dryRun":["All"]}` {
 		t.Errorf("options %s", req.Options.Raw)
 	}
 	if got := w.annotations["mutation.webhook.admission.k8s.io/round_0_index_0"]; got != `{"configuration":"c","webhook":"label.example.com","mutated":true}` {
@@ -532,6 +533,7 @@ func TestUpdateAndDeleteRequests(t *testing.T) {
 	upd.OldObject = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"old": "yes"}}}
 	del := podAttrs(admission.Delete, "")
 	del.Object, del.OldObject = nil, upd.OldObject
+	upd.Options, del.Options = &metav1.UpdateOptions{}, &metav1.DeleteOptions{}
 	for _, a := range []*admission.Attributes{upd, del} {
 		if err := d.Validating().Validate(aliceCtx, a); err != nil {
 			t.Fatal(err)
@@ -542,7 +544,7 @@ func TestUpdateAndDeleteRequests(t *testing.T) {
 	}
 	u, dl := hs.requests[0], hs.requests[1]
 	if u.Operation != admissionv1.Update || !strings.Contains(string(u.OldObject.Raw), `"old":"yes"`) || u.Object.Raw == nil ||
-		string(u.Options.Raw) != `{"apiVersion":"meta.k8s.io/v1","kind":"UpdateOptions"}` {
+		string(u.Options.Raw) != `{"kind":"UpdateOptions","apiVersion":"meta.k8s.io/v1"}` {
 		t.Errorf("update request %s %s %s", u.Operation, u.OldObject.Raw, u.Options.Raw)
 	}
 	if dl.Operation != admissionv1.Delete || dl.Object.Raw != nil || !strings.Contains(string(dl.OldObject.Raw), `"old":"yes"`) ||

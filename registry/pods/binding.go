@@ -22,7 +22,9 @@ type BindingREST struct {
 
 // NewBindingREST returns the binding subresource of the pod store.
 func NewBindingREST(podStore *registry.Store) *BindingREST {
-	return &BindingREST{store: podStore.Subresource("binding", bindingStrategy{})}
+	// The binding was admitted as itself (handlers: AdmitCreate); the pod
+	// write it makes is not admitted again, as in kube.
+	return &BindingREST{store: podStore.Subresource("binding", bindingStrategy{}).WithoutAdmission()}
 }
 
 // New returns an empty Binding.

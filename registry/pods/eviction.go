@@ -89,8 +89,12 @@ var (
 // takes disruptions from the budgets in pdbStore.
 func NewEvictionREST(podStore, pdbStore *registry.Store) *EvictionREST {
 	return &EvictionREST{
-		pods:      podStore,
-		podStatus: podStore.Subresource("status", NewStatusStrategy()),
+		// The eviction was admitted as itself (handlers: AdmitCreate);
+		// the pod writes it makes are not admitted again, as in kube. The
+		// budget's status update is, as kube's goes through its loopback
+		// client.
+		pods:      podStore.WithoutAdmission(),
+		podStatus: podStore.Subresource("status", NewStatusStrategy()).WithoutAdmission(),
 		pdbs:      pdbStore,
 		pdbStatus: pdbStore.Subresource("status", poddisruptionbudgets.NewStatusStrategy()),
 		retry:     defaultEvictionRetry,

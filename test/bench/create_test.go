@@ -41,7 +41,9 @@ var (
 // http and storage use the test harness (testserver.Start, etcd without
 // fsync; HTTPS with the admin's client certificate, each client on
 // HTTP/1.1 connections of its own); fsync-http and fsync-storage the same
-// server with fsync on; plain-http a server with --insecure-http.
+// server with fsync on; plain-http a server with --insecure-http; token
+// the http server with a ServiceAccount token instead of the client
+// certificate.
 // heap-MiB is the live heap of the whole process after the run: it grows
 // with every write etcd has not yet snapshotted (see BENCHMARKS.md).
 func BenchmarkPodCreate(b *testing.B) {
@@ -51,11 +53,22 @@ func BenchmarkPodCreate(b *testing.B) {
 	b.Run("fsync-http", func(b *testing.B) { benchCreateHTTP(b, createServerFsync) })
 	b.Run("fsync-storage", func(b *testing.B) { benchCreateStorage(b, createServerFsync) })
 	b.Run("plain-http", func(b *testing.B) { benchCreateHTTP(b, createServerPlain) })
+	b.Run("token", func(b *testing.B) {
+		srv := createServer.get(b)
+		token, err := serviceAccountToken(srv, createNamespaceName, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchCreateHTTPWith(b, createServer, newTokenClient(token))
+	})
 }
 
 func benchCreateHTTP(b *testing.B, ls *lazyServer) {
+	benchCreateHTTPWith(b, ls, newClient())
+}
+
+func benchCreateHTTPWith(b *testing.B, ls *lazyServer, client *http.Client) {
 	srv := ls.get(b)
-	client := newClient()
 	defer client.CloseIdleConnections()
 	url := srv.URL() + "/api/v1/namespaces/" + createNamespaceName + "/pods"
 	names, bodies := podBodies("http", b.N, func(int) string { return "web" })

@@ -86,6 +86,14 @@ func BenchmarkPodList(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) { benchList(b, srv.URL()+c.path, c.items) })
 	}
+	// The same with a ServiceAccount token instead of a client certificate.
+	token, err := serviceAccountToken(srv, "list-5k", "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ns5000-token", func(b *testing.B) {
+		benchListWith(b, newTokenClient(token), srv.URL()+"/api/v1/namespaces/list-5k/pods", 5000)
+	})
 	// kubectl get pods asks for a Table: every item is converted to a row
 	// (and, with includeObject=Metadata, its ObjectMeta), so this path
 	// needs the decoded objects rather than their cached JSON.
@@ -149,11 +157,19 @@ func benchList(b *testing.B, url string, items int) {
 	benchGET(b, url, "application/json", items, countJSONItems)
 }
 
+// benchListWith is benchList with client's credentials.
+func benchListWith(b *testing.B, client *http.Client, url string, items int) {
+	benchGETWith(b, client, url, "application/json", items, countJSONItems)
+}
+
 // benchGET times GETs of url with the Accept header accept, once count
 // (outside the timed loop) found the expected number of items in the
 // answer, and reports ms/op, the body size and the item count.
 func benchGET(b *testing.B, url, accept string, items int, count func(c *http.Client, url string) (int, error)) {
-	client := newClient()
+	benchGETWith(b, newClient(), url, accept, items, count)
+}
+
+func benchGETWith(b *testing.B, client *http.Client, url, accept string, items int, count func(c *http.Client, url string) (int, error)) {
 	defer client.CloseIdleConnections()
 	if n, err := count(client, url); err != nil || n != items {
 		b.Fatalf("GET %s (%s): %d items, want %d (%v)", url, accept, n, items, err)

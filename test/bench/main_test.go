@@ -20,6 +20,11 @@ import (
 
 	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/testserver"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -251,18 +256,63 @@ func stopLazyServerLocked() {
 // speaks HTTPS with the test CA and the admin's client certificate, over
 // HTTP/1.1 connections of its own as separate clients would.
 func newClient() *http.Client {
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:               nil,
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			MaxIdleConns:        128,
-			MaxIdleConnsPerHost: 64,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-			TLSClientConfig:     testTLSConfig(),
-		},
-		Timeout: 60 * time.Second,
+	return &http.Client{Transport: newTransport(testTLSConfig()), Timeout: 60 * time.Second}
+}
+
+// newTokenClient is newClient authenticating with a bearer token instead
+// of a client certificate.
+func newTokenClient(token string) *http.Client {
+	tlsConfig, err := rest.TLSConfigFor(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CAData: testserver.CA()}})
+	if err != nil {
+		panic(err)
 	}
+	return &http.Client{Transport: bearer{token: "Bearer " + token, next: newTransport(tlsConfig)}, Timeout: 60 * time.Second}
+}
+
+func newTransport(tlsConfig *tls.Config) *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        128,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		TLSClientConfig:     tlsConfig,
+	}
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	next  *http.Transport
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", b.token)
+	return b.next.RoundTrip(r)
+}
+
+// CloseIdleConnections closes the transport's idle connections.
+func (b bearer) CloseIdleConnections() { b.next.CloseIdleConnections() }
+
+// serviceAccountToken creates ServiceAccount name in namespace ns (with
+// the admin's client) and returns a token for it, as a pod's would be.
+func serviceAccountToken(srv *server.Server, ns, name string) (string, error) {
+	cs, err := kubernetes.NewForConfig(testserver.ClientConfig(srv.URL()))
+	if err != nil {
+		return "", err
+	}
+	ctx := context.Background()
+	_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	return tr.Status.Token, nil
 }
 
 // testTLSConfig trusts the test servers and presents the admin's client

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corekube/corekube/test/testserver"
 )
 
 // TestDrainRespectsBudget reproduces the walk-through of the Kubernetes
@@ -56,7 +58,7 @@ spec: {minAvailable: 2, selector: {matchLabels: {app: web}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubectlPath(t), append(p.kubectlFlags(), append(drain, "node-2", "--timeout=80s")...)...)
-	var drainOut lockedBuffer
+	var drainOut testserver.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &drainOut, &drainOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

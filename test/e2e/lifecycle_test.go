@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corekube/corekube/test/testserver"
 )
 
 // lifecycleFlags shorten the agents' periods so that the node-side
@@ -572,7 +574,7 @@ type kubectlWatch struct {
 	args   []string
 	cmd    *exec.Cmd
 	cancel context.CancelFunc
-	out    lockedBuffer
+	out    testserver.SyncBuffer
 	done   chan struct{}
 }
 

@@ -1,16 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/corekube/corekube/test/testserver"
 )
 
 // TestKubectlGetTables checks what `kubectl get` prints from corekube's
@@ -81,7 +81,7 @@ func TestKubectlGetTables(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, kubectlPath(t), append(p.kubectlFlags(), "get", "pods", "-n", "tbl", "-w")...)
-	var out lockedBuffer
+	var out testserver.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -169,23 +169,4 @@ func nodeStatusPatch(now time.Time) string {
 		`"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":"` + ts + `","lastTransitionTime":"` + ts + `"}],` +
 		`"nodeInfo":{"machineID":"m","systemUUID":"s","bootID":"b","kernelVersion":"6.1.0","osImage":"Debian GNU/Linux 12 (bookworm)",` +
 		`"containerRuntimeVersion":"containerd://1.7.0","kubeletVersion":"v1.32.13","kubeProxyVersion":"","operatingSystem":"linux","architecture":"amd64"}}}`
-}
-
-// lockedBuffer is a bytes.Buffer safe for a process writing while the test
-// reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestUpKubectlAndRestart: `corekube up` becomes ready, writes a kubeconfig
@@ -18,6 +20,38 @@ func TestUpKubectlAndRestart(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, "kubeconfig")); err != nil {
 		t.Fatalf("kubeconfig not written: %v", err)
 	}
+	// TLS on by default: the kubeconfig carries the CA and a client
+	// certificate; the keys are the owner's alone.
+	kc, err := clientcmd.LoadFromFile(filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range kc.Clusters {
+		if !strings.HasPrefix(c.Server, "https://") || len(c.CertificateAuthorityData) == 0 || c.InsecureSkipTLSVerify {
+			t.Errorf("kubeconfig cluster: server %s, CA %d bytes, insecure %v", c.Server, len(c.CertificateAuthorityData), c.InsecureSkipTLSVerify)
+		}
+	}
+	for _, a := range kc.AuthInfos {
+		if len(a.ClientCertificateData) == 0 || len(a.ClientKeyData) == 0 {
+			t.Error("kubeconfig user has no client certificate")
+		}
+	}
+	pki := func() map[string]string {
+		files := map[string]string{}
+		for _, name := range []string{"ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "admin.crt", "admin.key", "sa.key"} {
+			path := filepath.Join(dataDir, "pki", name)
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi, _ := os.Stat(path); strings.HasSuffix(name, ".key") && fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s has mode %v, want 0600", name, fi.Mode().Perm())
+			}
+			files[name] = string(data)
+		}
+		return files
+	}
+	firstPKI := pki()
 
 	out := p.mustKubectl("get", "namespaces", "-o", "name")
 	for _, ns := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
@@ -46,6 +80,11 @@ func TestUpKubectlAndRestart(t *testing.T) {
 
 	p.stop()
 	p2 := startUp(t, dataDir)
+	for name, data := range pki() {
+		if data != firstPKI[name] {
+			t.Errorf("pki/%s changed across a restart", name)
+		}
+	}
 	if got := p2.mustKubectl("get", "namespace", "e2e", "-o", "jsonpath={.metadata.labels.team}"); got != "core" {
 		t.Errorf("after restart: label team = %q, want core", got)
 	}

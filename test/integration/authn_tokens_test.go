@@ -1,13 +1,11 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,7 +47,7 @@ jwt:
 	if err := os.WriteFile(authnConfig, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testserver.SyncBuffer{}
 	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.AnonymousAuth = false
@@ -136,24 +134,6 @@ jwt:
 			t.Errorf("the server log carries a credential (%.12s...)", secret)
 		}
 	}
-}
-
-// lockedBuffer is a log destination read while the server writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestTokenAuthenticatorsBadConfig: a token file or authentication config

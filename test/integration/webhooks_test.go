@@ -20,6 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/test/testserver"
 )
 
 // testWebhook is a real HTTPS admission webhook: /mutate labels pods
@@ -391,5 +394,35 @@ func TestSlowWebhookStallsNothingElse(t *testing.T) {
 	release <- struct{}{} // the webhook answers 503: Ignore lets the create through
 	if err := <-held; err != nil {
 		t.Errorf("the held create after the webhook failed open: %v", err)
+	}
+}
+
+// TestAdmissionWebhookPluginsDisabled: with both webhook plugins disabled
+// (--disable-admission-plugins) the configurations are still served but
+// nothing calls them, as in kube.
+func TestAdmissionWebhookPluginsDisabled(t *testing.T) {
+	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) {
+		c.DisableAdmissionPlugins = []string{"MutatingAdmissionWebhook", "ValidatingAdmissionWebhook"}
+	})
+	ctx := context.Background()
+	down := "https://127.0.0.1:1/never"
+	none := admissionregistrationv1.SideEffectClassNone
+	if _, err := s.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "everything"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "down.corekube.test", ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &down},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}},
+			}},
+			SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := newNamespaceIn(t, s.Client)
+	// A write the (failing, Fail) webhook would refuse passes.
+	if _, err := s.Client.CoreV1().Namespaces().Patch(ctx, ns, "application/merge-patch+json", []byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Errorf("a write with the webhook plugins disabled: %v", err)
 	}
 }

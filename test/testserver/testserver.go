@@ -7,6 +7,7 @@
 package testserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -270,4 +271,23 @@ func testCA() (*testAuthority, error) {
 		sharedCA.ca = &testAuthority{ca: ca, admin: admin}
 	})
 	return sharedCA.ca, sharedCA.err
+}
+
+// SyncBuffer is a bytes.Buffer that a server's logger or a process writes
+// while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
