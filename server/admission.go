@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/corekube/corekube/admission"
+	"github.com/corekube/corekube/admission/webhook"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/server/audit"
 	v1 "k8s.io/api/core/v1"
@@ -16,6 +17,17 @@ import (
 // them up only when a request comes.
 type admissionStores struct {
 	namespaces, serviceAccounts, pods *registry.Store
+	// webhooks is the dispatcher of both webhook plugins, made by the
+	// first of their factories that runs (nil when both are disabled).
+	webhooks *webhookAdmission
+}
+
+// webhookAdmission returns the webhook plugins' shared dispatcher.
+func (d *admissionStores) webhookAdmission() *webhookAdmission {
+	if d.webhooks == nil {
+		d.webhooks = newWebhookAdmission(func() *registry.Store { return d.namespaces }, nil)
+	}
+	return d.webhooks
 }
 
 func (d *admissionStores) namespace(ctx context.Context, name string) (*v1.Namespace, error) {
@@ -78,8 +90,12 @@ func registerAdmissionPlugins(p *admission.Plugins, cfg *Config, stores *admissi
 		}, nil
 	})
 	p.Register(admission.PluginNodeRestriction, nil)
-	p.Register(admission.PluginMutatingAdmissionWebhook, nil)
-	p.Register(admission.PluginValidatingAdmissionWebhook, nil)
+	p.Register(admission.PluginMutatingAdmissionWebhook, func([]byte) (any, error) {
+		return webhook.NewMutating(stores.webhookAdmission().dispatcher), nil
+	})
+	p.Register(admission.PluginValidatingAdmissionWebhook, func([]byte) (any, error) {
+		return webhook.NewValidating(stores.webhookAdmission().dispatcher), nil
+	})
 }
 
 // checkAdmission checks the plugin names and reads the configuration file

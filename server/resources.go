@@ -20,6 +20,7 @@ import (
 	"github.com/corekube/corekube/registry/rolebindings"
 	"github.com/corekube/corekube/registry/roles"
 	"github.com/corekube/corekube/registry/serviceaccounts"
+	"github.com/corekube/corekube/registry/webhookconfigurations"
 	"github.com/corekube/corekube/storage"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,14 +33,15 @@ import (
 // tolerations); mutators run after the admission plugins' (RBAC's
 // escalation check, which kube runs in its storage: after mutating
 // admission, before defaulting and validation; no plugin, so it cannot be
-// disabled).
-func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators ...admission.Mutator) (*handlers.API, *registry.Store, error) {
+// disabled). The webhook admission it returns (nil when both webhook
+// plugins are disabled) follows its configurations once run.
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators ...admission.Mutator) (*handlers.API, *registry.Store, *webhookAdmission, error) {
 	// Plugins read namespaces, ServiceAccounts (about one per namespace,
 	// small) and pods from the watch caches (admission.go).
 	stores := &admissionStores{}
 	chain, names, err := newAdmission(cfg, stores)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg.Logger.Info("admission plugins", "order", strings.Join(names, ","))
 	chain.Mutators = append(chain.Mutators, mutators...)
@@ -52,6 +54,11 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
 	saStore := store(serviceaccounts.NewStrategy())
 	stores.namespaces, stores.serviceAccounts, stores.pods = nsStore, saStore, podStore
+	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
+	validatingWebhooksStore := store(webhookconfigurations.NewValidatingStrategy())
+	if w := stores.webhooks; w != nil {
+		w.mutating, w.validating, w.log = mutatingWebhooksStore, validatingWebhooksStore, cfg.Logger
+	}
 
 	api := handlers.NewAPI(
 		&handlers.Resource{Store: nsStore, Subresources: map[string]handlers.Subresource{
@@ -77,9 +84,11 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 		&handlers.Resource{Store: store(clusterroles.NewStrategy())},
 		&handlers.Resource{Store: store(rolebindings.NewStrategy())},
 		&handlers.Resource{Store: store(clusterrolebindings.NewStrategy())},
+		&handlers.Resource{Store: mutatingWebhooksStore},
+		&handlers.Resource{Store: validatingWebhooksStore},
 	)
 	api.SetAdmission(chain)
-	return api, nsStore, nil
+	return api, nsStore, stores.webhooks, nil
 }
 
 // openAPIResources describes the served resources for the OpenAPI

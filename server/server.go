@@ -91,7 +91,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.storage = etcdstore.New(client)
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
-	api, nsStore, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg, s.authorization.escalation)
+	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg, s.authorization.escalation)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +99,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.runCaches(api)
+	if webhooks != nil {
+		s.runBackground(webhooks.run)
+	}
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err
 	}

@@ -41,42 +41,45 @@ func TestKubectl(t *testing.T) {
 
 func testDiscovery(t *testing.T, k *kc) {
 	k.expect(lines(
-		"NAME                   SHORTNAMES   APIVERSION                     NAMESPACED   KIND",
-		"events                 ev           v1                             true         Event",
-		"namespaces             ns           v1                             false        Namespace",
-		"nodes                  no           v1                             false        Node",
-		"pods                   po           v1                             true         Pod",
-		"serviceaccounts        sa           v1                             true         ServiceAccount",
-		"selfsubjectreviews                  authentication.k8s.io/v1       false        SelfSubjectReview",
-		"tokenreviews                        authentication.k8s.io/v1       false        TokenReview",
-		"leases                              coordination.k8s.io/v1         true         Lease",
-		"poddisruptionbudgets   pdb          policy/v1                      true         PodDisruptionBudget",
-		"clusterrolebindings                 rbac.authorization.k8s.io/v1   false        ClusterRoleBinding",
-		"clusterroles                        rbac.authorization.k8s.io/v1   false        ClusterRole",
-		"rolebindings                        rbac.authorization.k8s.io/v1   true         RoleBinding",
-		"roles                               rbac.authorization.k8s.io/v1   true         Role",
+		"NAME                              SHORTNAMES   APIVERSION                        NAMESPACED   KIND",
+		"events                            ev           v1                                true         Event",
+		"namespaces                        ns           v1                                false        Namespace",
+		"nodes                             no           v1                                false        Node",
+		"pods                              po           v1                                true         Pod",
+		"serviceaccounts                   sa           v1                                true         ServiceAccount",
+		"mutatingwebhookconfigurations                  admissionregistration.k8s.io/v1   false        MutatingWebhookConfiguration",
+		"validatingwebhookconfigurations                admissionregistration.k8s.io/v1   false        ValidatingWebhookConfiguration",
+		"selfsubjectreviews                             authentication.k8s.io/v1          false        SelfSubjectReview",
+		"tokenreviews                                   authentication.k8s.io/v1          false        TokenReview",
+		"leases                                         coordination.k8s.io/v1            true         Lease",
+		"poddisruptionbudgets              pdb          policy/v1                         true         PodDisruptionBudget",
+		"clusterrolebindings                            rbac.authorization.k8s.io/v1      false        ClusterRoleBinding",
+		"clusterroles                                   rbac.authorization.k8s.io/v1      false        ClusterRole",
+		"rolebindings                                   rbac.authorization.k8s.io/v1      true         RoleBinding",
+		"roles                                          rbac.authorization.k8s.io/v1      true         Role",
 	), "api-resources")
 	const all = "create,delete,deletecollection,get,list,patch,update,watch"
 	k.expect(lines(
-		"NAME                   SHORTNAMES   APIVERSION                     NAMESPACED   KIND                  VERBS                                                        CATEGORIES",
-		"events                 ev           v1                             true         Event                 "+all+"   ",
-		"namespaces             ns           v1                             false        Namespace             create,delete,get,list,patch,update,watch                    ",
-		"nodes                  no           v1                             false        Node                  "+all+"   ",
-		"pods                   po           v1                             true         Pod                   "+all+"   all",
-		"serviceaccounts        sa           v1                             true         ServiceAccount        "+all+"   ",
-		"selfsubjectreviews                  authentication.k8s.io/v1       false        SelfSubjectReview     create                                                       ",
-		"tokenreviews                        authentication.k8s.io/v1       false        TokenReview           create                                                       ",
-		"leases                              coordination.k8s.io/v1         true         Lease                 "+all+"   ",
-		"poddisruptionbudgets   pdb          policy/v1                      true         PodDisruptionBudget   "+all+"   ",
-		"clusterrolebindings                 rbac.authorization.k8s.io/v1   false        ClusterRoleBinding    "+all+"   ",
-		"clusterroles                        rbac.authorization.k8s.io/v1   false        ClusterRole           "+all+"   ",
-		"rolebindings                        rbac.authorization.k8s.io/v1   true         RoleBinding           "+all+"   ",
-		"roles                               rbac.authorization.k8s.io/v1   true         Role                  "+all+"   ",
+		"NAME                              SHORTNAMES   APIVERSION                        NAMESPACED   KIND                             VERBS                                                        CATEGORIES",
+		"events                            ev           v1                                true         Event                            "+all+"   ",
+		"namespaces                        ns           v1                                false        Namespace                        create,delete,get,list,patch,update,watch                    ",
+		"nodes                             no           v1                                false        Node                             "+all+"   ",
+		"pods                              po           v1                                true         Pod                              "+all+"   all",
+		"serviceaccounts                   sa           v1                                true         ServiceAccount                   "+all+"   ",
+		"mutatingwebhookconfigurations                  admissionregistration.k8s.io/v1   false        MutatingWebhookConfiguration     "+all+"   api-extensions",
+		"validatingwebhookconfigurations                admissionregistration.k8s.io/v1   false        ValidatingWebhookConfiguration   "+all+"   api-extensions",
+		"selfsubjectreviews                             authentication.k8s.io/v1          false        SelfSubjectReview                create                                                       ",
+		"tokenreviews                                   authentication.k8s.io/v1          false        TokenReview                      create                                                       ",
+		"leases                                         coordination.k8s.io/v1            true         Lease                            "+all+"   ",
+		"poddisruptionbudgets              pdb          policy/v1                         true         PodDisruptionBudget              "+all+"   ",
+		"clusterrolebindings                            rbac.authorization.k8s.io/v1      false        ClusterRoleBinding               "+all+"   ",
+		"clusterroles                                   rbac.authorization.k8s.io/v1      false        ClusterRole                      "+all+"   ",
+		"rolebindings                                   rbac.authorization.k8s.io/v1      true         RoleBinding                      "+all+"   ",
+		"roles                                          rbac.authorization.k8s.io/v1      true         Role                             "+all+"   ",
 	), "api-resources", "-o", "wide")
-	k.expect(lines("namespaces", "nodes", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io",
-		"clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
+	k.expect(lines("namespaces", "nodes", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
 	k.expect("poddisruptionbudgets.policy", "api-resources", "--api-group=policy", "-o", "name")
-	k.expect(lines("authentication.k8s.io/v1", "coordination.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "v1"), "api-versions")
+	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "coordination.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "v1"), "api-versions")
 
 	// Every short name resolves.
 	k.expect("namespace/kube-system", "get", "ns", "kube-system", "-o", "name")
