@@ -16,7 +16,7 @@ const concurrency = 16
 const createNamespaceName = "bench-create"
 
 func setupCreate(srv *server.Server) error {
-	c := newClient()
+	c := clientFor(srv.URL())
 	defer c.CloseIdleConnections()
 	return createNamespace(c, srv.URL(), createNamespaceName)
 }
@@ -64,7 +64,7 @@ func BenchmarkPodCreate(b *testing.B) {
 }
 
 func benchCreateHTTP(b *testing.B, ls *lazyServer) {
-	benchCreateHTTPWith(b, ls, newClient())
+	benchCreateHTTPWith(b, ls, clientFor(ls.get(b).URL()))
 }
 
 func benchCreateHTTPWith(b *testing.B, ls *lazyServer, client *http.Client) {

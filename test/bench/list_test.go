@@ -33,7 +33,7 @@ var listServer = &lazyServer{setup: setupList}
 var listServerPlain = &lazyServer{start: startPlainServer, setup: setupList}
 
 func setupList(srv *server.Server) error {
-	client := newClient()
+	client := clientFor(srv.URL())
 	defer client.CloseIdleConnections()
 	ctx := context.Background()
 	start := time.Now()
@@ -166,7 +166,7 @@ func benchListWith(b *testing.B, client *http.Client, url string, items int) {
 // (outside the timed loop) found the expected number of items in the
 // answer, and reports ms/op, the body size and the item count.
 func benchGET(b *testing.B, url, accept string, items int, count func(c *http.Client, url string) (int, error)) {
-	benchGETWith(b, newClient(), url, accept, items, count)
+	benchGETWith(b, clientFor(url), url, accept, items, count)
 }
 
 func benchGETWith(b *testing.B, client *http.Client, url, accept string, items int, count func(c *http.Client, url string) (int, error)) {

@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -148,7 +150,8 @@ func startServer(tb *procTB) (srv *server.Server, err error) {
 }
 
 // startPlainServer starts a server like startServer but serving plain HTTP
-// (--insecure-http), to show what TLS costs.
+// (--insecure-http), to show what TLS costs. Without client certificates
+// its admin is a static token in system:masters (plainAdminToken).
 func startPlainServer(tb *procTB) (srv *server.Server, err error) {
 	defer recoverFatal(&err)
 	dir, err := os.MkdirTemp("", "corekube-bench-plain-")
@@ -156,7 +159,26 @@ func startPlainServer(tb *procTB) (srv *server.Server, err error) {
 		return nil, err
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	return testserver.StartWith(tb, dir, func(c *server.Config) { c.InsecureHTTP = true }).Server, nil
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(plainAdminToken+",bench-admin,bench-admin,system:masters\n"), 0o600); err != nil {
+		return nil, err
+	}
+	return testserver.StartWith(tb, dir, func(c *server.Config) {
+		c.InsecureHTTP = true
+		c.TokenAuthFile = tokens
+	}).Server, nil
+}
+
+// plainAdminToken is the admin's bearer token on servers of plain HTTP.
+const plainAdminToken = "bench-plain-admin-token"
+
+// clientFor is the admin's client for url: the client certificate over
+// HTTPS, the static admin token over plain HTTP.
+func clientFor(url string) *http.Client {
+	if strings.HasPrefix(url, "http://") {
+		return newTokenClient(plainAdminToken)
+	}
+	return newClient()
 }
 
 // startFsyncServer starts a server like testserver.Start does but with
