@@ -16,7 +16,7 @@ import (
 // caches. newAPI fills them in after building the chain: plugins look
 // them up only when a request comes.
 type admissionStores struct {
-	namespaces, serviceAccounts, pods *registry.Store
+	namespaces, serviceAccounts, pods, nodes *registry.Store
 	// webhooks is the dispatcher of both webhook plugins, made by the
 	// first of their factories that runs (nil when both are disabled).
 	webhooks *webhookAdmission
@@ -44,6 +44,22 @@ func (d *admissionStores) serviceAccount(ctx context.Context, namespace, name st
 		return nil, err
 	}
 	return obj.(*v1.ServiceAccount), nil
+}
+
+func (d *admissionStores) pod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
+	obj, err := d.pods.GetCached(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Pod), nil
+}
+
+func (d *admissionStores) node(ctx context.Context, name string) (*v1.Node, error) {
+	obj, err := d.nodes.GetCached(ctx, "", name)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Node), nil
 }
 
 // podsIn lists a namespace's pods from the watch cache (resourceVersion
@@ -89,7 +105,9 @@ func registerAdmissionPlugins(p *admission.Plugins, cfg *Config, stores *admissi
 			UnreachableSeconds: cfg.DefaultUnreachableTolerationSeconds,
 		}, nil
 	})
-	p.Register(admission.PluginNodeRestriction, nil)
+	p.Register(admission.PluginNodeRestriction, func([]byte) (any, error) {
+		return &admission.NodeRestriction{GetPod: stores.pod, GetNode: stores.node}, nil
+	})
 	p.Register(admission.PluginMutatingAdmissionWebhook, func([]byte) (any, error) {
 		return webhook.NewMutating(stores.webhookAdmission().dispatcher), nil
 	})

@@ -16,6 +16,7 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/corekube/corekube/auth/authorizer"
+	"github.com/corekube/corekube/auth/authorizer/node"
 	"github.com/corekube/corekube/auth/authorizer/rbac"
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
@@ -37,6 +38,9 @@ type authorization struct {
 	escalation *rbac.EscalationCheck
 	// stores are the RBAC resources' Stores, by resource.
 	stores map[string]*registry.Store
+	// nodeGraph ties nodes to their pods' objects; nil unless the Node
+	// mode is on.
+	nodeGraph *node.Graph
 }
 
 // privilegedContext is ctx acting as the server itself (system:masters),
@@ -87,9 +91,10 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 		case authorizer.ModeAlwaysDeny:
 			union = append(union, authorizer.AlwaysDeny)
 		case authorizer.ModeNode:
-			// TODO(issue 11): the Node authorizer (system:node:NAME in
-			// system:nodes, its graph of pods, secrets and tokens); until
-			// then it has no opinion, and nodes need RBAC bindings.
+			// The Node authorizer, its graph fed by the pods' watch
+			// (started below with the RBAC caches).
+			a.nodeGraph = node.NewGraph()
+			union = append(union, node.New(a.nodeGraph))
 		case authorizer.ModeRBAC:
 			if a.rbac == nil {
 				a.rbac = rbac.New(a.cache)
@@ -128,6 +133,9 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 			s.feedRBAC(watchCtx, st, kind, a.cache)
 		}()
 	}
+	if a.nodeGraph != nil {
+		s.startNodeGraph(watchCtx, podStore(api), a.nodeGraph)
+	}
 	written, err := s.reconcileBootstrapPolicy(ctx)
 	if err != nil {
 		return err
@@ -149,7 +157,7 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 		}
 		return true
 	}
-	for !a.cache.Synced() || !holds() {
+	for !a.cache.Synced() || !holds() || (a.nodeGraph != nil && !a.nodeGraph.Synced()) {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait for the RBAC caches: %w", ctx.Err())

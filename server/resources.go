@@ -54,6 +54,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 	pdbStore := store(poddisruptionbudgets.NewStrategy())
 	saStore := store(serviceaccounts.NewStrategy())
 	stores.namespaces, stores.serviceAccounts, stores.pods = nsStore, saStore, podStore
+	stores.nodes = nodeStore
 	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
 	validatingWebhooksStore := store(webhookconfigurations.NewValidatingStrategy())
 	if w := stores.webhooks; w != nil {

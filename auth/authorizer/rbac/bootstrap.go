@@ -133,6 +133,9 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule(read, []string{"policy"}, "poddisruptionbudgets", "poddisruptionbudgets/status"),
 			rule(read, []string{"networking.k8s.io"}, "ingresses", "ingresses/status", "networkpolicies")),
 
+		// system:node is bound to no one, as in kube since 1.8: nodes get
+		// its rules from the Node authorizer.
+		clusterRole("system:node", nil, NodeRules()...),
 		clusterRole("system:node-bootstrapper", nil,
 			rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests")),
 		clusterRole("system:service-account-issuer-discovery", nil,

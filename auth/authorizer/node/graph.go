@@ -1,0 +1,194 @@
+package node
+
+import (
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Kinds of the objects the graph ties to nodes.
+const (
+	KindSecret                = "secrets"
+	KindConfigMap             = "configmaps"
+	KindPersistentVolumeClaim = "persistentvolumeclaims"
+	KindServiceAccount        = "serviceaccounts"
+	KindPod                   = "pods"
+)
+
+type ref struct{ kind, namespace, name string }
+
+// Graph ties each node to the objects its bound pods use (ServiceAccount,
+// Secrets, ConfigMaps, PersistentVolumeClaims), as kube's node authorizer
+// graph does for the edges pod -> object -> node. It is fed every pod
+// change (Upsert, Delete, Replace) from a watch, and keeps per node a
+// count of the pods that use each object, so that a question is one map
+// lookup and a pod leaving or moving drops exactly its edges.
+type Graph struct {
+	mu sync.RWMutex
+	// pods is what each pod (namespace/name) contributes: its node and
+	// the objects it references.
+	pods map[string]podEdges
+	// refs counts, per node, the pods of that node that use each object.
+	refs   map[string]map[ref]int
+	synced bool
+}
+
+type podEdges struct {
+	node string
+	refs []ref
+}
+
+// NewGraph returns an empty graph, not yet synced.
+func NewGraph() *Graph {
+	return &Graph{pods: map[string]podEdges{}, refs: map[string]map[ref]int{}}
+}
+
+// Synced reports whether the graph has had its first Replace.
+func (g *Graph) Synced() bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.synced
+}
+
+// Replace sets the graph to the given pods (a watch's initial state).
+func (g *Graph) Replace(pods []*v1.Pod) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pods = map[string]podEdges{}
+	g.refs = map[string]map[ref]int{}
+	for _, p := range pods {
+		g.putLocked(p)
+	}
+	g.synced = true
+}
+
+// Upsert records a pod as it is now: a pod bound to no node, or finished
+// (kube drops those too: their objects are no longer needed), has no edges.
+func (g *Graph) Upsert(p *v1.Pod) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removeLocked(p.Namespace + "/" + p.Name)
+	g.putLocked(p)
+}
+
+// Delete forgets a pod.
+func (g *Graph) Delete(namespace, name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.removeLocked(namespace + "/" + name)
+}
+
+func (g *Graph) removeLocked(key string) {
+	e, ok := g.pods[key]
+	if !ok {
+		return
+	}
+	delete(g.pods, key)
+	m := g.refs[e.node]
+	for _, r := range e.refs {
+		if m[r]--; m[r] <= 0 {
+			delete(m, r)
+		}
+	}
+	if len(m) == 0 {
+		delete(g.refs, e.node)
+	}
+}
+
+func (g *Graph) putLocked(p *v1.Pod) {
+	if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		return
+	}
+	refs := podRefs(p)
+	g.pods[p.Namespace+"/"+p.Name] = podEdges{node: p.Spec.NodeName, refs: refs}
+	m := g.refs[p.Spec.NodeName]
+	if m == nil {
+		m = map[ref]int{}
+		g.refs[p.Spec.NodeName] = m
+	}
+	for _, r := range refs {
+		m[r]++
+	}
+}
+
+// podRefs lists, once each, the pod itself and the objects it references.
+func podRefs(p *v1.Pod) []ref {
+	seen := map[ref]bool{}
+	var out []ref
+	add := func(kind, name string) {
+		if name == "" {
+			return
+		}
+		r := ref{kind, p.Namespace, name}
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	add(KindPod, p.Name)
+	add(KindServiceAccount, p.Spec.ServiceAccountName)
+	for _, s := range p.Spec.ImagePullSecrets {
+		add(KindSecret, s.Name)
+	}
+	for i := range p.Spec.Volumes {
+		v := &p.Spec.Volumes[i]
+		switch {
+		case v.Secret != nil:
+			add(KindSecret, v.Secret.SecretName)
+		case v.ConfigMap != nil:
+			add(KindConfigMap, v.ConfigMap.Name)
+		case v.PersistentVolumeClaim != nil:
+			add(KindPersistentVolumeClaim, v.PersistentVolumeClaim.ClaimName)
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					add(KindSecret, src.Secret.Name)
+				}
+				if src.ConfigMap != nil {
+					add(KindConfigMap, src.ConfigMap.Name)
+				}
+			}
+		case v.Ephemeral != nil:
+			// An ephemeral volume's claim is named after the pod and the volume.
+			add(KindPersistentVolumeClaim, p.Name+"-"+v.Name)
+		}
+	}
+	visit := func(cs []v1.Container) {
+		for i := range cs {
+			for _, e := range cs[i].EnvFrom {
+				if e.SecretRef != nil {
+					add(KindSecret, e.SecretRef.Name)
+				}
+				if e.ConfigMapRef != nil {
+					add(KindConfigMap, e.ConfigMapRef.Name)
+				}
+			}
+			for _, e := range cs[i].Env {
+				if e.ValueFrom == nil {
+					continue
+				}
+				if e.ValueFrom.SecretKeyRef != nil {
+					add(KindSecret, e.ValueFrom.SecretKeyRef.Name)
+				}
+				if e.ValueFrom.ConfigMapKeyRef != nil {
+					add(KindConfigMap, e.ValueFrom.ConfigMapKeyRef.Name)
+				}
+			}
+		}
+	}
+	visit(p.Spec.InitContainers)
+	visit(p.Spec.Containers)
+	for i := range p.Spec.EphemeralContainers {
+		c := v1.Container{Env: p.Spec.EphemeralContainers[i].Env, EnvFrom: p.Spec.EphemeralContainers[i].EnvFrom}
+		visit([]v1.Container{c})
+	}
+	return out
+}
+
+// Related reports whether a pod bound to node uses the object kind
+// namespace/name (for KindPod: whether the pod is bound to node).
+func (g *Graph) Related(node, kind, namespace, name string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.refs[node][ref{kind, namespace, name}] > 0
+}

@@ -1,0 +1,116 @@
+package node
+
+import (
+	"context"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/corekube/corekube/auth/authorizer"
+	"github.com/corekube/corekube/auth/user"
+)
+
+func pod(name, node, sa string, secrets ...string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: v1.PodSpec{NodeName: node, ServiceAccountName: sa}}
+	for _, s := range secrets {
+		p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: s, VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: s}}})
+	}
+	return p
+}
+
+var node1 = &user.Info{Name: "system:node:node-1", Groups: []string{"system:nodes", "system:authenticated"}}
+
+func res(verb, group, resource, sub, ns, name string) authorizer.Attributes {
+	return authorizer.Attributes{User: node1, Verb: verb, APIGroup: group, Resource: resource, Subresource: sub,
+		Namespace: ns, Name: name, ResourceRequest: true}
+}
+
+func TestAuthorize(t *testing.T) {
+	g := NewGraph()
+	g.Replace([]*v1.Pod{pod("a", "node-1", "sa1", "s1"), pod("b", "node-2", "sa2", "s2"), pod("c", "", "sa3")})
+	g.Upsert(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Spec: v1.PodSpec{NodeName: "node-1",
+		Containers: []v1.Container{{Name: "c", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm1"}}}}}}}})
+	z := New(g)
+	noRel := "no relationship found between node 'node-1' and this object"
+	for _, tc := range []struct {
+		name   string
+		attrs  authorizer.Attributes
+		want   authorizer.Decision
+		reason string
+	}{
+		{"not a node", authorizer.Attributes{User: &user.Info{Name: "system:node:node-1"}, Verb: "get", Resource: "nodes", ResourceRequest: true}, authorizer.DecisionNoOpinion, ""},
+		{"node without name", authorizer.Attributes{User: &user.Info{Name: "system:node:", Groups: []string{Group}}, Verb: "get", Resource: "nodes", ResourceRequest: true}, authorizer.DecisionNoOpinion, `unknown node for user "system:node:"`},
+		{"get any node", res("get", "", "nodes", "", "", "node-2"), authorizer.DecisionAllow, ""},
+		{"list pods", res("list", "", "pods", "", "", ""), authorizer.DecisionAllow, ""},
+		{"update node status", res("update", "", "nodes", "status", "", "node-1"), authorizer.DecisionAllow, ""},
+		{"delete node", res("delete", "", "nodes", "", "", "node-1"), authorizer.DecisionNoOpinion, ""},
+		{"create pod", res("create", "", "pods", "", "ns", ""), authorizer.DecisionAllow, ""},
+		{"update pod", res("update", "", "pods", "", "ns", "a"), authorizer.DecisionNoOpinion, ""},
+		{"pod status", res("patch", "", "pods", "status", "ns", "a"), authorizer.DecisionAllow, ""},
+		{"eviction", res("create", "", "pods", "eviction", "ns", "a"), authorizer.DecisionAllow, ""},
+		{"events", res("create", "", "events", "", "ns", ""), authorizer.DecisionAllow, ""},
+		{"delete namespace", res("delete", "", "namespaces", "", "", "ns"), authorizer.DecisionNoOpinion, ""},
+		{"csr", res("create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), authorizer.DecisionAllow, ""},
+		{"tokenreview", res("create", "authentication.k8s.io", "tokenreviews", "", "", ""), authorizer.DecisionAllow, ""},
+		{"secret of its pod", res("get", "", "secrets", "", "ns", "s1"), authorizer.DecisionAllow, ""},
+		{"secret of another node's pod", res("get", "", "secrets", "", "ns", "s2"), authorizer.DecisionNoOpinion, noRel},
+		{"secret elsewhere", res("get", "", "secrets", "", "other", "s1"), authorizer.DecisionNoOpinion, noRel},
+		{"list secrets", res("list", "", "secrets", "", "ns", ""), authorizer.DecisionNoOpinion, "No Object name found"},
+		{"update secret", res("update", "", "secrets", "", "ns", "s1"), authorizer.DecisionNoOpinion, "can only read resources of this type"},
+		{"configmap from env", res("watch", "", "configmaps", "", "ns", "cm1"), authorizer.DecisionAllow, ""},
+		{"token of its pod's SA", res("create", "", "serviceaccounts", "token", "ns", "sa1"), authorizer.DecisionAllow, ""},
+		{"token of another node's SA", res("create", "", "serviceaccounts", "token", "ns", "sa2"), authorizer.DecisionNoOpinion, noRel},
+		{"token of an unbound pod's SA", res("create", "", "serviceaccounts", "token", "ns", "sa3"), authorizer.DecisionNoOpinion, noRel},
+		{"get SA", res("get", "", "serviceaccounts", "", "ns", "sa1"), authorizer.DecisionNoOpinion, "can only create tokens for individual service accounts"},
+		{"pvc of nobody", res("get", "", "persistentvolumeclaims", "", "ns", "x"), authorizer.DecisionNoOpinion, noRel},
+		{"list pvcs", res("list", "", "persistentvolumeclaims", "", "ns", ""), authorizer.DecisionNoOpinion, "can only get individual resources of this type"},
+		{"own lease", res("update", "coordination.k8s.io", "leases", "", "kube-node-lease", "node-1"), authorizer.DecisionAllow, ""},
+		{"create lease", res("create", "coordination.k8s.io", "leases", "", "kube-node-lease", ""), authorizer.DecisionAllow, ""},
+		{"other lease", res("update", "coordination.k8s.io", "leases", "", "kube-node-lease", "node-2"), authorizer.DecisionNoOpinion, "can only access node lease with the same name as the requesting node"},
+		{"lease elsewhere", res("get", "coordination.k8s.io", "leases", "", "default", "node-1"), authorizer.DecisionNoOpinion, `can only access leases in the "kube-node-lease" system namespace`},
+		{"list leases", res("list", "coordination.k8s.io", "leases", "", "kube-node-lease", ""), authorizer.DecisionNoOpinion, "can only get, create, update, patch, or delete a node lease"},
+		{"non-resource", authorizer.Attributes{User: node1, Verb: "get", Path: "/metrics"}, authorizer.DecisionNoOpinion, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, reason, err := z.Authorize(context.Background(), tc.attrs)
+			if err != nil || d != tc.want || reason != tc.reason {
+				t.Fatalf("got %v %q %v, want %v %q", d, reason, err, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+func TestGraphFollowsPods(t *testing.T) {
+	g := NewGraph()
+	if g.Synced() {
+		t.Fatal("synced before Replace")
+	}
+	g.Replace(nil)
+	g.Upsert(pod("a", "", "sa", "s"))
+	if g.Related("node-1", KindServiceAccount, "ns", "sa") {
+		t.Fatal("an unbound pod ties its SA to a node")
+	}
+	g.Upsert(pod("a", "node-1", "sa", "s"))
+	g.Upsert(pod("b", "node-1", "sa"))
+	if !g.Related("node-1", KindServiceAccount, "ns", "sa") || !g.Related("node-1", KindSecret, "ns", "s") || !g.Related("node-1", KindPod, "ns", "a") {
+		t.Fatal("binding a pod did not tie its objects to its node")
+	}
+	g.Delete("ns", "a")
+	if g.Related("node-1", KindSecret, "ns", "s") || g.Related("node-1", KindPod, "ns", "a") {
+		t.Fatal("a deleted pod's secret is still tied to its node")
+	}
+	if !g.Related("node-1", KindServiceAccount, "ns", "sa") {
+		t.Fatal("the SA of the remaining pod is no longer tied")
+	}
+	done := pod("b", "node-1", "sa")
+	done.Status.Phase = v1.PodSucceeded
+	g.Upsert(done)
+	if g.Related("node-1", KindServiceAccount, "ns", "sa") {
+		t.Fatal("a finished pod still ties its SA")
+	}
+	g.Upsert(pod("c", "node-2", "sa"))
+	if g.Related("node-1", KindServiceAccount, "ns", "sa") || !g.Related("node-2", KindServiceAccount, "ns", "sa") {
+		t.Fatal("wrong node")
+	}
+}
