@@ -138,4 +138,3 @@ func TestNodeRestriction(t *testing.T) {
 		})
 	}
 }
-
