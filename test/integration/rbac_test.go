@@ -613,25 +613,3 @@ func TestRBACBootstrapReconcile(t *testing.T) {
 		t.Errorf("anonymous /healthz after restart: %d", resp.StatusCode)
 	}
 }
-
-// TestRBACNodeModeOnly: Node (not implemented yet) has no opinion, so
-// with --authorization-mode=Node alone only system:masters is allowed.
-func TestRBACNodeModeOnly(t *testing.T) {
-	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.AuthorizationModes = []string{"Node"} })
-	if _, err := s.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil {
-		t.Errorf("admin: %v", err)
-	}
-	pair, err := testserver.IssueClient("system:node:node-1", "system:nodes")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := rest.CopyConfig(s.Config)
-	c.CertData, c.KeyData = pair.CertPEM, pair.KeyPEM
-	node, err := kubernetes.NewForConfig(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = node.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
-	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
-		`nodes "node-1" is forbidden: User "system:node:node-1" cannot get resource "nodes" in API group "" at the cluster scope`)
-}
