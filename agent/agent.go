@@ -109,7 +109,31 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 			}
 		}
 	}
-	return newAgent(client, cfg)
+	a, err := newAgent(client, cfg)
+	if err != nil || cfg.NodeConfig == nil {
+		return a, err
+	}
+	for _, n := range a.nodes {
+		nc, err := cfg.NodeConfig(n.name)
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		nc = rest.CopyConfig(nc)
+		nc.QPS, nc.UserAgent = rc.QPS, rc.UserAgent
+		if n.client, err = kubernetes.NewForConfig(nc); err != nil {
+			return nil, fmt.Errorf("agent: node %s client: %w", n.name, err)
+		}
+	}
+	return a, nil
+}
+
+// clientFor is the client that writes as node name (the agent's when it
+// is none of its nodes).
+func (a *Agent) clientFor(name string) kubernetes.Interface {
+	if n := a.byName[name]; n != nil {
+		return n.client
+	}
+	return a.client
 }
 
 func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {

@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 )
 
@@ -98,6 +99,15 @@ type Config struct {
 	ClusterCA []byte
 	// Clock is for tests (default the real clock).
 	Clock clock.WithTicker
+
+	// NodeConfig, when set, gives each node an identity of its own: the
+	// client config (a client certificate of system:node:NAME) that node's
+	// writes go through (registration, lease, status, its pods' status,
+	// deletion and tokens), so that the Node authorizer and
+	// NodeRestriction hold the node to its own objects. Each such client
+	// has its own TLS connection. The watches, the events and the reads
+	// stay on the process's own config. Nil: every node writes with it.
+	NodeConfig func(name string) (*rest.Config, error)
 }
 
 // The kubelet's defaults.

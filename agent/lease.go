@@ -16,7 +16,7 @@ import (
 // missing, as the kubelet's lease controller: an update of the lease it
 // last wrote, and on any failure a fresh read next time.
 func (n *node) renewLease(ctx context.Context) error {
-	leases := n.a.client.CoordinationV1().Leases(v1.NamespaceNodeLease)
+	leases := n.client.CoordinationV1().Leases(v1.NamespaceNodeLease)
 	now := metav1.NewMicroTime(n.a.clock.Now())
 	n.mu.Lock()
 	cur := n.lease

@@ -21,12 +21,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 )
 
 // node is one simulated node: its runtime, PLEG and IP addresses, and what
 // the agent last knew of its Node and Lease objects.
 type node struct {
-	a       *Agent
+	a *Agent
+	// client writes as this node (its own identity with
+	// Config.NodeConfig, else the agent's client).
+	client  kubernetes.Interface
 	name    string
 	ip      string // InternalIP
 	podCIDR string
@@ -59,6 +63,7 @@ func (a *Agent) newNode(num int, podCIDRs, nodeIPs netip.Prefix) *node {
 	ip := netip.AddrFrom4([4]byte{byte(ipn >> 24), byte(ipn >> 16), byte(ipn >> 8), byte(ipn)})
 	n := &node{
 		a:       a,
+		client:  a.client,
 		name:    name,
 		ip:      ip.String(),
 		podCIDR: cidr.String(),
@@ -260,7 +265,7 @@ func resourceListsEqual(a, b v1.ResourceList) bool {
 func (n *node) register(ctx context.Context) error {
 	now := n.a.clock.Now()
 	want := n.initialNode(now)
-	nodes := n.a.client.CoreV1().Nodes()
+	nodes := n.client.CoreV1().Nodes()
 	created, err := nodes.Create(ctx, want, metav1.CreateOptions{})
 	switch {
 	case err == nil:

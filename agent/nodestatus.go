@@ -27,7 +27,7 @@ func (n *node) updateStatus(ctx context.Context) error {
 		}
 	}
 
-	nodes := n.a.client.CoreV1().Nodes()
+	nodes := n.client.CoreV1().Nodes()
 	cur, err := nodes.Get(ctx, n.name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", n.name, err)

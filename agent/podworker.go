@@ -619,7 +619,7 @@ func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *v1.Pod, 
 // deletePod deletes a deleted pod that has stopped, as the kubelet's status
 // manager does: at once, and only that very pod (a UID precondition).
 func (a *Agent) deletePod(ctx context.Context, pod *v1.Pod) error {
-	err := a.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+	err := a.clientFor(pod.Spec.NodeName).CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To(int64(0)),
 		Preconditions:      &metav1.Preconditions{UID: ptr.To(pod.UID)},
 	})
@@ -667,14 +667,14 @@ func (a *Agent) writeStatus(ctx context.Context, w *podWorker, pod *v1.Pod, stat
 	}
 	next := pod.DeepCopy()
 	next.Status = status
-	updated, err := a.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	updated, err := a.clientFor(pod.Spec.NodeName).CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
 	if err == nil {
 		w.setPod(updated, false)
 		return updated, nil
 	}
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		// Someone else wrote the pod: sync again from its newest state.
-		fresh, gerr := a.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		fresh, gerr := a.clientFor(pod.Spec.NodeName).CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		switch {
 		case gerr == nil && fresh.UID == pod.UID:
 			w.setPod(fresh, false)

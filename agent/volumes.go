@@ -154,7 +154,7 @@ func (a *Agent) podToken(ctx context.Context, w *podWorker, pod *v1.Pod, src *v1
 	if src.Audience != "" {
 		req.Spec.Audiences = []string{src.Audience}
 	}
-	tr, err := a.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, key.sa, req, metav1.CreateOptions{})
+	tr, err := a.clientFor(pod.Spec.NodeName).CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, key.sa, req, metav1.CreateOptions{})
 	if err != nil {
 		if ok && now.Before(cached.expires) {
 			return cached, nil

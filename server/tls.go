@@ -43,6 +43,9 @@ type serving struct {
 	admin pki.KeyPair
 	// clientCAs verify client certificates.
 	clientCAs *x509.CertPool
+	// ca issues the in-process nodes' client certificates
+	// (NodeClientConfig).
+	ca *pki.CA
 }
 
 // setupTLS loads or makes the certificates: a CA (in CertDir, else in
@@ -61,7 +64,7 @@ func (s *Server) setupTLS() (*serving, error) {
 	if err != nil {
 		return nil, fmt.Errorf("certificate authority: %w", err)
 	}
-	out := &serving{caPEM: ca.PEM}
+	out := &serving{caPEM: ca.PEM, ca: ca}
 
 	var servingCert tls.Certificate
 	if cfg.TLSCertFile != "" || cfg.TLSPrivateKeyFile != "" {

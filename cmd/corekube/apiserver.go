@@ -84,7 +84,10 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 		"longest life a TokenRequest may ask for (0: no cap)")
 	f.BoolVar(&cfg.ServiceAccountExtendTokenExpiration, "service-account-extend-token-expiration", true,
 		"give pod-bound tokens asked for 3607s a year of life, flagged after the hour, as kube does for the kubelet's projected tokens")
-	f.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", nil,
+	// NodeRestriction is on as in a kubeadm cluster (kube-apiserver's own
+	// default is off): with the Node authorizer, it holds nodes to their
+	// own objects.
+	f.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", []string{"NodeRestriction"},
 		"admission plugins to run besides the default ones (NamespaceLifecycle, ServiceAccount, PodSecurity, DefaultTolerationSeconds, MutatingAdmissionWebhook, ValidatingAdmissionWebhook); comma-separated, any order: they run in kube's order")
 	f.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil,
 		"default admission plugins not to run; comma-separated")

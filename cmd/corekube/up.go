@@ -18,8 +18,9 @@ import (
 
 func newUpCommand() *cobra.Command {
 	var (
-		cfg       server.Config
-		agentOpts agentOptions
+		cfg            server.Config
+		agentOpts      agentOptions
+		nodeIdentities bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -45,6 +46,9 @@ func newUpCommand() *cobra.Command {
 			dataDir := cfg.DataDir
 			cfg.DataDir = filepath.Join(dataDir, "etcd")
 			cfg.CertDir = filepath.Join(dataDir, "pki")
+			if nodeIdentities {
+				agentCfg.NodeConfig = inProcessNodeIdentity
+			}
 			return runServer(cmd.Context(), cfg, filepath.Join(dataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}
@@ -53,7 +57,16 @@ func newUpCommand() *cobra.Command {
 	addAPIFlags(cmd.Flags(), &cfg)
 	cmd.Flags().IntVar(&agentOpts.cfg.Nodes, "nodes", 3, "number of simulated nodes to run in-process (0 = none)")
 	agentOpts.addFlags(cmd.Flags())
+	cmd.Flags().BoolVar(&nodeIdentities, "node-identities", true,
+		"each in-process node authenticates as itself (a client certificate of system:node:NAME in system:nodes from the server's CA, one TLS connection per node), so that the Node authorizer and NodeRestriction apply; false: all nodes share the server's loopback identity and connection")
 	return cmd
+}
+
+// inProcessNodeIdentity marks an agent configuration whose nodes take
+// their identities from the in-process server: runServer replaces it with
+// the server's NodeClientConfig once the server runs.
+func inProcessNodeIdentity(string) (*rest.Config, error) {
+	return nil, errors.New("no in-process server issues node identities")
 }
 
 // runServer starts the API server and its control loops (all of them for
@@ -78,8 +91,18 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 		return errors.Join(err, srv.Shutdown(context.Background()))
 	}
 	if agentCfg != nil && agentCfg.Nodes > 0 {
+		acfg := *agentCfg
+		if acfg.NodeConfig != nil {
+			acfg.NodeConfig = srv.NodeClientConfig
+			if _, err := srv.NodeClientConfig(""); err != nil {
+				// Without TLS (or trusting another CA) the nodes share the
+				// loopback identity, as with --node-identities=false.
+				slog.Warn("nodes share the server's identity", "reason", err)
+				acfg.NodeConfig = nil
+			}
+		}
 		loops = append(loops, loop{"node agents", func(ctx context.Context) error {
-			return agent.Run(ctx, srv.LoopbackConfig(), *agentCfg)
+			return agent.Run(ctx, srv.LoopbackConfig(), acfg)
 		}})
 	}
 	loopsCtx, stopLoops := context.WithCancel(ctx)
