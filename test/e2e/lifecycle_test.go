@@ -68,6 +68,9 @@ func TestLifecycle(t *testing.T) {
 			t.Errorf("READINESS GATES of lc-gated after a minute of syncs: %q, want 1/1", gates)
 		}
 	}
+	// After the group: it labels node-1 and pulls images, which the
+	// Describe checks would see.
+	t.Run("NodeIdentity", func(t *testing.T) { testNodeIdentity(t, p.kc(t, bin)) })
 	p.stop()
 }
 

@@ -1,0 +1,40 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// testNodeIdentity: a node impersonated by kubectl
+// (--as=system:node:node-1 --as-group=system:nodes) reads its own Node and
+// the pods, and the Node authorizer and NodeRestriction (on by default in
+// `up`) refuse it another node's objects, a non-mirror pod, the restricted
+// labels and a namespace, with kube's messages.
+func testNodeIdentity(t *testing.T, k *kc) {
+	k.ok("create", "namespace", "ni")
+	for _, p := range []struct{ name, node string }{{"on1", "node-1"}, {"on2", "node-2"}} {
+		k.ok("run", p.name, "-n", "ni", "--image=nginx:1.27", `--overrides={"spec":{"nodeName":"`+p.node+`"}}`)
+	}
+	as := []string{"--as=system:node:node-1", "--as-group=system:nodes"}
+	node := func(args ...string) []string { return append(args, as...) }
+
+	k.expect("node/node-1", node("get", "node", "node-1", "-o", "name")...)
+	k.poll(20*time.Second, "the node-1 view of the pods", func(out string) bool {
+		return strings.Contains(out, "pod/on1") && strings.Contains(out, "pod/on2")
+	}, node("get", "pods", "-n", "ni", "-o", "name")...)
+
+	k.expectFail(`Error from server (Forbidden): nodes "node-2" is forbidden: node "node-1" is not allowed to modify node "node-2"`,
+		node("label", "node", "node-2", "e2e=x")...)
+	k.expectFail(`Error from server (Forbidden): pods "on2" is forbidden: node "node-1" can only delete pods with spec.nodeName set to itself`,
+		node("delete", "pod", "on2", "-n", "ni", "--wait=false")...)
+	k.expectFail(`Error from server (Forbidden): pods "rogue" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "node-1" can only create mirror pods`,
+		node("run", "rogue", "-n", "ni", "--image=busybox", `--overrides={"spec":{"nodeName":"node-1"}}`)...)
+	k.expectFail(`Error from server (Forbidden): nodes "node-1" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool`,
+		node("label", "node", "node-1", "node-restriction.kubernetes.io/pool=a")...)
+	k.expectFail(`Error from server (Forbidden): namespaces "ni" is forbidden: User "system:node:node-1" cannot delete resource "namespaces" in API group "" in the namespace "ni"`,
+		node("delete", "namespace", "ni", "--wait=false")...)
+	// What is its own it may do: label itself, delete its pod.
+	k.expect("node/node-1 labeled", node("label", "node", "node-1", "e2e-node-identity=yes")...)
+	k.expect(`pod "on1" deleted`, node("delete", "pod", "on1", "-n", "ni", "--wait=false")...)
+}
