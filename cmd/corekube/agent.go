@@ -18,6 +18,7 @@ func newAgentCommand() *cobra.Command {
 		opts       agentOptions
 		kubeconfig string
 		qps        float32
+		nodeCADir  string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -41,6 +42,11 @@ a simulated container runtime, as the kubelet does.`,
 			if err != nil {
 				return err
 			}
+			if nodeCADir != "" {
+				if cfg.NodeConfig, err = nodeIdentitiesFromCA(nodeCADir, restConfig); err != nil {
+					return err
+				}
+			}
 			return agent.Run(cmd.Context(), restConfig, cfg)
 		},
 	}
@@ -49,6 +55,8 @@ a simulated container runtime, as the kubelet does.`,
 	f.IntVar(&opts.cfg.Nodes, "nodes", 1, "number of nodes to run")
 	f.Float32Var(&qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server (0: none)")
 	opts.addFlags(f)
+	f.StringVar(&nodeCADir, "node-identities-ca-dir", "", "benchmarks and tests: each node authenticates with a client certificate of system:node:NAME issued from the CA in this directory (ca.crt, ca.key)")
+	_ = f.MarkHidden("node-identities-ca-dir")
 	return cmd
 }
 

@@ -38,6 +38,9 @@ const (
 	scaleSettleEnv  = "COREKUBE_BENCH_SCALE_SETTLE"  // wait after all Running, default 30s
 	scaleWindowEnv  = "COREKUBE_BENCH_SCALE_WINDOW"  // sampling window, default 60s
 	scaleTimeoutEnv = "COREKUBE_BENCH_SCALE_TIMEOUT" // deadline for Ready nodes and Running pods, default 30m
+	// scaleNodeIdentitiesEnv ("1") gives each node of the agent its own
+	// client certificate (system:node:NAME), hence its own connection.
+	scaleNodeIdentitiesEnv = "COREKUBE_BENCH_SCALE_NODE_IDENTITIES"
 	// scaleBinEnv names a corekube binary to use; unset, the benchmark
 	// builds one from this module into a temporary directory.
 	scaleBinEnv = "COREKUBE_BENCH_BIN"
@@ -336,7 +339,11 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 
 	var res scaleResult
 	start := time.Now()
-	c.agent = startProc(b, dir, "agent", bin, "agent", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(cfg.nodes))
+	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(cfg.nodes)}
+	if os.Getenv(scaleNodeIdentitiesEnv) == "1" {
+		agentArgs = append(agentArgs, "--node-identities-ca-dir", filepath.Join(dataDir, "pki"))
+	}
+	c.agent = startProc(b, dir, "agent", bin, agentArgs...)
 	if err := readyNodes.wait(ctx, &c, "Ready nodes", cfg.nodes, cfg.progressLogStep); err != nil {
 		b.Fatal(err)
 	}
@@ -373,6 +380,8 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		b.Fatal(err)
 	}
 	res.etcdMiB = float64(etcdDBSize(dataDir)) / (1 << 20)
+	fmt.Fprintf(os.Stderr, "scale: node identities %q; agent process: %d sockets open, %d threads\n",
+		os.Getenv(scaleNodeIdentitiesEnv), countSockets(c.agent.pid()), countThreads(c.agent.pid()))
 	return res
 }
 
@@ -734,4 +743,35 @@ func (r scaleResult) print(w io.Writer, cfg scaleConfig, run int) {
 	}
 	fmt.Fprintf(w, "  machine busy %.1f%% of all CPUs, of which not ours %.1f%%; etcd db file %.0f MiB\n\n",
 		r.machineBusyPercent, r.foreignPercent, r.etcdMiB)
+}
+
+// countSockets counts the sockets pid holds open (its connections to the
+// API server, and its listeners).
+func countSockets(pid int) int {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, fd := range fds {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(target, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
+// countThreads is the Threads line of pid's status.
+func countThreads(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return -1
 }
