@@ -179,11 +179,19 @@ func TestNodeModeOnly(t *testing.T) {
 	if _, err := s.Client.CoreV1().Nodes().Create(ctx, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// system:node is in the bootstrap policy, bound to no one (as kube).
+	role, err := s.Client.RbacV1().ClusterRoles().Get(ctx, "system:node", metav1.GetOptions{})
+	if err != nil || len(role.Rules) == 0 {
+		t.Errorf("system:node: %v %v", role, err)
+	}
+	if b, err := s.Client.RbacV1().ClusterRoleBindings().Get(ctx, "system:node", metav1.GetOptions{}); err == nil {
+		t.Errorf("system:node is bound: %v", b.Subjects)
+	}
 	node := nodeClients(t, s)["cert"]
 	if _, err := node.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
 		t.Errorf("get own node: %v", err)
 	}
-	_, err := node.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
+	_, err = node.CoreV1().Secrets("default").List(ctx, metav1.ListOptions{})
 	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
 		`secrets is forbidden: User "system:node:node-1" cannot list resource "secrets" in API group "" in the namespace "default": No Object name found`)
 }
