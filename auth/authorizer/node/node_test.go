@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -112,5 +113,33 @@ func TestGraphFollowsPods(t *testing.T) {
 	g.Upsert(pod("c", "node-2", "sa"))
 	if g.Related("node-1", KindServiceAccount, "ns", "sa") || !g.Related("node-2", KindServiceAccount, "ns", "sa") {
 		t.Fatal("wrong node")
+	}
+}
+
+// BenchmarkAuthorize: a decision through the graph (a token of a pod's
+// ServiceAccount among 30,000 pods on 1,000 nodes) and through the rules.
+func BenchmarkAuthorize(b *testing.B) {
+	g := NewGraph()
+	var pods []*v1.Pod
+	for i := 0; i < 30000; i++ {
+		pods = append(pods, pod(fmt.Sprintf("p%d", i), fmt.Sprintf("node-%d", i%1000+1), fmt.Sprintf("sa%d", i), fmt.Sprintf("s%d", i)))
+	}
+	g.Replace(pods)
+	z := New(g)
+	for _, bc := range []struct {
+		name  string
+		attrs authorizer.Attributes
+	}{
+		{"graph", res("create", "", "serviceaccounts", "token", "ns", "sa1000")},
+		{"rules", res("patch", "", "pods", "status", "ns", "p1")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if d, _, _ := z.Authorize(context.Background(), bc.attrs); d != authorizer.DecisionAllow {
+					b.Fatal(d)
+				}
+			}
+		})
 	}
 }
