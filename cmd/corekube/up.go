@@ -77,6 +77,18 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 	if err != nil {
 		return errors.Join(err, srv.Shutdown(context.Background()))
 	}
+	if allLoops {
+		// The CSR approver and signer, with the server's CA.
+		ca, err := upSigningCA(cfg.CertDir)
+		if err == nil {
+			var certs []loop
+			certs, err = certificatesLoops(srv.LoopbackConfig(), ca, slog.Default())
+			loops = append(loops, certs...)
+		}
+		if err != nil {
+			return errors.Join(err, srv.Shutdown(context.Background()))
+		}
+	}
 	if agentCfg != nil && agentCfg.Nodes > 0 {
 		loops = append(loops, loop{"node agents", func(ctx context.Context) error {
 			return agent.Run(ctx, srv.LoopbackConfig(), *agentCfg)
