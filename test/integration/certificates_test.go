@@ -1,0 +1,293 @@
+package integration
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/corekube/corekube/agent/bootstrap"
+	"github.com/corekube/corekube/auth/pki"
+	"github.com/corekube/corekube/controllers/certificates"
+	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/test/testserver"
+)
+
+// csrServer is a server with a bootstrap token (group system:bootstrappers,
+// from the token file) and the certificates controller signing with its CA.
+func csrServer(t *testing.T) (s *testserver.Server, boot *rest.Config) {
+	t.Helper()
+	dir := t.TempDir()
+	tokenFile := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte("bootstrap-token,system:bootstrap:abcdef,uid-boot,system:bootstrappers\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = testserver.StartWith(t, dir, func(c *server.Config) { c.TokenAuthFile = tokenFile })
+	certPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, "pki", "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.ParseCA(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(s.Client, 0)
+	ctrl, err := certificates.New(s.Client, factory, certificates.Config{CA: ca, Logger: testserver.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = ctrl.Start(ctx) }()
+	factory.Start(ctx.Done())
+	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	boot = rest.AnonymousClientConfig(s.Config)
+	boot.BearerToken = "bootstrap-token"
+	return s, boot
+}
+
+func csrRequest(t *testing.T, cn string, orgs ...string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: cn, Organization: orgs}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+}
+
+func mustClient(t *testing.T, cfg *rest.Config) kubernetes.Interface {
+	t.Helper()
+	c, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitCSR polls the CSR until done says so, with a deadline.
+func waitCSR(t *testing.T, c kubernetes.Interface, name string, done func(*certificatesv1.CertificateSigningRequest) bool) *certificatesv1.CertificateSigningRequest {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		csr, err := c.CertificatesV1().CertificateSigningRequests().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done(csr) {
+			return csr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CSR %s not done: %+v", name, csr.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCSRBootstrapNode: a node bootstraps with the bootstrap token; the
+// controllers approve (the bootstrappers may create nodeclient) and sign;
+// the certificate is stored 0600 and authenticates as system:node:NAME in
+// system:nodes; a restarted manager reuses it.
+func TestCSRBootstrapNode(t *testing.T) {
+	s, boot := csrServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	certDir := t.TempDir()
+	m := bootstrap.New(boot, certDir, "node-7", testserver.Logger())
+	if err := m.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(m.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("certificate file mode %v", fi.Mode().Perm())
+	}
+	list, err := s.Client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("%d CSRs", len(list.Items))
+	}
+	csr := list.Items[0]
+	if csr.Spec.Username != "system:bootstrap:abcdef" || csr.Spec.UID != "uid-boot" || !strings.Contains(strings.Join(csr.Spec.Groups, ","), "system:bootstrappers") {
+		t.Fatalf("requester not recorded: %+v", csr.Spec)
+	}
+	if c := csr.Status.Conditions; len(c) != 1 || c[0].Type != certificatesv1.CertificateApproved || c[0].Reason != "AutoApproved" {
+		t.Fatalf("conditions %+v", c)
+	}
+
+	rc, err := m.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := mustClient(t, rc).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := review.Status.UserInfo; u.Username != "system:node:node-7" || !strings.Contains(strings.Join(u.Groups, ","), "system:nodes") {
+		t.Fatalf("the node's certificate authenticates as %+v", u)
+	}
+
+	again := bootstrap.New(boot, certDir, "node-7", testserver.Logger())
+	if err := again.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if list, err = s.Client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("a stored valid certificate was requested again: %v, %d CSRs", err, len(list.Items))
+	}
+}
+
+// TestCSRApproval: a CSR of another signer waits for a human; the
+// bootstrapper cannot approve it (RBAC), a user allowed to update approval
+// but not to approve for the signer gets kube's 403, the admin approves
+// (UpdateApproval) and the signer issues; a denied request is never
+// signed; the spec is immutable and names the requester.
+func TestCSRApproval(t *testing.T) {
+	s, boot := csrServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	bc := mustClient(t, boot)
+	csrs := bc.CertificatesV1().CertificateSigningRequests()
+	newCSR := func(name string) *certificatesv1.CertificateSigningRequest {
+		return &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: certificatesv1.CertificateSigningRequestSpec{
+				Request:    csrRequest(t, "jane", "devs"),
+				SignerName: certificatesv1.KubeAPIServerClientSignerName,
+				Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth},
+				Username:   "system:admin",
+				Groups:     []string{"system:masters"},
+			},
+		}
+	}
+	created, err := csrs.Create(ctx, newCSR("jane"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Spec.Username != "system:bootstrap:abcdef" || strings.Contains(strings.Join(created.Spec.Groups, ","), "system:masters") {
+		t.Fatalf("the client chose the requester: %+v", created.Spec)
+	}
+
+	// Invalid requests.
+	bad := newCSR("bad")
+	bad.Spec.Request = []byte("nope")
+	bad.Spec.SignerName = "signer"
+	_, err = csrs.Create(ctx, bad, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "PEM block type must be CERTIFICATE REQUEST") ||
+		!strings.Contains(err.Error(), "spec.signerName") {
+		t.Fatalf("want invalid request and signer, got %v", err)
+	}
+
+	approve := func(c kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest, typ certificatesv1.RequestConditionType) error {
+		csr = csr.DeepCopy()
+		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+			Type: typ, Status: v1.ConditionTrue, Reason: "Test", Message: "by the test"})
+		_, err := c.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{})
+		return err
+	}
+	if err := approve(bc, created, certificatesv1.CertificateApproved); !apierrors.IsForbidden(err) {
+		t.Fatalf("the bootstrapper approved: %v", err)
+	}
+
+	// A user who may update approvals but not approve for this signer.
+	if _, err := s.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "csr-approval-writer"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "update"}, APIGroups: []string{"certificates.k8s.io"},
+			Resources: []string{"certificatesigningrequests", "certificatesigningrequests/approval"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "csr-approval-writer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "csr-approval-writer"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "clerk"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clerkCfg := rest.CopyConfig(s.Config)
+	clerkCfg.Impersonate.UserName = "clerk"
+	clerk := mustClient(t, clerkCfg)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err = approve(clerk, created, certificatesv1.CertificateApproved)
+		// RBAC's cache follows the binding; until then, RBAC's 403.
+		if err != nil && strings.Contains(err.Error(), "user not permitted to approve requests with signerName") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want kube's signer 403, got %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := `certificatesigningrequests.certificates.k8s.io "jane" is forbidden: user not permitted to approve requests with signerName "kubernetes.io/kube-apiserver-client"`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+
+	if err := approve(s.Client, created, certificatesv1.CertificateApproved); err != nil {
+		t.Fatal(err)
+	}
+	issued := waitCSR(t, s.Client, "jane", func(c *certificatesv1.CertificateSigningRequest) bool { return len(c.Status.Certificate) > 0 })
+	block, _ := pem.Decode(issued.Status.Certificate)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "jane" || cert.Subject.Organization[0] != "devs" {
+		t.Fatalf("issued for %v", cert.Subject)
+	}
+
+	// Denied: never signed; Approved cannot be added to it.
+	denied, err := csrs.Create(ctx, newCSR("joe"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := approve(s.Client, denied, certificatesv1.CertificateDenied); err != nil {
+		t.Fatal(err)
+	}
+	denied = waitCSR(t, s.Client, "joe", func(c *certificatesv1.CertificateSigningRequest) bool { return len(c.Status.Conditions) == 1 })
+	err = approve(s.Client, denied, certificatesv1.CertificateApproved)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "Approved and Denied conditions are mutually exclusive") {
+		t.Fatalf("want approval of a denied CSR refused, got %v", err)
+	}
+
+	// The spec cannot change through the main resource.
+	upd := issued.DeepCopy()
+	upd.Spec.SignerName = "example.com/other"
+	upd.Labels = map[string]string{"a": "b"}
+	after, err := s.Client.CertificatesV1().CertificateSigningRequests().Update(ctx, upd, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName || after.Labels["a"] != "b" || len(after.Status.Certificate) == 0 {
+		t.Fatalf("update changed spec or status: %+v", after)
+	}
+}
