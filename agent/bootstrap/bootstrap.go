@@ -337,14 +337,7 @@ func (m *Manager) Run(ctx context.Context) {
 			return
 		case <-timer.C:
 		}
-		cfg, err := m.ClientConfig()
-		if err == nil && time.Now().After(c.Leaf.NotAfter) {
-			cfg = m.bootstrap
-		}
-		if err == nil {
-			err = m.rotate(ctx, cfg)
-		}
-		if err != nil {
+		if err := m.Renew(ctx); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -359,6 +352,21 @@ func (m *Manager) Run(ctx context.Context) {
 		}
 		backoff = time.Second
 	}
+}
+
+// Renew requests a new certificate now, as the node itself (as the
+// bootstrap identity once its certificate has expired), and puts it in
+// use.
+func (m *Manager) Renew(ctx context.Context) error {
+	c := m.cert.Load()
+	if c == nil || c.Leaf == nil || time.Now().After(c.Leaf.NotAfter) {
+		return m.rotate(ctx, m.bootstrap)
+	}
+	cfg, err := m.ClientConfig()
+	if err != nil {
+		return err
+	}
+	return m.rotate(ctx, cfg)
 }
 
 // renewalDeadline is a random point in 70-90% of the certificate's life,

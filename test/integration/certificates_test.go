@@ -291,3 +291,89 @@ func TestCSRApproval(t *testing.T) {
 		t.Fatalf("update changed spec or status: %+v", after)
 	}
 }
+
+// TestCSRRenewal: a node renews its certificate as itself (the
+// selfnodeclient approval); the new certificate is stored and used, and a
+// node may not have another node's certificate approved.
+func TestCSRRenewal(t *testing.T) {
+	s, boot := csrServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Nodes create CSRs by kube's system:node role, which the Node
+	// authorizer grants; here RBAC does.
+	if _, err := s.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodes-csr"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node-bootstrapper"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:nodes"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	m := bootstrap.New(boot, t.TempDir(), "node-3", testserver.Logger())
+	if err := m.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := m.Current().Leaf.SerialNumber
+	rc, err := m.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeClient := mustClient(t, rc)
+	// RBAC's cache follows the binding: retry until the node may create.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err = m.Renew(ctx)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "forbidden") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if m.Current().Leaf.SerialNumber.Cmp(first) == 0 {
+		t.Fatal("renewal kept the certificate")
+	}
+	list, err := s.Client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renewed *certificatesv1.CertificateSigningRequest
+	for i := range list.Items {
+		if list.Items[i].Spec.Username == "system:node:node-3" {
+			renewed = &list.Items[i]
+		}
+	}
+	if renewed == nil || !strings.Contains(renewed.Status.Conditions[0].Message, "self kubelet client certificate") {
+		t.Fatalf("no self-renewal CSR approved: %+v", list.Items)
+	}
+	// The client config uses the new certificate.
+	review, err := nodeClient.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil || review.Status.UserInfo.Username != "system:node:node-3" {
+		t.Fatalf("after renewal: %v %+v", err, review)
+	}
+
+	// node-3 asking for node-4's certificate is left pending: not its
+	// own (selfnodeclient) and not a bootstrapper (nodeclient).
+	other, err := nodeClient.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: "steal"},
+		Spec: certificatesv1.CertificateSigningRequestSpec{
+			Request: csrRequest(t, "system:node:node-4", "system:nodes"), SignerName: certificatesv1.KubeAPIServerClientKubeletSignerName,
+			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A later CSR approved: the controller has (most likely: its workers
+	// run in parallel) handled "steal", which came first in its queue.
+	if err := bootstrap.New(boot, t.TempDir(), "node-5", testserver.Logger()).Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Client.CertificatesV1().CertificateSigningRequests().Get(ctx, other.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Status.Conditions) != 0 || len(got.Status.Certificate) != 0 {
+		t.Fatalf("another node's certificate was approved: %+v", got.Status)
+	}
+}
