@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -12,10 +13,11 @@ import (
 	"github.com/corekube/corekube/auth/authorizer"
 	"github.com/corekube/corekube/auth/authorizer/rbac"
 	"github.com/corekube/corekube/auth/user"
+	"github.com/corekube/corekube/registry/certificatesigningrequests"
 )
 
-// certificateAdmission is kube's CertificateApproval and CertificateSigning
-// admission plugins: writing a CSR's approval requires the approve verb,
+// certificateAdmission is kube's CertificateApproval, CertificateSigning
+// and CertificateSubjectRestriction admission plugins: writing a CSR's approval requires the approve verb,
 // and its status the sign verb, on the certificates.k8s.io signers
 // resource named by the signer (or its domain/* wildcard). It asks the
 // server's whole authorizer, which is only known once authorization is set
@@ -29,7 +31,13 @@ var _ admission.Validator = (*certificateAdmission)(nil)
 
 // Validate refuses approval and status writes the user may not make.
 func (c *certificateAdmission) Validate(ctx context.Context, a *admission.Attributes) error {
-	if a.Resource.Group != certificatesv1.GroupName || a.Resource.Resource != "certificatesigningrequests" || a.Operation != admission.Update {
+	if a.Resource.Group != certificatesv1.GroupName || a.Resource.Resource != "certificatesigningrequests" {
+		return nil
+	}
+	if a.Operation == admission.Create && a.Subresource == "" {
+		return subjectRestriction(a)
+	}
+	if a.Operation != admission.Update {
 		return nil
 	}
 	var verb, what string
@@ -59,6 +67,26 @@ func (c *certificateAdmission) Validate(ctx context.Context, a *admission.Attrib
 	}
 	return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name,
 		fmt.Errorf("user not permitted to %s requests with signerName %q", what, csr.Spec.SignerName))
+}
+
+// subjectRestriction is kube's CertificateSubjectRestriction: no
+// system:masters certificate through the kube-apiserver-client signer
+// (which would make its holder all-powerful).
+func subjectRestriction(a *admission.Attributes) error {
+	csr, ok := a.Object.(*certificatesv1.CertificateSigningRequest)
+	if !ok || csr.Spec.SignerName != certificatesv1.KubeAPIServerClientSignerName {
+		return nil
+	}
+	req, err := certificatesigningrequests.ParseRequest(csr.Spec.Request)
+	if err != nil {
+		// Validation, after admission, says why.
+		return nil
+	}
+	if slices.Contains(req.Subject.Organization, user.SystemPrivilegedGroup) {
+		return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name,
+			fmt.Errorf("use of %s signer with %s group is not allowed", csr.Spec.SignerName, user.SystemPrivilegedGroup))
+	}
+	return nil
 }
 
 // allowed asks for verb on signers/NAME, then signers/DOMAIN/*, as kube's

@@ -377,3 +377,109 @@ func TestCSRRenewal(t *testing.T) {
 		t.Fatalf("another node's certificate was approved: %+v", got.Status)
 	}
 }
+
+// TestCSRAdmission: no system:masters through kube-apiserver-client
+// (CertificateSubjectRestriction); writing a certificate needs the sign
+// verb for the signer (CertificateSigning); CSRs select by
+// spec.signerName.
+func TestCSRAdmission(t *testing.T) {
+	s, boot := csrServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	csrs := mustClient(t, boot).CertificatesV1().CertificateSigningRequests()
+	newCSR := func(name, signer string, orgs ...string) *certificatesv1.CertificateSigningRequest {
+		return &certificatesv1.CertificateSigningRequest{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: certificatesv1.CertificateSigningRequestSpec{Request: csrRequest(t, name, orgs...), SignerName: signer,
+				Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}},
+		}
+	}
+	_, err := csrs.Create(ctx, newCSR("root", certificatesv1.KubeAPIServerClientSignerName, "system:masters"), metav1.CreateOptions{})
+	want := `certificatesigningrequests.certificates.k8s.io "root" is forbidden: use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	// Another signer may issue system:masters: kube restricts only its own.
+	custom, err := csrs.Create(ctx, newCSR("custom", "example.com/custom", "system:masters"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := csrs.Create(ctx, newCSR("other", certificatesv1.KubeAPIServerClientSignerName), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.Client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{FieldSelector: "spec.signerName=example.com/custom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNames(t, "CSRs of example.com/custom", names(t, list), "custom")
+
+	// The admin approves; a signer without the sign verb cannot write the
+	// certificate.
+	custom.Status.Conditions = []certificatesv1.CertificateSigningRequestCondition{{Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "Test"}}
+	custom, err = s.Client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, "custom", custom, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "csr-status-writer"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "update"}, APIGroups: []string{"certificates.k8s.io"},
+			Resources: []string{"certificatesigningrequests", "certificatesigningrequests/status"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "csr-status-writer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "csr-status-writer"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "forger"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	forgerCfg := rest.CopyConfig(s.Config)
+	forgerCfg.Impersonate.UserName = "forger"
+	forger := mustClient(t, forgerCfg)
+	pair, err := testserver.IssueClient("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	custom.Status.Certificate = pair.CertPEM
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err = forger.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, custom, metav1.UpdateOptions{})
+		if err != nil && strings.Contains(err.Error(), "user not permitted to sign") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want the sign check's 403, got %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want = `certificatesigningrequests.certificates.k8s.io "custom" is forbidden: user not permitted to sign requests with signerName "example.com/custom"`
+	if !apierrors.IsForbidden(err) || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	// With sign on example.com/* it may.
+	if _, err := s.Client.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "custom-signer"},
+		Rules: []rbacv1.PolicyRule{{Verbs: []string{"sign"}, APIGroups: []string{"certificates.k8s.io"},
+			Resources: []string{"signers"}, ResourceNames: []string{"example.com/*"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "custom-signer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "custom-signer"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "forger"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, err = forger.CertificatesV1().CertificateSigningRequests().UpdateStatus(ctx, custom, metav1.UpdateOptions{})
+		if err == nil {
+			break
+		}
+		if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+			t.Fatalf("signer with sign on example.com/*: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
