@@ -1,0 +1,163 @@
+package integration
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestAccessReviews: the four authorization.k8s.io reviews answer as the
+// authorizer decides requests, for a certificate user with a Role.
+func TestAccessReviews(t *testing.T) {
+	ctx := context.Background()
+	ns := createNamespace(t, uniqueName(t, "reviews"))
+	name := uniqueName(t, "reviewer")
+	ucs, _, _ := userClients(t, name)
+
+	if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-maker"}, Rules: []rbacv1.PolicyRule{
+		{Verbs: []string{"create", "get"}, APIGroups: []string{""}, Resources: []string{"pods"}},
+		{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"pods/log"}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "makers"},
+		RoleRef:  rbacv1.RoleRef{Kind: "Role", Name: "pod-maker"},
+		Subjects: []rbacv1.Subject{{Kind: "User", Name: name}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	allowedReason := `RBAC: allowed by RoleBinding "makers/` + ns + `" of Role "pod-maker" to User "` + name + `"`
+
+	self := func(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) (authorizationv1.SubjectAccessReviewStatus, error) {
+		r, err := ucs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: ra, NonResourceAttributes: nra}}, metav1.CreateOptions{})
+		if err != nil {
+			return authorizationv1.SubjectAccessReviewStatus{}, err
+		}
+		return r.Status, nil
+	}
+	// The binding reaches the authorizer through a watch.
+	untilNoError(t, "self review allowed once bound", func() error {
+		st, err := self(&authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}, nil)
+		if err != nil {
+			return err
+		}
+		if !st.Allowed || st.Reason != allowedReason {
+			return &reviewMismatch{st}
+		}
+		return nil
+	})
+	for _, c := range []struct {
+		ra    *authorizationv1.ResourceAttributes
+		nra   *authorizationv1.NonResourceAttributes
+		allow bool
+	}{
+		{ra: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "delete", Resource: "pods"}},
+		{ra: &authorizationv1.ResourceAttributes{Namespace: "default", Verb: "create", Resource: "pods"}},
+		{ra: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "log"}, allow: true},
+		{ra: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Subresource: "exec"}},
+		// system:public-info-viewer lets everyone read /healthz.
+		{nra: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/healthz"}, allow: true},
+		{nra: &authorizationv1.NonResourceAttributes{Verb: "get", Path: "/metrics"}},
+	} {
+		st, err := self(c.ra, c.nra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Allowed != c.allow || st.Denied {
+			t.Errorf("%+v %+v: %+v, want allowed %v", c.ra, c.nra, st, c.allow)
+		}
+	}
+	_, err := self(nil, nil)
+	checkStatusErr(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+		`.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified`)
+
+	// SubjectAccessReview: cluster-admin asks about the user (the user may
+	// not: only system:masters and the like may review others).
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: name, Groups: []string{"system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Name: "p"}}}
+	got, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Status.Allowed || got.Status.Reason != allowedReason || got.Spec.User != name {
+		t.Errorf("subject access review: %+v", got)
+	}
+	sar.Spec.User = "someone-else"
+	if got, err = cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{}); err != nil || got.Status.Allowed {
+		t.Errorf("review of another user: %+v %v", got, err)
+	}
+	if _, err := ucs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{}); err == nil {
+		t.Error("a plain user created a subjectaccessreview")
+	}
+	sar.Spec.User = ""
+	sar.Spec.Groups = nil
+	_, err = cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	checkStatusErr(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+		`.authorization.k8s.io "" is invalid: spec.user: Invalid value: "": at least one of user or group must be specified`)
+
+	// LocalSubjectAccessReview: the review's namespace must be the URL's.
+	local := &authorizationv1.LocalSubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: name,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}}}
+	lgot, err := cs.AuthorizationV1().LocalSubjectAccessReviews(ns).Create(ctx, local, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !lgot.Status.Allowed || lgot.Namespace != ns {
+		t.Errorf("local review: %+v", lgot)
+	}
+	_, err = cs.AuthorizationV1().LocalSubjectAccessReviews("default").Create(ctx, local, metav1.CreateOptions{})
+	checkStatusErr(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
+		`.authorization.k8s.io "" is invalid: spec.resourceAttributes.namespace: Invalid value: "`+ns+`": must match metadata.namespace`)
+	local.Namespace = ns
+	_, err = cs.AuthorizationV1().LocalSubjectAccessReviews("default").Create(ctx, local, metav1.CreateOptions{})
+	checkStatusErr(t, err, http.StatusBadRequest, metav1.StatusReasonBadRequest,
+		"the namespace of the provided object does not match the namespace sent on the request")
+
+	// SelfSubjectRulesReview: the Role's rules, and what everyone holds.
+	rr, err := ucs.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
+		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: ns}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(rules []authorizationv1.ResourceRule, verbs []string, resource string) bool {
+		return slices.ContainsFunc(rules, func(r authorizationv1.ResourceRule) bool {
+			return slices.Equal(r.Verbs, verbs) && slices.Contains(r.Resources, resource)
+		})
+	}
+	if !has(rr.Status.ResourceRules, []string{"create", "get"}, "pods") || !has(rr.Status.ResourceRules, []string{"get"}, "pods/log") ||
+		!has(rr.Status.ResourceRules, []string{"create"}, "selfsubjectaccessreviews") {
+		t.Errorf("rules in %s: %+v", ns, rr.Status.ResourceRules)
+	}
+	if !slices.ContainsFunc(rr.Status.NonResourceRules, func(r authorizationv1.NonResourceRule) bool { return slices.Contains(r.NonResourceURLs, "/healthz") }) {
+		t.Errorf("non-resource rules: %+v", rr.Status.NonResourceRules)
+	}
+	if rr.Status.Incomplete || rr.Status.EvaluationError != "" {
+		t.Errorf("status: incomplete %v, error %q", rr.Status.Incomplete, rr.Status.EvaluationError)
+	}
+	rr, err = ucs.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
+		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "default"}}, metav1.CreateOptions{})
+	if err != nil || has(rr.Status.ResourceRules, []string{"create", "get"}, "pods") {
+		t.Errorf("rules in default: %+v %v", rr, err)
+	}
+	_, err = ucs.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{}, metav1.CreateOptions{})
+	checkStatusErr(t, err, http.StatusBadRequest, metav1.StatusReasonBadRequest, "no namespace on request")
+
+	// A node cannot have its rules listed: the Node authorizer cannot
+	// enumerate them.
+	nodeCS, _, _ := userClients(t, "system:node:"+uniqueName(t, "n"), "system:nodes")
+	rr, err = nodeCS.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
+		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "default"}}, metav1.CreateOptions{})
+	if err != nil || !rr.Status.Incomplete || !strings.Contains(rr.Status.EvaluationError, "node authorizer does not support user rule resolution") {
+		t.Errorf("node rules review: %+v %v", rr, err)
+	}
+}
+
+type reviewMismatch struct{ st authorizationv1.SubjectAccessReviewStatus }
+
+func (e *reviewMismatch) Error() string { return "review status " + e.st.String() }
