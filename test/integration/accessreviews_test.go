@@ -158,6 +158,8 @@ func TestAccessReviews(t *testing.T) {
 	}
 }
 
-type reviewMismatch struct{ st authorizationv1.SubjectAccessReviewStatus }
+type reviewMismatch struct {
+	st authorizationv1.SubjectAccessReviewStatus
+}
 
 func (e *reviewMismatch) Error() string { return "review status " + e.st.String() }
