@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -155,6 +157,54 @@ func TestAccessReviews(t *testing.T) {
 		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "default"}}, metav1.CreateOptions{})
 	if err != nil || !rr.Status.Incomplete || !strings.Contains(rr.Status.EvaluationError, "node authorizer does not support user rule resolution") {
 		t.Errorf("node rules review: %+v %v", rr, err)
+	}
+}
+
+// TestAccessReviewsDiscovery: the reviews are create-only resources of
+// discovery and the OpenAPI documents, and a rules review answers its
+// status alone, as kube's.
+func TestAccessReviewsDiscovery(t *testing.T) {
+	res, err := cs.Discovery().ServerResourcesForGroupVersion("authorization.k8s.io/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.APIResources {
+		got = append(got, fmt.Sprintf("%s %v %s %v", r.Name, r.Namespaced, r.Kind, r.Verbs))
+	}
+	want := []string{"localsubjectaccessreviews true LocalSubjectAccessReview [create]", "selfsubjectaccessreviews false SelfSubjectAccessReview [create]",
+		"selfsubjectrulesreviews false SelfSubjectRulesReview [create]", "subjectaccessreviews false SubjectAccessReview [create]"}
+	if !slices.Equal(got, want) {
+		t.Errorf("discovery:\n got  %v\n want %v", got, want)
+	}
+
+	doc := doRaw(t, "GET", "/openapi/v3/apis/authorization.k8s.io/v1", nil)
+	var v3 struct {
+		Paths map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(doc.Body, &v3); err != nil || doc.Code != 200 {
+		t.Fatalf("openapi v3: %d %v", doc.Code, err)
+	}
+	for _, p := range []string{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+		"/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", "/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews"} {
+		if ops := v3.Paths[p]; ops["post"] == nil || ops["get"] != nil {
+			t.Errorf("openapi path %s: %v, want POST alone", p, ops)
+		}
+	}
+
+	resp := doRaw(t, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+		[]byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{"namespace":"default"}}`))
+	var body map[string]any
+	if err := json.Unmarshal(resp.Body, &body); err != nil || resp.Code != 201 {
+		t.Fatalf("rules review: %d %s", resp.Code, resp.Body)
+	}
+	st, _ := body["status"].(map[string]any)
+	if _, hasSpec := body["spec"].(map[string]any)["namespace"]; hasSpec || st["resourceRules"] == nil || st["nonResourceRules"] == nil || st["incomplete"] != false {
+		t.Errorf("rules review body: %s", resp.Body)
+	}
+	resp = doRaw(t, "GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", nil)
+	if resp.Code != http.StatusMethodNotAllowed {
+		t.Errorf("GET selfsubjectaccessreviews: %d, want 405", resp.Code)
 	}
 }
 
