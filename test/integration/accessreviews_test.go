@@ -11,7 +11,13 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/test/testserver"
 )
 
 // TestAccessReviews: the four authorization.k8s.io reviews answer as the
@@ -213,3 +219,38 @@ type reviewMismatch struct {
 }
 
 func (e *reviewMismatch) Error() string { return "review status " + e.st.String() }
+
+// TestAccessReviewsAlwaysAllow: with --authorization-mode=AlwaysAllow
+// every review is allowed, and a rules review lists kube's everything
+// rules (system:masters aside, no RBAC).
+func TestAccessReviewsAlwaysAllow(t *testing.T) {
+	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.AuthorizationModes = []string{"AlwaysAllow"} })
+	ctx := context.Background()
+	pair, err := testserver.IssueClient("anyone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rest.CopyConfig(s.Config)
+	c.CertData, c.KeyData = pair.CertPEM, pair.KeyPEM
+	ucs, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ucs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "delete", Resource: "nodes"}}}, metav1.CreateOptions{})
+	if err != nil || !r.Status.Allowed || r.Status.Reason != "" {
+		t.Errorf("self review: %+v %v", r, err)
+	}
+	rr, err := ucs.AuthorizationV1().SelfSubjectRulesReviews().Create(ctx, &authorizationv1.SelfSubjectRulesReview{
+		Spec: authorizationv1.SelfSubjectRulesReviewSpec{Namespace: "default"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := authorizationv1.SubjectRulesReviewStatus{
+		ResourceRules:    []authorizationv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
+		NonResourceRules: []authorizationv1.NonResourceRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+	}
+	if !apiequality.Semantic.DeepEqual(rr.Status, want) {
+		t.Errorf("rules:\n got  %+v\n want %+v", rr.Status, want)
+	}
+}
