@@ -18,6 +18,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -70,7 +71,8 @@ func invalid(errs field.ErrorList) error {
 
 // validateSpec checks what every access review's spec needs: exactly one
 // of resourceAttributes and nonResourceAttributes (kube's messages and
-// paths, including its "null" for the missing one).
+// paths, including its "null" for the missing one). The selectors are
+// checked after (selectorErrors), in kube's order of errors.
 func validateSpec(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if ra != nil && nra != nil {
@@ -82,6 +84,49 @@ func validateSpec(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.N
 	return errs
 }
 
+// selectorErrors are validateSelectors' for a spec's resource attributes,
+// named from the root as kube names them.
+func selectorErrors(ra *authorizationv1.ResourceAttributes) field.ErrorList {
+	if ra == nil {
+		return nil
+	}
+	return validateSelectors(ra, field.NewPath("spec.resourceAttributes"))
+}
+
+// validateSelectors checks the field and label selectors a review may
+// carry (kube 1.32, AuthorizeWithSelectors): a raw selector or
+// requirements, not both, and requirements well formed, operators kube
+// does not know being allowed for newer clients. The authorizers decide
+// without them (RBAC ignores selectors).
+func validateSelectors(ra *authorizationv1.ResourceAttributes, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	shape := func(p *field.Path, raw string, n int) {
+		if raw != "" && n > 0 {
+			errs = append(errs, field.Invalid(p.Child("rawSelector"), raw, "may not specified at the same time as requirements"))
+		}
+		if raw == "" && n == 0 {
+			errs = append(errs, field.Required(p.Child("requirements"), fmt.Sprintf("when %s is specified, requirements or rawSelector is required", p)))
+		}
+	}
+	if fs := ra.FieldSelector; fs != nil {
+		p := path.Child("fieldSelector")
+		shape(p, fs.RawSelector, len(fs.Requirements))
+		opts := metav1validation.FieldSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+		for i, r := range fs.Requirements {
+			errs = append(errs, metav1validation.ValidateFieldSelectorRequirement(r, opts, p.Child("requirements").Index(i))...)
+		}
+	}
+	if ls := ra.LabelSelector; ls != nil {
+		p := path.Child("labelSelector")
+		shape(p, ls.RawSelector, len(ls.Requirements))
+		opts := metav1validation.LabelSelectorValidationOptions{AllowUnknownOperatorInRequirement: true}
+		for i, r := range ls.Requirements {
+			errs = append(errs, metav1validation.ValidateLabelSelectorRequirement(r, opts, p.Child("requirements").Index(i))...)
+		}
+	}
+	return errs
+}
+
 // validateSubject adds to validateSpec that a review of someone names a
 // user or a group.
 func validateSubject(spec *authorizationv1.SubjectAccessReviewSpec, path *field.Path) field.ErrorList {
@@ -89,7 +134,7 @@ func validateSubject(spec *authorizationv1.SubjectAccessReviewSpec, path *field.
 	if spec.User == "" && len(spec.Groups) == 0 {
 		errs = append(errs, field.Invalid(path.Child("user"), spec.User, "at least one of user or group must be specified"))
 	}
-	return errs
+	return append(errs, selectorErrors(spec.ResourceAttributes)...)
 }
 
 // metadataEmpty reports whether m holds nothing but what the server fills
@@ -206,6 +251,7 @@ func (*SelfSubjectAccessReviewREST) GroupVersionKind() schema.GroupVersionKind {
 func (r *SelfSubjectAccessReviewREST) Create(ctx context.Context, _, _ string, obj runtime.Object, _ bool) (runtime.Object, error) {
 	review := obj.(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
 	errs := validateSpec(review.Spec.ResourceAttributes, review.Spec.NonResourceAttributes, field.NewPath("spec"))
+	errs = append(errs, selectorErrors(review.Spec.ResourceAttributes)...)
 	if !metadataEmpty(review.ObjectMeta, false) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata"), review.ObjectMeta, "must be empty"))
 	}

@@ -138,3 +138,26 @@ func TestSelfSubjectRulesReview(t *testing.T) {
 		t.Errorf("no namespace: %v", err)
 	}
 }
+
+func TestSelectorValidation(t *testing.T) {
+	rest := NewSelfSubjectAccessReviewREST(authz)
+	for _, c := range []struct {
+		ra   authorizationv1.ResourceAttributes
+		want string
+	}{
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", FieldSelector: &authorizationv1.FieldSelectorAttributes{}},
+			`.authorization.k8s.io "" is invalid: spec.resourceAttributes.fieldSelector.requirements: Required value: when spec.resourceAttributes.fieldSelector is specified, requirements or rawSelector is required`},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", LabelSelector: &authorizationv1.LabelSelectorAttributes{RawSelector: "a=b",
+			Requirements: []metav1.LabelSelectorRequirement{{Key: "a", Operator: metav1.LabelSelectorOpIn, Values: []string{"b"}}}}},
+			`.authorization.k8s.io "" is invalid: spec.resourceAttributes.labelSelector.rawSelector: Invalid value: "a=b": may not specified at the same time as requirements`},
+		{authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", FieldSelector: &authorizationv1.FieldSelectorAttributes{
+			Requirements: []metav1.FieldSelectorRequirement{{Operator: metav1.FieldSelectorOpIn, Values: []string{"n"}}}}},
+			`.authorization.k8s.io "" is invalid: spec.resourceAttributes.fieldSelector.requirements[0].key: Required value: must be specified`},
+		{authorizationv1.ResourceAttributes{Namespace: "a", Verb: "get", Resource: "pods", Subresource: "log", FieldSelector: &authorizationv1.FieldSelectorAttributes{RawSelector: "spec.nodeName=n"}}, ""},
+	} {
+		_, err := rest.Create(alice, "", "", &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &c.ra}}, false)
+		if (c.want == "" && err != nil) || (c.want != "" && (err == nil || err.Error() != c.want)) {
+			t.Errorf("%+v:\n got  %v\n want %q", c.ra, err, c.want)
+		}
+	}
+}
