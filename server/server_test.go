@@ -163,7 +163,8 @@ func TestInsecureHTTPWarns(t *testing.T) {
 	}
 }
 
-// syncLog is a log destination read while the server writes to it.
+// syncLog is a log destination read while the server writes to it
+// (testserver.SyncBuffer, which imports this package, cannot serve here).
 type syncLog struct {
 	mu  sync.Mutex
 	buf strings.Builder
