@@ -56,4 +56,30 @@ func testAuthCanI(t *testing.T, k *kc) {
 		"                                                [/version]                             []               [get]",
 		"                                                [/version]                             []               [get]"),
 		"auth", "can-i", "--list", "-n", "cani", bot)
+
+	// A node's rules cannot be listed (the Node authorizer decides on the
+	// objects tied to it): the review says incomplete, with kube's error.
+	k.expectOut(lines(
+		"Resources                                       Non-Resource URLs   Resource Names   Verbs",
+		"selfsubjectreviews.authentication.k8s.io        []                  []               [create]",
+		"selfsubjectaccessreviews.authorization.k8s.io   []                  []               [create]",
+		"selfsubjectrulesreviews.authorization.k8s.io    []                  []               [create]",
+		"                                                [/api/*]            []               [get]",
+		"                                                [/api]              []               [get]",
+		"                                                [/apis/*]           []               [get]",
+		"                                                [/apis]             []               [get]",
+		"                                                [/healthz]          []               [get]",
+		"                                                [/healthz]          []               [get]",
+		"                                                [/livez]            []               [get]",
+		"                                                [/livez]            []               [get]",
+		"                                                [/openapi/*]        []               [get]",
+		"                                                [/openapi]          []               [get]",
+		"                                                [/readyz]           []               [get]",
+		"                                                [/readyz]           []               [get]",
+		"                                                [/version/]         []               [get]",
+		"                                                [/version/]         []               [get]",
+		"                                                [/version]          []               [get]",
+		"                                                [/version]          []               [get]"),
+		"Warning: the list may be incomplete: node authorizer does not support user rule resolution",
+		"auth", "can-i", "--list", "--as=system:node:n1", "--as-group=system:nodes")
 }
