@@ -69,6 +69,24 @@ func invalid(errs field.ErrorList) error {
 	return apierrors.NewInvalid(schema.GroupKind{Group: authorizationv1.GroupName}, "", errs)
 }
 
+// NonResourceAttributes is kube's internal authorization type of the same
+// name, only for the value shown in a field error: kube validates its
+// internal object, so an error about spec.nonResourceAttributes prints
+// `authorization.NonResourceAttributes{Path:"/x", Verb:"get"}` (a Go
+// syntax dump of a type of a package named authorization, as this one).
+type NonResourceAttributes struct {
+	Path string
+	Verb string
+}
+
+// badNonResource is nra as a field error's bad value, as kube shows it.
+func badNonResource(nra *authorizationv1.NonResourceAttributes) any {
+	if nra == nil {
+		return nil
+	}
+	return &NonResourceAttributes{Path: nra.Path, Verb: nra.Verb}
+}
+
 // validateSpec checks what every access review's spec needs: exactly one
 // of resourceAttributes and nonResourceAttributes (kube's messages and
 // paths, including its "null" for the missing one). The selectors are
@@ -76,7 +94,7 @@ func invalid(errs field.ErrorList) error {
 func validateSpec(ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if ra != nil && nra != nil {
-		errs = append(errs, field.Invalid(path.Child("nonResourceAttributes"), nra, "cannot be specified in combination with resourceAttributes"))
+		errs = append(errs, field.Invalid(path.Child("nonResourceAttributes"), badNonResource(nra), "cannot be specified in combination with resourceAttributes"))
 	}
 	if ra == nil && nra == nil {
 		errs = append(errs, field.Invalid(path.Child("resourceAttributes"), nra, "exactly one of nonResourceAttributes or resourceAttributes must be specified"))
@@ -348,7 +366,7 @@ func (r *LocalSubjectAccessReviewREST) Create(ctx context.Context, namespace, _ 
 		errs = append(errs, field.Invalid(field.NewPath("spec.resourceAttributes.namespace"), ra.Namespace, "must match metadata.namespace"))
 	}
 	if nra := review.Spec.NonResourceAttributes; nra != nil {
-		errs = append(errs, field.Invalid(field.NewPath("spec.nonResourceAttributes"), nra, "disallowed on this kind of request"))
+		errs = append(errs, field.Invalid(field.NewPath("spec.nonResourceAttributes"), badNonResource(nra), "disallowed on this kind of request"))
 	}
 	if len(errs) > 0 {
 		return nil, invalid(errs)
