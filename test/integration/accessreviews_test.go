@@ -122,6 +122,13 @@ func TestAccessReviews(t *testing.T) {
 	_, err = cs.AuthorizationV1().LocalSubjectAccessReviews("default").Create(ctx, local, metav1.CreateOptions{})
 	checkStatusErr(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 		`.authorization.k8s.io "" is invalid: spec.resourceAttributes.namespace: Invalid value: "`+ns+`": must match metadata.namespace`)
+	// A namespace that does not exist is not revealed (kube's
+	// NamespaceLifecycle lets access reviews through).
+	missing := &authorizationv1.LocalSubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: name,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: "no-such-ns", Verb: "get", Resource: "pods"}}}
+	if lgot, err = cs.AuthorizationV1().LocalSubjectAccessReviews("no-such-ns").Create(ctx, missing, metav1.CreateOptions{}); err != nil || lgot.Status.Allowed {
+		t.Errorf("local review in a missing namespace: %+v %v", lgot, err)
+	}
 	local.Namespace = ns
 	_, err = cs.AuthorizationV1().LocalSubjectAccessReviews("default").Create(ctx, local, metav1.CreateOptions{})
 	checkStatusErr(t, err, http.StatusBadRequest, metav1.StatusReasonBadRequest,
