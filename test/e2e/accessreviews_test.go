@@ -21,6 +21,12 @@ func testAuthCanI(t *testing.T, k *kc) {
 	k.expectFailOut("no", "", "auth", "can-i", "get", "pods", "-n", "cani", "--subresource=log", bot)
 	k.expect("yes", "auth", "can-i", "get", "/healthz", bot)
 	k.expectFailOut("no", "", "auth", "can-i", "get", "/metrics", bot)
+	// A group's binding: the impersonated user holds it only with the
+	// group.
+	k.ok("create", "rolebinding", "devs-make", "--role=pod-maker", "--group=cani-devs", "-n", "cani")
+	k.eventually("yes", "auth", "can-i", "create", "pods", "-n", "cani", "--as=alice", "--as-group=cani-devs")
+	k.expectFailOut("no", "", "auth", "can-i", "create", "pods", "-n", "cani", "--as=alice")
+
 	// The admin (system:masters); kubectl warns about the namespace it
 	// would have sent.
 	k.expectOut("yes", "Warning: resource 'nodes' is not namespace scoped\n", "auth", "can-i", "delete", "nodes")
