@@ -483,3 +483,39 @@ func TestCSRAdmission(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestCSRApproverAsksAuthorizer: the approver decides by a
+// SubjectAccessReview, not by group: any user RBAC lets create
+// certificatesigningrequests/nodeclient has a node certificate approved.
+func TestCSRApproverAsksAuthorizer(t *testing.T) {
+	s, _ := csrServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, role := range []string{"system:node-bootstrapper", "system:certificates.k8s.io:certificatesigningrequests:nodeclient"} {
+		if _, err := s.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "provisioner-"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "provisioner"}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := rest.CopyConfig(s.Config)
+	cfg.Impersonate.UserName = "provisioner"
+	m := bootstrap.New(cfg, t.TempDir(), "node-9", testserver.Logger())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// RBAC's cache follows the bindings: until then, create is refused.
+		err := m.Ensure(ctx)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "forbidden") || time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if cn := m.Current().Leaf.Subject.CommonName; cn != "system:node:node-9" {
+		t.Fatalf("issued for %s", cn)
+	}
+}
