@@ -43,4 +43,3 @@ func TestSigningOptions(t *testing.T) {
 		t.Fatalf("up without a CA: %v %v", got, err)
 	}
 }
-
