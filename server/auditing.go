@@ -81,6 +81,16 @@ func (s *Server) withAudit() func(http.Handler) http.Handler {
 	return audit.WithAudit(s.audit.config)
 }
 
+// logFailedAuthentication audits a request refused by authentication (it
+// never reaches the audit filter).
+func (s *Server) logFailedAuthentication(w http.ResponseWriter, r *http.Request) {
+	if s.audit == nil {
+		audit.LogFailedAuthentication(nil, w, r)
+		return
+	}
+	audit.LogFailedAuthentication(s.audit.config, w, r)
+}
+
 // auditAttributes describes a request for the audit policy, from its
 // RequestInfo (withRequestInfo runs before the audit filter).
 func auditAttributes(r *http.Request) audit.Attributes {

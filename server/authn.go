@@ -92,6 +92,7 @@ func (s *Server) withAuthentication(authn authenticator.Request) func(http.Handl
 				if err != nil {
 					s.log.Info("unable to authenticate the request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
 				}
+				s.logFailedAuthentication(w, r)
 				handlers.WriteError(w, r, errUnauthorized)
 				return
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/openapi"
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/certificatesigningrequests"
 	"github.com/corekube/corekube/registry/clusterrolebindings"
 	"github.com/corekube/corekube/registry/clusterroles"
 	"github.com/corekube/corekube/registry/events"
@@ -45,6 +46,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 	}
 	cfg.Logger.Info("admission plugins", "order", strings.Join(names, ","))
 	chain.Mutators = append(chain.Mutators, mutators...)
+	chain.Validators = append(chain.Validators, newCertificateAdmission(mutators))
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
@@ -57,6 +59,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 	stores.nodes = nodeStore
 	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
 	validatingWebhooksStore := store(webhookconfigurations.NewValidatingStrategy())
+	csrStore := store(certificatesigningrequests.NewStrategy())
 	if w := stores.webhooks; w != nil {
 		w.mutating, w.validating, w.log = mutatingWebhooksStore, validatingWebhooksStore, cfg.Logger
 	}
@@ -87,6 +90,10 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 		&handlers.Resource{Store: store(clusterrolebindings.NewStrategy())},
 		&handlers.Resource{Store: mutatingWebhooksStore},
 		&handlers.Resource{Store: validatingWebhooksStore},
+		&handlers.Resource{Store: csrStore, Subresources: map[string]handlers.Subresource{
+			"status":   {Store: csrStore.Subresource("status", certificatesigningrequests.NewStatusStrategy())},
+			"approval": {Store: csrStore.Subresource("approval", certificatesigningrequests.NewApprovalStrategy())},
+		}},
 	)
 	api.SetAdmission(chain)
 	return api, nsStore, stores.webhooks, nil

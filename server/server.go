@@ -108,6 +108,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.setupAuthorization(ctx, api); err != nil {
 		return nil, err
 	}
+	s.serveAccessReviews(api)
 
 	if !cfg.InsecureHTTP {
 		if s.tls, err = s.setupTLS(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,4 +135,49 @@ func TestProfiling(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestInsecureHTTPWarns: plain HTTP only when asked for, and then with a
+// warning at start-up; HTTPS otherwise.
+func TestInsecureHTTPWarns(t *testing.T) {
+	for _, insecure := range []bool{false, true} {
+		logs := &syncLog{}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, InsecureHTTP: insecure,
+			AnonymousAuth: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantScheme := map[bool]string{false: "https://", true: "http://"}[insecure]
+		warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "--insecure-http")
+		if !strings.HasPrefix(srv.URL(), wantScheme) || warned != insecure {
+			t.Errorf("insecure=%v: URL %s, warned %v", insecure, srv.URL(), warned)
+		}
+		if code, _ := get(t, srv, srv.URL()+"/readyz"); code != 200 {
+			t.Errorf("insecure=%v: /readyz %d", insecure, code)
+		}
+		if err := srv.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// syncLog is a log destination read while the server writes to it
+// (testserver.SyncBuffer, which imports this package, cannot serve here).
+type syncLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }

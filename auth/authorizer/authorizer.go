@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/corekube/corekube/auth/user"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // Decision is an authorizer's answer.
@@ -150,3 +151,49 @@ func ParseModes(value string) ([]string, error) {
 	}
 	return modes, nil
 }
+
+// RuleResolver lists the rules an authorizer grants a user in a namespace
+// (cluster-wide ones included), as kube's authorizer.RuleResolver, for
+// SelfSubjectRulesReview. A rule with Resources is a resource rule, one
+// with NonResourceURLs a non-resource rule. incomplete says the list may
+// lack rules the authorizer would grant (it cannot enumerate them).
+type RuleResolver interface {
+	RulesFor(ctx context.Context, u *user.Info, namespace string) (rules []rbacv1.PolicyRule, incomplete bool, err error)
+}
+
+// RuleResolverFunc adapts a function to RuleResolver.
+type RuleResolverFunc func(ctx context.Context, u *user.Info, namespace string) ([]rbacv1.PolicyRule, bool, error)
+
+// RulesFor calls f.
+func (f RuleResolverFunc) RulesFor(ctx context.Context, u *user.Info, namespace string) ([]rbacv1.PolicyRule, bool, error) {
+	return f(ctx, u, namespace)
+}
+
+// RuleResolvers asks every resolver, as kube's union of rule resolvers:
+// the rules of all, incomplete when any is, their errors joined.
+type RuleResolvers []RuleResolver
+
+// RulesFor asks every resolver in order.
+func (rs RuleResolvers) RulesFor(ctx context.Context, u *user.Info, namespace string) ([]rbacv1.PolicyRule, bool, error) {
+	var rules []rbacv1.PolicyRule
+	var errs []error
+	incomplete := false
+	for _, r := range rs {
+		got, inc, err := r.RulesFor(ctx, u, namespace)
+		rules = append(rules, got...)
+		incomplete = incomplete || inc
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return rules, incomplete, errors.Join(errs...)
+}
+
+// AlwaysAllowRules are AlwaysAllow's rules: everything, as kube's
+// alwaysAllowAuthorizer lists them.
+var AlwaysAllowRules RuleResolver = RuleResolverFunc(func(context.Context, *user.Info, string) ([]rbacv1.PolicyRule, bool, error) {
+	return []rbacv1.PolicyRule{
+		{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}},
+		{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}},
+	}, false, nil
+})

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/corekube/corekube/agent"
+	"github.com/corekube/corekube/agent/bootstrap"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
@@ -19,6 +20,8 @@ func newAgentCommand() *cobra.Command {
 		kubeconfig string
 		qps        float32
 		nodeCADir  string
+		// TLS bootstrapping (agent_bootstrap.go).
+		bootstrapKubeconfig, certDir string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -30,6 +33,9 @@ a simulated container runtime, as the kubelet does.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rules := clientcmd.NewDefaultClientConfigLoadingRules()
 			rules.ExplicitPath = kubeconfig
+			if bootstrapKubeconfig != "" {
+				rules.ExplicitPath = bootstrapKubeconfig
+			}
 			restConfig, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 			if err != nil {
 				return fmt.Errorf("--kubeconfig: %w", err)
@@ -42,6 +48,9 @@ a simulated container runtime, as the kubelet does.`,
 			if err != nil {
 				return err
 			}
+			if bootstrapKubeconfig != "" {
+				return runBootstrappedAgents(cmd.Context(), restConfig, certDir, cfg)
+			}
 			if nodeCADir != "" {
 				if cfg.NodeConfig, err = nodeIdentitiesFromCA(nodeCADir, restConfig); err != nil {
 					return err
@@ -53,6 +62,8 @@ a simulated container runtime, as the kubelet does.`,
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server (default: $KUBECONFIG, then ~/.kube/config)")
 	f.IntVar(&opts.cfg.Nodes, "nodes", 1, "number of nodes to run")
+	f.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig of a bootstrap identity (bound to system:node-bootstrapper): each node gets its own client certificate through a CertificateSigningRequest, kept in --cert-dir, and runs as system:node:NAME (--kubeconfig is then not read)")
+	f.StringVar(&certDir, "cert-dir", "", "directory of the nodes' client certificates (<cert-dir>/<node>/"+bootstrap.CertFileName+")")
 	f.Float32Var(&qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server (0: none)")
 	opts.addFlags(f)
 	f.StringVar(&nodeCADir, "node-identities-ca-dir", "", "benchmarks and tests: each node authenticates with a client certificate of system:node:NAME issued from the CA in this directory (ca.crt, ca.key)")

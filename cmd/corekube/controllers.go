@@ -25,7 +25,10 @@ func restConfigFrom(path string) (*rest.Config, error) {
 // newLoopsCommand is a command that runs the control loops of set against
 // the API server a kubeconfig names, until SIGINT/SIGTERM.
 func newLoopsCommand(use, short string, set loopSet) *cobra.Command {
-	var kubeconfig string
+	var (
+		kubeconfig string
+		signing    signingOptions
+	)
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -39,6 +42,17 @@ func newLoopsCommand(use, short string, set loopSet) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if set&controllerLoops != 0 {
+				ca, err := signing.ca()
+				if err != nil {
+					return err
+				}
+				certs, err := certificatesLoops(cfg, ca, slog.Default())
+				if err != nil {
+					return err
+				}
+				loops = append(loops, certs...)
+			}
 			wait := runLoops(cmd.Context(), loops)
 			<-cmd.Context().Done()
 			wait()
@@ -46,6 +60,9 @@ func newLoopsCommand(use, short string, set loopSet) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
+	if set&controllerLoops != 0 {
+		signing.addFlags(cmd.Flags())
+	}
 	return cmd
 }
 

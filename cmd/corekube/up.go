@@ -90,6 +90,18 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 	if err != nil {
 		return errors.Join(err, srv.Shutdown(context.Background()))
 	}
+	if allLoops {
+		// The CSR approver and signer, with the server's CA.
+		ca, err := upSigningCA(cfg.CertDir)
+		if err == nil {
+			var certs []loop
+			certs, err = certificatesLoops(srv.LoopbackConfig(), ca, slog.Default())
+			loops = append(loops, certs...)
+		}
+		if err != nil {
+			return errors.Join(err, srv.Shutdown(context.Background()))
+		}
+	}
 	if agentCfg != nil && agentCfg.Nodes > 0 {
 		acfg := *agentCfg
 		if acfg.NodeConfig != nil {

@@ -105,6 +105,51 @@ func WithAudit(cfg *Config) func(http.Handler) http.Handler {
 	}
 }
 
+// LogFailedAuthentication records a request that authentication refused
+// (before the audit filter could see it), as kube's failed-authentication
+// audit does: one event at stage ResponseStarted with code 401 and the
+// kinds of credentials tried, when the policy audits the request without a
+// user. It sets the Audit-Id header; the caller then writes the 401.
+func LogFailedAuthentication(cfg *Config, w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(HeaderAuditID)
+	if id == "" || len(id) > 64 {
+		id = string(uuid.NewUUID())
+	}
+	w.Header().Set(HeaderAuditID, id)
+	if cfg == nil || cfg.Policy == nil {
+		return
+	}
+	attrs := cfg.Attributes(r)
+	d := cfg.Policy.Decide(&attrs)
+	if d.Level == LevelNone || slices.Contains(d.OmitStages, StageResponseStarted) {
+		return
+	}
+	ev := newEvent(r, id, d.Level, nil, &attrs)
+	ev.Stage = StageResponseStarted
+	ev.ResponseStatus = &metav1.Status{Code: http.StatusUnauthorized, Message: "Authentication failed, attempted: " + attemptedCredentials(r)}
+	ev.StageTimestamp = metav1.NewMicroTime(time.Now())
+	cfg.Backend.Process(ev)
+}
+
+// attemptedCredentials names the kinds of credentials r carried, as kube
+// lists them in a failed authentication's event.
+func attemptedCredentials(r *http.Request) string {
+	var kinds []string
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		kinds = append(kinds, "certificate")
+	}
+	if strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer ") {
+		kinds = append(kinds, "bearer")
+	}
+	if _, _, ok := r.BasicAuth(); ok {
+		kinds = append(kinds, "basic")
+	}
+	if len(kinds) == 0 {
+		return "none"
+	}
+	return strings.Join(kinds, ", ")
+}
+
 func newEvent(r *http.Request, id string, level Level, u *user.Info, a *Attributes) *Event {
 	ev := &Event{
 		Kind: "Event", APIVersion: "audit.k8s.io/v1", Level: level, AuditID: id,

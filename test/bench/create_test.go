@@ -28,6 +28,8 @@ var (
 	createServer = &lazyServer{setup: setupCreate}
 	// createServerFsync is the same with fsync on, as `corekube up` runs.
 	createServerFsync = &lazyServer{start: startFsyncServer, setup: setupCreate}
+	// createServerAudit writes an audit log at Metadata level.
+	createServerAudit = &lazyServer{start: startAuditServer, setup: setupCreate}
 	// createServerPlain serves plain HTTP (--insecure-http).
 	createServerPlain = &lazyServer{start: startPlainServer, setup: setupCreate}
 )
@@ -41,9 +43,10 @@ var (
 // http and storage use the test harness (testserver.Start, etcd without
 // fsync; HTTPS with the admin's client certificate, each client on
 // HTTP/1.1 connections of its own); fsync-http and fsync-storage the same
-// server with fsync on; plain-http a server with --insecure-http; token
-// the http server with a ServiceAccount token instead of the client
-// certificate.
+// server with fsync on; plain-http a server with --insecure-http (its
+// admin a static token); token the http server with a ServiceAccount token
+// (RBAC decides its requests) instead of the admin's client certificate;
+// token-audit the same on a server writing an audit log at Metadata level.
 // heap-MiB is the live heap of the whole process after the run: it grows
 // with every write etcd has not yet snapshotted (see BENCHMARKS.md).
 func BenchmarkPodCreate(b *testing.B) {
@@ -60,6 +63,14 @@ func BenchmarkPodCreate(b *testing.B) {
 			b.Fatal(err)
 		}
 		benchCreateHTTPWith(b, createServer, newTokenClient(token))
+	})
+	b.Run("token-audit", func(b *testing.B) {
+		srv := createServerAudit.get(b)
+		token, err := serviceAccountToken(srv, createNamespaceName, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchCreateHTTPWith(b, createServerAudit, newTokenClient(token))
 	})
 }
 

@@ -169,6 +169,26 @@ func startPlainServer(tb *procTB) (srv *server.Server, err error) {
 	}).Server, nil
 }
 
+// startAuditServer starts a server like startServer with the audit log on:
+// every request at Metadata level (but the RequestReceived stage), written
+// to a file, as a production cluster's policy commonly does.
+func startAuditServer(tb *procTB) (srv *server.Server, err error) {
+	defer recoverFatal(&err)
+	dir, err := os.MkdirTemp("", "corekube-bench-audit-")
+	if err != nil {
+		return nil, err
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	const metadata = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+	if err := os.WriteFile(policy, []byte(metadata), 0o600); err != nil {
+		return nil, err
+	}
+	return testserver.StartWith(tb, filepath.Join(dir, "data"), func(c *server.Config) {
+		c.AuditPolicyFile, c.AuditLogPath = policy, filepath.Join(dir, "audit.log")
+	}).Server, nil
+}
+
 // plainAdminToken is the admin's bearer token on servers of plain HTTP.
 const plainAdminToken = "bench-plain-admin-token"
 

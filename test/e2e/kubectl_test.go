@@ -37,6 +37,7 @@ func TestKubectl(t *testing.T) {
 	sub("FieldValidation", testFieldValidation)
 	sub("Errors", testErrors)
 	sub("RBAC", testRBAC)
+	sub("AuthCanI", testAuthCanI)
 }
 
 func testDiscovery(t *testing.T, k *kc) {
@@ -51,6 +52,11 @@ func testDiscovery(t *testing.T, k *kc) {
 		"validatingwebhookconfigurations                admissionregistration.k8s.io/v1   false        ValidatingWebhookConfiguration",
 		"selfsubjectreviews                             authentication.k8s.io/v1          false        SelfSubjectReview",
 		"tokenreviews                                   authentication.k8s.io/v1          false        TokenReview",
+		"localsubjectaccessreviews                      authorization.k8s.io/v1           true         LocalSubjectAccessReview",
+		"selfsubjectaccessreviews                       authorization.k8s.io/v1           false        SelfSubjectAccessReview",
+		"selfsubjectrulesreviews                        authorization.k8s.io/v1           false        SelfSubjectRulesReview",
+		"subjectaccessreviews                           authorization.k8s.io/v1           false        SubjectAccessReview",
+		"certificatesigningrequests        csr          certificates.k8s.io/v1            false        CertificateSigningRequest",
 		"leases                                         coordination.k8s.io/v1            true         Lease",
 		"poddisruptionbudgets              pdb          policy/v1                         true         PodDisruptionBudget",
 		"clusterrolebindings                            rbac.authorization.k8s.io/v1      false        ClusterRoleBinding",
@@ -70,6 +76,11 @@ func testDiscovery(t *testing.T, k *kc) {
 		"validatingwebhookconfigurations                admissionregistration.k8s.io/v1   false        ValidatingWebhookConfiguration   "+all+"   api-extensions",
 		"selfsubjectreviews                             authentication.k8s.io/v1          false        SelfSubjectReview                create                                                       ",
 		"tokenreviews                                   authentication.k8s.io/v1          false        TokenReview                      create                                                       ",
+		"localsubjectaccessreviews                      authorization.k8s.io/v1           true         LocalSubjectAccessReview         create                                                       ",
+		"selfsubjectaccessreviews                       authorization.k8s.io/v1           false        SelfSubjectAccessReview          create                                                       ",
+		"selfsubjectrulesreviews                        authorization.k8s.io/v1           false        SelfSubjectRulesReview           create                                                       ",
+		"subjectaccessreviews                           authorization.k8s.io/v1           false        SubjectAccessReview              create                                                       ",
+		"certificatesigningrequests        csr          certificates.k8s.io/v1            false        CertificateSigningRequest        "+all+"   ",
 		"leases                                         coordination.k8s.io/v1            true         Lease                            "+all+"   ",
 		"poddisruptionbudgets              pdb          policy/v1                         true         PodDisruptionBudget              "+all+"   ",
 		"clusterrolebindings                            rbac.authorization.k8s.io/v1      false        ClusterRoleBinding               "+all+"   ",
@@ -77,9 +88,9 @@ func testDiscovery(t *testing.T, k *kc) {
 		"rolebindings                                   rbac.authorization.k8s.io/v1      true         RoleBinding                      "+all+"   ",
 		"roles                                          rbac.authorization.k8s.io/v1      true         Role                             "+all+"   ",
 	), "api-resources", "-o", "wide")
-	k.expect(lines("namespaces", "nodes", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
+	k.expect(lines("namespaces", "nodes", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io", "subjectaccessreviews.authorization.k8s.io", "certificatesigningrequests.certificates.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
 	k.expect("poddisruptionbudgets.policy", "api-resources", "--api-group=policy", "-o", "name")
-	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "coordination.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "v1"), "api-versions")
+	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "authorization.k8s.io/v1", "certificates.k8s.io/v1", "coordination.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "v1"), "api-versions")
 
 	// Every short name resolves.
 	k.expect("namespace/kube-system", "get", "ns", "kube-system", "-o", "name")

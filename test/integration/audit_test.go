@@ -87,6 +87,22 @@ func TestAuditLog(t *testing.T) {
 		t.Fatal("eve may list pods without any role")
 	}
 
+	// A request authentication refuses is audited too.
+	req, err := http.NewRequest("GET", s.URL()+"/api/v1/namespaces/audited/pods", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer not-a-token")
+	resp, err := testserver.AnonymousHTTPClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	unauthorizedID := resp.Header.Get(audit.HeaderAuditID)
+	if resp.StatusCode != 401 || unauthorizedID == "" {
+		t.Fatalf("bad token: %d, Audit-Id %q", resp.StatusCode, unauthorizedID)
+	}
+
 	type event = audit.Event
 	var events []event
 	eventually(t, 10*time.Second, "the audit events", func(context.Context) (bool, error) {
@@ -104,12 +120,14 @@ func TestAuditLog(t *testing.T) {
 			}
 			events = append(events, ev)
 		}
+		// The last two requests' events are there (the log is written in
+		// the order of the requests).
+		impersonated, unauthorized := false, false
 		for _, ev := range events {
-			if ev.ImpersonatedUser != nil && ev.Stage == audit.StageResponseComplete {
-				return true, nil
-			}
+			impersonated = impersonated || ev.ImpersonatedUser != nil && ev.Stage == audit.StageResponseComplete
+			unauthorized = unauthorized || ev.AuditID == unauthorizedID
 		}
-		return false, nil
+		return impersonated && unauthorized, nil
 	})
 
 	byID := map[string][]event{}
@@ -155,8 +173,13 @@ func TestAuditLog(t *testing.T) {
 		t.Errorf("impersonated, forbidden list: %+v", denied)
 	}
 
+	if ev := byID[unauthorizedID]; len(ev) != 1 || ev[0].Stage != audit.StageResponseStarted || ev[0].ResponseStatus.Code != 401 ||
+		ev[0].ResponseStatus.Message != "Authentication failed, attempted: bearer" || ev[0].User.Username != "" {
+		t.Errorf("failed authentication: %+v", ev)
+	}
+
 	// The backend's counters are on /metrics.
-	resp, err := testserver.HTTPClient().Get(s.URL() + "/metrics")
+	resp, err = testserver.HTTPClient().Get(s.URL() + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,14 +176,14 @@ type source struct {
 	subject int
 }
 
-// String describes the binding as kube's describers do.
+// String describes the binding as kube's describers do. (a RoleBinding as name/namespace, kube's order)
 func (s source) String() string {
 	if s.crb != nil {
 		b := s.crb
 		return fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s", b.Name, b.RoleRef.Kind, b.RoleRef.Name, describeSubject(&b.Subjects[s.subject], ""))
 	}
 	b := s.rb
-	return fmt.Sprintf("RoleBinding %q of %s %q to %s", b.Namespace+"/"+b.Name, b.RoleRef.Kind, b.RoleRef.Name, describeSubject(&b.Subjects[s.subject], b.Namespace))
+	return fmt.Sprintf("RoleBinding %q of %s %q to %s", b.Name+"/"+b.Namespace, b.RoleRef.Kind, b.RoleRef.Name, describeSubject(&b.Subjects[s.subject], b.Namespace))
 }
 
 // appliesToAny returns the index of the first subject naming u, or -1.

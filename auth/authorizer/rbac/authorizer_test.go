@@ -62,15 +62,15 @@ func TestAuthorize(t *testing.T) {
 		reason string
 	}{
 		{"role in its namespace", with(who("alice"), res("create", "", "configmaps", "", "a", "")), authorizer.DecisionAllow,
-			`RBAC: allowed by RoleBinding "a/writer" of Role "writer" to User "alice"`},
+			`RBAC: allowed by RoleBinding "writer/a" of Role "writer" to User "alice"`},
 		{"role not in another namespace", with(who("alice"), res("create", "", "configmaps", "", "b", "")), authorizer.DecisionNoOpinion,
 			`RBAC: clusterrole.rbac.authorization.k8s.io "missing" not found`},
 		{"namespaced binding not cluster-wide", with(who("carol", "devs"), res("list", "", "pods", "", "", "")), authorizer.DecisionNoOpinion, ""},
 		{"group through clusterrole in namespace", with(who("carol", "devs"), res("get", "", "pods", "log", "b", "p")), authorizer.DecisionAllow,
-			`RBAC: allowed by RoleBinding "b/readers" of ClusterRole "reader" to Group "devs"`},
+			`RBAC: allowed by RoleBinding "readers/b" of ClusterRole "reader" to Group "devs"`},
 		{"group not for other verbs", with(who("carol", "devs"), res("delete", "", "pods", "", "b", "p")), authorizer.DecisionNoOpinion, ""},
 		{"service account defaults to the binding namespace", with(who("system:serviceaccount:a:bot"), res("create", "", "configmaps", "", "a", "")), authorizer.DecisionAllow,
-			`RBAC: allowed by RoleBinding "a/writer" of Role "writer" to ServiceAccount "a/bot"`},
+			`RBAC: allowed by RoleBinding "writer/a" of Role "writer" to ServiceAccount "a/bot"`},
 		{"same name other namespace's service account", with(who("system:serviceaccount:b:bot"), res("create", "", "configmaps", "", "a", "")), authorizer.DecisionNoOpinion, ""},
 		{"non-resource url", with(who("metrics-reader"), nonRes("get", "/metrics")), authorizer.DecisionAllow,
 			`RBAC: allowed by ClusterRoleBinding "urls" of ClusterRole "urls" to User "metrics-reader"`},

@@ -138,6 +138,18 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 		clusterRole("system:node", nil, NodeRules()...),
 		clusterRole("system:node-bootstrapper", nil,
 			rule([]string{"create", "get", "list", "watch"}, []string{"certificates.k8s.io"}, "certificatesigningrequests")),
+		// The roles of TLS bootstrapping: who may have a client certificate
+		// for a node issued without a human's approval (the controllers'
+		// approver asks for create on these subresources, which exist only
+		// as names in rules), and who may approve per signer.
+		clusterRole("system:certificates.k8s.io:certificatesigningrequests:nodeclient", nil,
+			rule(create, []string{"certificates.k8s.io"}, "certificatesigningrequests/nodeclient")),
+		clusterRole("system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", nil,
+			rule(create, []string{"certificates.k8s.io"}, "certificatesigningrequests/selfnodeclient")),
+		clusterRole("system:certificates.k8s.io:kube-apiserver-client-approver", nil,
+			named(rule([]string{"approve"}, []string{"certificates.k8s.io"}, "signers"), "kubernetes.io/kube-apiserver-client")),
+		clusterRole("system:certificates.k8s.io:kube-apiserver-client-kubelet-approver", nil,
+			named(rule([]string{"approve"}, []string{"certificates.k8s.io"}, "signers"), "kubernetes.io/kube-apiserver-client-kubelet")),
 		clusterRole("system:service-account-issuer-discovery", nil,
 			urls(get, "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks", "/openid/v1/jwks/")),
 		clusterRole("system:kube-scheduler", nil,
@@ -170,6 +182,10 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 	}
 }
 
+// BootstrappersGroup is the group of bootstrap identities (kube's
+// bootstrap tokens are in it).
+const BootstrappersGroup = "system:bootstrappers"
+
 func clusterBinding(name, role string, subjects ...rbacv1.Subject) *rbacv1.ClusterRoleBinding {
 	return &rbacv1.ClusterRoleBinding{
 		ObjectMeta: bootstrapMeta(name, nil),
@@ -198,5 +214,13 @@ func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", group("system:serviceaccounts")),
 		clusterBinding("system:kube-scheduler", "system:kube-scheduler", userSubject("system:kube-scheduler")),
 		clusterBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject("system:kube-controller-manager")),
+		// TLS bootstrapping, as kubeadm binds it (kube has no default
+		// binding): bootstrap identities (group system:bootstrappers; kube's
+		// bootstrap tokens, here a --token-auth-file entry) may create CSRs
+		// and have node client certificates approved; nodes may have theirs
+		// renewed.
+		clusterBinding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", group(BootstrappersGroup)),
+		clusterBinding("kubeadm:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", group(BootstrappersGroup)),
+		clusterBinding("kubeadm:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", group("system:nodes")),
 	}
 }
