@@ -140,3 +140,44 @@ func TestAdmissionSeesEveryWrite(t *testing.T) {
 		"mutate DELETE pods/ ns/c - - "+optsD+" false",
 		"validate DELETE pods/ ns/c - "+podT+" "+optsD+" false")
 }
+
+// defaultsSeen records, for each pod admission sees, whether kube's scheme
+// defaults were applied to it already.
+type defaultsSeen struct{ seen []string }
+
+func (d *defaultsSeen) Admit(_ context.Context, a *admission.Attributes) error {
+	if p, ok := a.Object.(*v1.Pod); ok {
+		d.seen = append(d.seen, fmt.Sprintf("%s %s %s", a.Operation, p.Spec.RestartPolicy, p.Spec.Containers[0].ImagePullPolicy))
+	}
+	return nil
+}
+
+// TestAdmissionSeesDefaults: mutating admission gets the pod after kube's
+// scheme defaults, on create and update, as kube defaults on decoding.
+func TestAdmissionSeesDefaults(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	etcd, err := etcdstore.StartEmbedded(t.Context(), etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { etcd.Close() })
+	seen := &defaultsSeen{}
+	store := registry.NewStore(etcdstore.New(etcd.Client()), pods.NewStrategy(), registry.Options{Logger: quiet,
+		Admission: &admission.Chain{Mutators: []admission.Mutator{seen}}})
+	ctx := t.Context()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+	if _, err := store.Create(ctx, "ns", pod, registry.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bare := func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		p := cur.(*v1.Pod)
+		p.Spec.Containers[0].ImagePullPolicy = ""
+		return p, nil
+	}
+	if _, _, err := store.Update(ctx, "ns", "p", bare, registry.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"CREATE Always Always", "UPDATE Always Always"}; !slices.Equal(seen.seen, want) {
+		t.Errorf("admission saw %q, want %q", seen.seen, want)
+	}
+}

@@ -36,6 +36,9 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if generated {
 		m.SetName(generateName(m.GetGenerateName()))
 	}
+	if d, ok := s.strategy.(Defaulter); ok {
+		d.Default(obj)
+	}
 	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, createOptions(opts.DryRun), false); err != nil {
 		return nil, err
 	}

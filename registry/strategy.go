@@ -102,6 +102,17 @@ type Strategy interface {
 	GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error)
 }
 
+// Defaulter is implemented by strategies whose type has kube's scheme
+// defaults (pods). kube applies them when it decodes a request, so that
+// admission (plugins and webhooks) sees defaulted objects: the Store
+// applies them to every object it is given, before admission; the
+// strategy's PrepareForCreate/PrepareForUpdate apply them again after a
+// mutating plugin or webhook changed the object, as kube defaults a
+// webhook's patched object.
+type Defaulter interface {
+	Default(obj runtime.Object)
+}
+
 // StatusStrategy is the update strategy of a /status subresource: it keeps
 // everything of old except the status (PrepareForUpdate) and validates the
 // status.

@@ -132,6 +132,9 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 		metav1.ResetObjectMetaForStatus(newM, oldM)
 	}
 
+	if d, ok := s.strategy.(Defaulter); ok {
+		d.Default(obj)
+	}
 	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, updateOptions(opts.DryRun), false); err != nil {
 		return nil, false, err
 	}

@@ -52,6 +52,10 @@ func (*Strategy) Info() registry.ResourceInfo {
 // New returns an empty Pod.
 func (*Strategy) New() runtime.Object { return &v1.Pod{} }
 
+// Default applies kube's scheme defaults for pods (Default), which the
+// Store applies before admission as kube does on decoding.
+func (*Strategy) Default(obj runtime.Object) { Default(obj.(*v1.Pod)) }
+
 // NewList returns an empty PodList.
 func (*Strategy) NewList() runtime.Object { return &v1.PodList{} }
 
