@@ -77,7 +77,8 @@ func aggregated(name string, labels map[string]string, selectors ...string) *rba
 // serves or is likely to: the user-facing roles (aggregated from the
 // system:aggregate-to-* roles), discovery, health and version for
 // everyone, the node bootstrapper, ServiceAccount issuer discovery, the
-// scheduler and controller manager.
+// scheduler and controller manager, and the per-controller roles
+// (controller_policy.go).
 func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 	return append([]*rbacv1.ClusterRole{
 		clusterRole("cluster-admin", nil,
