@@ -77,9 +77,10 @@ func aggregated(name string, labels map[string]string, selectors ...string) *rba
 // serves or is likely to: the user-facing roles (aggregated from the
 // system:aggregate-to-* roles), discovery, health and version for
 // everyone, the node bootstrapper, ServiceAccount issuer discovery, the
-// scheduler and controller manager.
+// scheduler and controller manager, and the per-controller roles
+// (controller_policy.go).
 func BootstrapClusterRoles() []*rbacv1.ClusterRole {
-	return []*rbacv1.ClusterRole{
+	return append([]*rbacv1.ClusterRole{
 		clusterRole("cluster-admin", nil,
 			rule(all, all, "*"),
 			urls(all, "*")),
@@ -179,7 +180,12 @@ func BootstrapClusterRoles() []*rbacv1.ClusterRole {
 			rule(create, []string{"authorization.k8s.io"}, "subjectaccessreviews"),
 			rule([]string{"list", "watch"}, all, "*"),
 			rule(create, core, "serviceaccounts/token")),
-	}
+		// The scheduler's volume binding, bound to it beside its own role.
+		clusterRole("system:volume-scheduler", nil,
+			rule([]string{"get", "list", "patch", "update", "watch"}, core, "persistentvolumes"),
+			rule(read, []string{"storage.k8s.io"}, "storageclasses"),
+			rule([]string{"get", "list", "patch", "update", "watch"}, core, "persistentvolumeclaims")),
+	}, controllerRoles()...)
 }
 
 // BootstrappersGroup is the group of bootstrap identities (kube's
@@ -205,7 +211,7 @@ func userSubject(name string) rbacv1.Subject {
 // BootstrapClusterRoleBindings are kube's default bindings for the roles
 // above.
 func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
-	return []*rbacv1.ClusterRoleBinding{
+	return append([]*rbacv1.ClusterRoleBinding{
 		clusterBinding("cluster-admin", "cluster-admin", group("system:masters")),
 		clusterBinding("system:discovery", "system:discovery", group("system:authenticated")),
 		clusterBinding("system:basic-user", "system:basic-user", group("system:authenticated")),
@@ -214,6 +220,7 @@ func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery", group("system:serviceaccounts")),
 		clusterBinding("system:kube-scheduler", "system:kube-scheduler", userSubject("system:kube-scheduler")),
 		clusterBinding("system:kube-controller-manager", "system:kube-controller-manager", userSubject("system:kube-controller-manager")),
+		clusterBinding("system:volume-scheduler", "system:volume-scheduler", userSubject("system:kube-scheduler")),
 		// TLS bootstrapping, as kubeadm binds it (kube has no default
 		// binding): bootstrap identities (group system:bootstrappers; kube's
 		// bootstrap tokens, here a --token-auth-file entry) may create CSRs
@@ -222,5 +229,5 @@ func BootstrapClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 		clusterBinding("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", group(BootstrappersGroup)),
 		clusterBinding("kubeadm:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", group(BootstrappersGroup)),
 		clusterBinding("kubeadm:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", group("system:nodes")),
-	}
+	}, controllerRoleBindings()...)
 }
