@@ -6,6 +6,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,6 +191,18 @@ func checkNodeReads(ctx context.Context, t *testing.T, node kubernetes.Interface
 	_, err = node.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!=node-1"})
 	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
 		`pods is forbidden: User "system:node:node-1" cannot watch resource "pods" in API group "" in the namespace "`+ns+`"`+podsReason)
+	// An access review with the same selector agrees.
+	for sel, want := range map[string]bool{"spec.nodeName=node-1": true, "spec.nodeName=node-2": false, "": false} {
+		ra := &authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: ns}
+		if sel != "" {
+			ra.FieldSelector = &authorizationv1.FieldSelectorAttributes{RawSelector: sel}
+		}
+		r, err := node.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: ra}}, metav1.CreateOptions{})
+		if err != nil || r.Status.Allowed != want {
+			t.Errorf("can list pods with %q: %+v %v, want %v", sel, r, err, want)
+		}
+	}
 	// The graph learns of the new pod through the watch cache.
 	poll(t, func() bool {
 		_, err := node.CoreV1().Pods(ns).Get(ctx, mine.Name, metav1.GetOptions{})
