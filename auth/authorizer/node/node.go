@@ -1,6 +1,9 @@
 // Package node is kube's Node authorizer: a node's kubelet, the user
 // system:node:NAME in the group system:nodes, may do what the system:node
-// rules allow, but the objects kube ties to a node through its graph
+// rules allow, but pods and Nodes only its own (kube 1.32's
+// AuthorizeNodeWithSelectors: pods listed and watched with a spec.nodeName
+// field selector, its Node by name), and the objects kube ties to a node
+// through its graph
 // (Secrets, ConfigMaps, PersistentVolumeClaims and ServiceAccount tokens
 // of the pods bound to it) only when such a pod uses them, and its Lease
 // only. Everyone else gets no opinion. NodeRestriction admission narrows
