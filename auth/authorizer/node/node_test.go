@@ -136,6 +136,9 @@ func TestGraphFollowsPods(t *testing.T) {
 	if g.Related("node-1", KindServiceAccount, "ns", "sa") {
 		t.Fatal("a finished pod still ties its SA")
 	}
+	if !g.Related("node-1", KindPod, "ns", "b") {
+		t.Fatal("a finished pod is no longer its node's to read")
+	}
 	g.Upsert(pod("c", "node-2", "sa"))
 	if g.Related("node-1", KindServiceAccount, "ns", "sa") || !g.Related("node-2", KindServiceAccount, "ns", "sa") {
 		t.Fatal("wrong node")
