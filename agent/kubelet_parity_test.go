@@ -434,10 +434,14 @@ func TestLifecycleHooks(t *testing.T) {
 				_, err := e.client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
 				return err != nil, nil
 			})
-			got, err := e.events(ctx, "default", "Pod", pod.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			// Events are written asynchronously: the pod may be gone
+			// before the recorder has written its last one.
+			var got map[string]*eventSummary
+			e.poll(10*time.Second, "the hook events", func(ctx context.Context) (bool, error) {
+				var err error
+				got, err = e.events(ctx, "default", "Pod", pod.Name)
+				return err == nil && (!tc.preStopFails || got["FailedPreStopHook"] != nil), err
+			})
 			if got["FailedPostStartHook"] != nil {
 				t.Errorf("FailedPostStartHook: %+v", got["FailedPostStartHook"])
 			}

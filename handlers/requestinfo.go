@@ -38,6 +38,11 @@ type RequestInfo struct {
 	Name string
 	// Parts are the path's parts from the resource on.
 	Parts []string
+	// FieldSelector and LabelSelector are the raw selectors of a list,
+	// watch or deletecollection (empty otherwise), as kube's RequestInfo
+	// keeps them for AuthorizeWithSelectors.
+	FieldSelector string
+	LabelSelector string
 }
 
 // namespaceSubresources are the subresources of the namespace resource
@@ -122,6 +127,16 @@ func NewRequestInfo(r *http.Request) *RequestInfo {
 	}
 	if ri.Name == "" && ri.Verb == "delete" {
 		ri.Verb = "deletecollection"
+	}
+	switch ri.Verb {
+	case "list", "watch", "deletecollection":
+		q := r.URL.Query()
+		if v := q["fieldSelector"]; len(v) > 0 {
+			ri.FieldSelector = v[0]
+		}
+		if v := q["labelSelector"]; len(v) > 0 {
+			ri.LabelSelector = v[0]
+		}
 	}
 	return ri
 }

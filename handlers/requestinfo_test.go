@@ -18,7 +18,12 @@ func TestNewRequestInfo(t *testing.T) {
 		{"POST", "/version", RequestInfo{Path: "/version", Verb: "post"}},
 		{"GET", "/api/v1/namespaces/ns/pods", RequestInfo{IsResourceRequest: true, Verb: "list", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Parts: []string{"pods"}}},
 		{"GET", "/api/v1/namespaces/ns/pods?watch=true", RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Parts: []string{"pods"}}},
-		{"GET", "/api/v1/namespaces/ns/pods?watch=1&fieldSelector=metadata.name%3Dp1", RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "p1", Parts: []string{"pods"}}},
+		{"GET", "/api/v1/namespaces/ns/pods?watch=1&fieldSelector=metadata.name%3Dp1", RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "p1", Parts: []string{"pods"}, FieldSelector: "metadata.name=p1"}},
+		// The selectors of list, watch and deletecollection, for
+		// AuthorizeWithSelectors; a get's are ignored.
+		{"GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1&labelSelector=app%21%3Dx", RequestInfo{IsResourceRequest: true, Verb: "list", APIPrefix: "api", APIVersion: "v1", Resource: "pods", Parts: []string{"pods"}, FieldSelector: "spec.nodeName=n1", LabelSelector: "app!=x"}},
+		{"DELETE", "/api/v1/namespaces/ns/pods?labelSelector=a", RequestInfo{IsResourceRequest: true, Verb: "deletecollection", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Parts: []string{"pods"}, LabelSelector: "a"}},
+		{"GET", "/api/v1/nodes/n1?fieldSelector=spec.nodeName%3Dn1", RequestInfo{IsResourceRequest: true, Verb: "get", APIPrefix: "api", APIVersion: "v1", Resource: "nodes", Name: "n1", Parts: []string{"nodes", "n1"}}},
 		{"GET", "/api/v1/watch/namespaces/ns/pods", RequestInfo{IsResourceRequest: true, Verb: "watch", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Parts: []string{"pods"}}},
 		{"GET", "/api/v1/pods", RequestInfo{IsResourceRequest: true, Verb: "list", APIPrefix: "api", APIVersion: "v1", Resource: "pods", Parts: []string{"pods"}}},
 		{"HEAD", "/api/v1/namespaces/ns/pods/p1", RequestInfo{IsResourceRequest: true, Verb: "get", APIPrefix: "api", APIVersion: "v1", Namespace: "ns", Resource: "pods", Name: "p1", Parts: []string{"pods", "p1"}}},
@@ -42,7 +47,7 @@ func TestNewRequestInfo(t *testing.T) {
 			if got.IsResourceRequest != want.IsResourceRequest || got.Path != want.Path || got.Verb != want.Verb ||
 				got.APIPrefix != want.APIPrefix || got.APIGroup != want.APIGroup || got.APIVersion != want.APIVersion ||
 				got.Namespace != want.Namespace || got.Resource != want.Resource || got.Subresource != want.Subresource ||
-				got.Name != want.Name || strings.Join(got.Parts, "/") != strings.Join(want.Parts, "/") {
+				got.Name != want.Name || got.FieldSelector != want.FieldSelector || got.LabelSelector != want.LabelSelector || strings.Join(got.Parts, "/") != strings.Join(want.Parts, "/") {
 				t.Errorf("got  %+v\nwant %+v", *got, want)
 			}
 		})

@@ -381,11 +381,13 @@ func (s *Server) withRequestInfo(next http.Handler) http.Handler {
 
 // attributesOf is what authorization decides on for the request of u.
 func attributesOf(u *user.Info, ri *handlers.RequestInfo) authorizer.Attributes {
-	return authorizer.Attributes{
+	a := authorizer.Attributes{
 		User: u, Verb: ri.Verb, Namespace: ri.Namespace, APIGroup: ri.APIGroup, APIVersion: ri.APIVersion,
 		Resource: ri.Resource, Subresource: ri.Subresource, Name: ri.Name,
 		ResourceRequest: ri.IsResourceRequest, Path: ri.Path,
 	}
+	a.ParseSelectors(ri.FieldSelector, ri.LabelSelector)
+	return a
 }
 
 // withAuthorization lets the request run when the authorizer allows it,

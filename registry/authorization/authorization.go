@@ -173,8 +173,10 @@ func resourceAttributes(u *user.Info, ra *authorizationv1.ResourceAttributes) au
 	if version == "" {
 		version = "*"
 	}
-	return authorizer.Attributes{User: u, Verb: ra.Verb, Namespace: ra.Namespace, APIGroup: ra.Group, APIVersion: version,
+	a := authorizer.Attributes{User: u, Verb: ra.Verb, Namespace: ra.Namespace, APIGroup: ra.Group, APIVersion: version,
 		Resource: ra.Resource, Subresource: ra.Subresource, Name: ra.Name, ResourceRequest: true}
+	reviewSelectors(&a, ra)
+	return a
 }
 
 func nonResourceAttributes(u *user.Info, nra *authorizationv1.NonResourceAttributes) authorizer.Attributes {

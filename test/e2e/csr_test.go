@@ -36,10 +36,9 @@ func TestAgentTLSBootstrap(t *testing.T) {
 	p := startUpAt(t, dataDir, freeAddr(t), "--token-auth-file", tokenFile)
 	k := p.kc(t, kubectlPath(t))
 
-	// Until the Node authorizer is served, nodes are allowed what the
-	// agent does by RBAC.
-	k.ok("create", "clusterrole", "e2e-node", "--verb=*", "--resource=nodes,nodes/status,pods,pods/status,events,leases.coordination.k8s.io,serviceaccounts/token")
-	k.ok("create", "clusterrolebinding", "e2e-node", "--clusterrole=e2e-node", "--group=system:nodes")
+	// No RBAC for the nodes: the Node authorizer alone lets each agent
+	// read its own Node and, with a spec.nodeName field selector, its own
+	// pods (AuthorizeNodeWithSelectors), and write them.
 
 	// The bootstrap kubeconfig: the admin's cluster, the token's user.
 	kc, err := clientcmd.LoadFromFile(filepath.Join(dataDir, "kubeconfig"))
@@ -72,6 +71,10 @@ func TestAgentTLSBootstrap(t *testing.T) {
 	})
 
 	k.eventually("boot-1   True\nboot-2   True", "get", "nodes", "-o", "custom-columns=NAME:.metadata.name,READY:.status.conditions[?(@.type==\"Ready\")].status", "--no-headers", "--sort-by=.metadata.name")
+	// A pod bound to boot-2 runs: its agent lists and watches its pods as
+	// itself (a refused list would never sync its informer).
+	k.ok("run", "on-boot-2", "--image=nginx:1.27", `--overrides={"spec":{"nodeName":"boot-2"}}`)
+	k.eventually("Running", "get", "pod", "on-boot-2", "-o", "jsonpath={.status.phase}")
 	for _, n := range []string{"boot-1", "boot-2"} {
 		fi, err := os.Stat(filepath.Join(certDir, n, "kubelet-client-current.pem"))
 		if err != nil {

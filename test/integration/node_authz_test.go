@@ -6,6 +6,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,9 +82,7 @@ func TestNodeAuthorization(t *testing.T) {
 			if _, err := node.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
 				t.Errorf("get own node: %v", err)
 			}
-			if _, err := node.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
-				t.Errorf("list pods: %v", err)
-			}
+			checkNodeReads(ctx, t, node, ns, mine, theirs)
 			n1, err := node.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -158,6 +157,76 @@ func TestNodeAuthorization(t *testing.T) {
 			})
 		})
 	}
+}
+
+// checkNodeReads: as kube's AuthorizeNodeWithSelectors, node-1 lists and
+// watches pods only with its own spec.nodeName field selector, gets only
+// the pods bound to it, and reads only its own Node (by name or with a
+// metadata.name field selector).
+func checkNodeReads(ctx context.Context, t *testing.T, node kubernetes.Interface, ns string, mine, theirs *v1.Pod) {
+	t.Helper()
+	list, err := node.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-1"})
+	if err != nil {
+		t.Errorf("list own pods: %v", err)
+	} else {
+		for _, p := range list.Items {
+			if p.Spec.NodeName != "node-1" {
+				t.Errorf("listed %s of %q", p.Name, p.Spec.NodeName)
+			}
+		}
+	}
+	w, err := node.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName==node-1", LabelSelector: "app!=x"})
+	if err != nil {
+		t.Errorf("watch own pods: %v", err)
+	} else {
+		w.Stop()
+	}
+	const podsReason = ": can only list/watch pods with spec.nodeName field selector"
+	_, err = node.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`pods is forbidden: User "system:node:node-1" cannot list resource "pods" in API group "" in the namespace "`+ns+`"`+podsReason)
+	_, err = node.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=node-2"})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`pods is forbidden: User "system:node:node-1" cannot list resource "pods" in API group "" at the cluster scope`+podsReason)
+	_, err = node.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!=node-1"})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`pods is forbidden: User "system:node:node-1" cannot watch resource "pods" in API group "" in the namespace "`+ns+`"`+podsReason)
+	// An access review with the same selector agrees.
+	for sel, want := range map[string]bool{"spec.nodeName=node-1": true, "spec.nodeName=node-2": false, "": false} {
+		ra := &authorizationv1.ResourceAttributes{Verb: "list", Resource: "pods", Namespace: ns}
+		if sel != "" {
+			ra.FieldSelector = &authorizationv1.FieldSelectorAttributes{RawSelector: sel}
+		}
+		r, err := node.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: ra}}, metav1.CreateOptions{})
+		if err != nil || r.Status.Allowed != want {
+			t.Errorf("can list pods with %q: %+v %v, want %v", sel, r, err, want)
+		}
+	}
+	// The graph learns of the new pod through the watch cache.
+	poll(t, func() bool {
+		_, err := node.CoreV1().Pods(ns).Get(ctx, mine.Name, metav1.GetOptions{})
+		return err == nil
+	})
+	_, err = node.CoreV1().Pods(ns).Get(ctx, theirs.Name, metav1.GetOptions{})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`pods "`+theirs.Name+`" is forbidden: User "system:node:node-1" cannot get resource "pods" in API group "" in the namespace "`+ns+`": no relationship found between node 'node-1' and this object`)
+
+	if _, err := node.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
+		t.Errorf("get own node: %v", err)
+	}
+	if l, err := node.CoreV1().Nodes().List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=node-1"}); err != nil || len(l.Items) != 1 {
+		t.Errorf("list own node: %v %v", l, err)
+	}
+	_, err = node.CoreV1().Nodes().Get(ctx, "node-2", metav1.GetOptions{})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`nodes "node-2" is forbidden: User "system:node:node-1" cannot get resource "nodes" in API group "" at the cluster scope: node 'node-1' cannot read 'node-2', only its own Node object`)
+	_, err = node.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`nodes is forbidden: User "system:node:node-1" cannot list resource "nodes" in API group "" at the cluster scope: node 'node-1' cannot read all nodes, only its own Node object`)
+	_, err = node.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=node-2"})
+	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
+		`nodes "node-2" is forbidden: User "system:node:node-1" cannot watch resource "nodes" in API group "" at the cluster scope: node 'node-1' cannot read 'node-2', only its own Node object`)
 }
 
 func poll(t *testing.T, cond func() bool) {

@@ -62,8 +62,8 @@ func (g *Graph) Replace(pods []*v1.Pod) {
 	g.synced = true
 }
 
-// Upsert records a pod as it is now: a pod bound to no node, or finished
-// (kube drops those too: their objects are no longer needed), has no edges.
+// Upsert records a pod as it is now: a pod bound to no node has no edges,
+// a finished one only to its node (its objects are no longer needed).
 func (g *Graph) Upsert(p *v1.Pod) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -96,10 +96,18 @@ func (g *Graph) removeLocked(key string) {
 }
 
 func (g *Graph) putLocked(p *v1.Pod) {
-	if p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+	if p.Spec.NodeName == "" {
 		return
 	}
-	refs := podRefs(p)
+	var refs []ref
+	if p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+		// A finished pod stays bound to its node until deleted: its
+		// kubelet still reads it to finish its status (kube's pod ->
+		// node edge stays), but its objects are no longer needed.
+		refs = []ref{{KindPod, p.Namespace, p.Name}}
+	} else {
+		refs = podRefs(p)
+	}
 	g.pods[p.Namespace+"/"+p.Name] = podEdges{node: p.Spec.NodeName, refs: refs}
 	m := g.refs[p.Spec.NodeName]
 	if m == nil {

@@ -1,6 +1,9 @@
 // Package node is kube's Node authorizer: a node's kubelet, the user
 // system:node:NAME in the group system:nodes, may do what the system:node
-// rules allow, but the objects kube ties to a node through its graph
+// rules allow, but pods and Nodes only its own (kube 1.32's
+// AuthorizeNodeWithSelectors: pods listed and watched with a spec.nodeName
+// field selector, its Node by name), and the objects kube ties to a node
+// through its graph
 // (Secrets, ConfigMaps, PersistentVolumeClaims and ServiceAccount tokens
 // of the pods bound to it) only when such a pod uses them, and its Lease
 // only. Everyone else gets no opinion. NodeRestriction admission narrows
@@ -11,6 +14,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/selection"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
@@ -76,6 +81,10 @@ func (z *Authorizer) Authorize(_ context.Context, a authorizer.Attributes) (auth
 			return z.createToken(node, &a)
 		case a.APIGroup == "coordination.k8s.io" && a.Resource == "leases":
 			return z.lease(node, &a)
+		case a.APIGroup == "" && a.Resource == "pods":
+			return z.pod(node, &a)
+		case a.APIGroup == "" && a.Resource == "nodes":
+			return z.nodeObject(node, &a)
 		}
 	}
 	for i := range z.rules {
@@ -157,4 +166,81 @@ func (z *Authorizer) lease(node string, a *authorizer.Attributes) (authorizer.De
 		return authorizer.DecisionNoOpinion, "can only access node lease with the same name as the requesting node", nil
 	}
 	return authorizer.DecisionAllow, "", nil
+}
+
+// pod decides on pods as kube's AuthorizeNodeWithSelectors (beta, on in
+// 1.32): a node reads only the pods bound to it, one by name through the
+// graph or all of them through a spec.nodeName=NAME field selector, and
+// may create and delete (mirror) pods, update their status and evict them,
+// which NodeRestriction narrows to its own.
+func (z *Authorizer) pod(node string, a *authorizer.Attributes) (authorizer.Decision, string, error) {
+	switch a.Subresource {
+	case "":
+		switch a.Verb {
+		case "get":
+			return z.related(node, KindPod, a)
+		case "list", "watch":
+			if selectsField(a, "spec.nodeName", node) {
+				return authorizer.DecisionAllow, "", nil
+			}
+			if a.Name != "" {
+				// A metadata.name field selector: one pod, if it is this
+				// node's.
+				return z.related(node, KindPod, a)
+			}
+			return authorizer.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector", nil
+		case "create", "delete":
+			return authorizer.DecisionAllow, "", nil
+		}
+	case "status":
+		if a.Verb == "update" || a.Verb == "patch" {
+			return authorizer.DecisionAllow, "", nil
+		}
+	case "eviction":
+		if a.Verb == "create" {
+			return authorizer.DecisionAllow, "", nil
+		}
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+// nodeObject decides on Node objects as kube's AuthorizeNodeWithSelectors:
+// a node reads only its own Node (by name, or listed and watched with a
+// metadata.name=NAME field selector, which RequestInfo turns into the
+// name), compared by name rather than through the graph so that it can
+// look for its Node before creating it; writes are left to
+// NodeRestriction.
+func (z *Authorizer) nodeObject(node string, a *authorizer.Attributes) (authorizer.Decision, string, error) {
+	switch a.Subresource {
+	case "":
+		switch a.Verb {
+		case "create", "update", "patch":
+			return authorizer.DecisionAllow, "", nil
+		case "get", "list", "watch":
+			switch a.Name {
+			case node:
+				return authorizer.DecisionAllow, "", nil
+			case "":
+				return authorizer.DecisionNoOpinion, fmt.Sprintf("node '%s' cannot read all nodes, only its own Node object", node), nil
+			default:
+				return authorizer.DecisionNoOpinion, fmt.Sprintf("node '%s' cannot read '%s', only its own Node object", node, a.Name), nil
+			}
+		}
+	case "status":
+		if a.Verb == "update" || a.Verb == "patch" {
+			return authorizer.DecisionAllow, "", nil
+		}
+	}
+	return authorizer.DecisionNoOpinion, "", nil
+}
+
+// selectsField reports whether a's field selector requires field=value
+// (kube counts only the = and == operators, parsed as Equals).
+func selectsField(a *authorizer.Attributes, field, value string) bool {
+	for _, r := range a.FieldSelector {
+		if r.Field == field && (r.Operator == selection.Equals || r.Operator == selection.DoubleEquals) && r.Value == value {
+			return true
+		}
+	}
+	return false
 }

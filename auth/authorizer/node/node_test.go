@@ -27,6 +27,11 @@ func res(verb, group, resource, sub, ns, name string) authorizer.Attributes {
 		Namespace: ns, Name: name, ResourceRequest: true}
 }
 
+func sel(a authorizer.Attributes, fieldSelector, labelSelector string) authorizer.Attributes {
+	a.ParseSelectors(fieldSelector, labelSelector)
+	return a
+}
+
 func TestAuthorize(t *testing.T) {
 	g := NewGraph()
 	g.Replace([]*v1.Pod{pod("a", "node-1", "sa1", "s1"), pod("b", "node-2", "sa2", "s2"), pod("c", "", "sa3")})
@@ -42,8 +47,29 @@ func TestAuthorize(t *testing.T) {
 	}{
 		{"not a node", authorizer.Attributes{User: &user.Info{Name: "system:node:node-1"}, Verb: "get", Resource: "nodes", ResourceRequest: true}, authorizer.DecisionNoOpinion, ""},
 		{"node without name", authorizer.Attributes{User: &user.Info{Name: "system:node:", Groups: []string{Group}}, Verb: "get", Resource: "nodes", ResourceRequest: true}, authorizer.DecisionNoOpinion, `unknown node for user "system:node:"`},
-		{"get any node", res("get", "", "nodes", "", "", "node-2"), authorizer.DecisionAllow, ""},
-		{"list pods", res("list", "", "pods", "", "", ""), authorizer.DecisionAllow, ""},
+		{"get own node", res("get", "", "nodes", "", "", "node-1"), authorizer.DecisionAllow, ""},
+		{"get another node", res("get", "", "nodes", "", "", "node-2"), authorizer.DecisionNoOpinion, "node 'node-1' cannot read 'node-2', only its own Node object"},
+		{"list nodes", res("list", "", "nodes", "", "", ""), authorizer.DecisionNoOpinion, "node 'node-1' cannot read all nodes, only its own Node object"},
+		{"watch own node by name", res("watch", "", "nodes", "", "", "node-1"), authorizer.DecisionAllow, ""},
+		{"watch another node by name", res("watch", "", "nodes", "", "", "node-2"), authorizer.DecisionNoOpinion, "node 'node-1' cannot read 'node-2', only its own Node object"},
+		{"create node", res("create", "", "nodes", "", "", ""), authorizer.DecisionAllow, ""},
+		{"patch node", res("patch", "", "nodes", "", "", "node-1"), authorizer.DecisionAllow, ""},
+		{"node proxy", res("get", "", "nodes", "proxy", "", "node-1"), authorizer.DecisionNoOpinion, ""},
+		{"list pods", res("list", "", "pods", "", "", ""), authorizer.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector"},
+		{"list own pods", sel(res("list", "", "pods", "", "", ""), "spec.nodeName=node-1", ""), authorizer.DecisionAllow, ""},
+		{"watch own pods ==", sel(res("watch", "", "pods", "", "ns", ""), "status.phase!=Failed,spec.nodeName==node-1", "app=x"), authorizer.DecisionAllow, ""},
+		{"list other node's pods", sel(res("list", "", "pods", "", "", ""), "spec.nodeName=node-2", ""), authorizer.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector"},
+		{"list pods not on node", sel(res("list", "", "pods", "", "", ""), "spec.nodeName!=node-1", ""), authorizer.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector"},
+		{"list pods bad selector", sel(res("list", "", "pods", "", "", ""), "spec.nodeName", ""), authorizer.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector"},
+		{"list pods label only", sel(res("list", "", "pods", "", "", ""), "", "spec.nodeName=node-1"), authorizer.DecisionNoOpinion, "can only list/watch pods with spec.nodeName field selector"},
+		{"watch own pod by name", res("watch", "", "pods", "", "ns", "a"), authorizer.DecisionAllow, ""},
+		{"watch other pod by name", res("watch", "", "pods", "", "ns", "b"), authorizer.DecisionNoOpinion, noRel},
+		{"get own pod", res("get", "", "pods", "", "ns", "a"), authorizer.DecisionAllow, ""},
+		{"get other node's pod", res("get", "", "pods", "", "ns", "b"), authorizer.DecisionNoOpinion, noRel},
+		{"get unbound pod", res("get", "", "pods", "", "ns", "c"), authorizer.DecisionNoOpinion, noRel},
+		{"delete pod", res("delete", "", "pods", "", "ns", "b"), authorizer.DecisionAllow, ""},
+		{"deletecollection pods", sel(res("deletecollection", "", "pods", "", "ns", ""), "spec.nodeName=node-1", ""), authorizer.DecisionNoOpinion, ""},
+		{"pod log", res("get", "", "pods", "log", "ns", "a"), authorizer.DecisionNoOpinion, ""},
 		{"update node status", res("update", "", "nodes", "status", "", "node-1"), authorizer.DecisionAllow, ""},
 		{"delete node", res("delete", "", "nodes", "", "", "node-1"), authorizer.DecisionNoOpinion, ""},
 		{"create pod", res("create", "", "pods", "", "ns", ""), authorizer.DecisionAllow, ""},
@@ -110,6 +136,9 @@ func TestGraphFollowsPods(t *testing.T) {
 	if g.Related("node-1", KindServiceAccount, "ns", "sa") {
 		t.Fatal("a finished pod still ties its SA")
 	}
+	if !g.Related("node-1", KindPod, "ns", "b") {
+		t.Fatal("a finished pod is no longer its node's to read")
+	}
 	g.Upsert(pod("c", "node-2", "sa"))
 	if g.Related("node-1", KindServiceAccount, "ns", "sa") || !g.Related("node-2", KindServiceAccount, "ns", "sa") {
 		t.Fatal("wrong node")
@@ -131,7 +160,8 @@ func BenchmarkAuthorize(b *testing.B) {
 		attrs authorizer.Attributes
 	}{
 		{"graph", res("create", "", "serviceaccounts", "token", "ns", "sa1000")},
-		{"rules", res("patch", "", "pods", "status", "ns", "p1")},
+		{"rules", res("create", "", "events", "", "ns", "")},
+		{"selector", sel(res("watch", "", "pods", "", "", ""), "spec.nodeName=node-7", "")},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
