@@ -113,7 +113,10 @@ func TestKubectlGetTables(t *testing.T) {
 }
 
 // tableManifests are the objects the test prints: node-1 as in the
-// recording, and two pods and a PodDisruptionBudget in namespace tbl.
+// recording, and two pods and a PodDisruptionBudget in namespace tbl. The
+// pods name a scheduler that does not run, so that nothing writes them
+// while kubectl get -w watches (the scheduler's Unschedulable condition
+// would be a row of its own, or not, depending on when it came).
 const tableManifests = `apiVersion: v1
 kind: Node
 metadata:
@@ -136,6 +139,7 @@ metadata:
   namespace: tbl
   labels: {app: gold, order: b}
 spec:
+  schedulerName: e2e-nobody
   containers:
   - name: c
     image: busybox
@@ -147,6 +151,7 @@ metadata:
   namespace: tbl
   labels: {app: gold, tier: web, order: a}
 spec:
+  schedulerName: e2e-nobody
   containers:
   - name: c
     image: busybox
