@@ -142,18 +142,18 @@ func TestNodeAuthorization(t *testing.T) {
 			// The graph follows the pods: bound to node-1, sa2's tokens
 			// become reachable; deleted, no longer.
 			moved := mkPod("moved-"+how, "node-1", "sa2")
-			poll(t, func() bool {
+			eventually(t, 10*time.Second, "sa2's token for the pod bound to node-1", func(context.Context) (bool, error) {
 				_, err := node.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sa2", tr(moved), metav1.CreateOptions{})
-				return err == nil
+				return err == nil, nil
 			})
 			// A bound pod stays until its kubelet confirms: delete at once.
 			zero := int64(0)
 			if err := node.CoreV1().Pods(ns).Delete(ctx, moved.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 				t.Fatalf("delete own pod: %v", err)
 			}
-			poll(t, func() bool {
+			eventually(t, 10*time.Second, "sa2's token refused once the pod is gone", func(context.Context) (bool, error) {
 				_, err := node.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "sa2", tr(theirs), metav1.CreateOptions{})
-				return err != nil && containsAll(err.Error(), "no relationship found")
+				return err != nil && containsAll(err.Error(), "no relationship found"), nil
 			})
 		})
 	}
@@ -204,9 +204,9 @@ func checkNodeReads(ctx context.Context, t *testing.T, node kubernetes.Interface
 		}
 	}
 	// The graph learns of the new pod through the watch cache.
-	poll(t, func() bool {
+	eventually(t, 10*time.Second, "the node's own pod readable", func(context.Context) (bool, error) {
 		_, err := node.CoreV1().Pods(ns).Get(ctx, mine.Name, metav1.GetOptions{})
-		return err == nil
+		return err == nil, nil
 	})
 	_, err = node.CoreV1().Pods(ns).Get(ctx, theirs.Name, metav1.GetOptions{})
 	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
@@ -227,17 +227,6 @@ func checkNodeReads(ctx context.Context, t *testing.T, node kubernetes.Interface
 	_, err = node.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=node-2"})
 	checkStatusErr(t, err, 403, metav1.StatusReasonForbidden,
 		`nodes "node-2" is forbidden: User "system:node:node-1" cannot watch resource "nodes" in API group "" at the cluster scope: node 'node-1' cannot read 'node-2', only its own Node object`)
-}
-
-func poll(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestNodeModeOnly: with --authorization-mode=Node alone, a node gets the
