@@ -124,21 +124,7 @@ func benchAuthzCreate(b *testing.B, ls *lazyServer) {
 		b.Fatal(err)
 	}
 	defer client.CloseIdleConnections()
-	url := srv.URL() + "/api/v1/namespaces/" + authzNamespace + "/pods"
-	_, bodies := podBodies("authz", b.N, func(int) string { return "web" })
-	warmConnections(b, client, srv.URL()+"/healthz")
-	ctx := context.Background()
-	b.ResetTimer()
-	lat, wall, err := runPool(concurrency, b.N, func(i int) error {
-		return post(ctx, client, url, bodies[i], http.StatusCreated)
-	})
-	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(float64(b.N)/wall.Seconds(), "creates/s")
-	b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
-	b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
+	timedCreates(b, srv, client, authzNamespace, "authz")
 }
 
 func benchAuthzList(b *testing.B, ls *lazyServer) {

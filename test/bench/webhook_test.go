@@ -109,24 +109,11 @@ func benchCreateWithWebhook(b *testing.B, wh *benchWebhook, path string) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling the server's watch, with a deadline
 	}
-	_, bodies := podBodies("wh", b.N, func(int) string { return "web" })
-	warmConnections(b, client, srv.URL()+"/healthz")
 	calls := wh.calls.Load()
-
-	b.ResetTimer()
-	lat, wall, err := runPool(concurrency, b.N, func(i int) error {
-		return post(ctx, client, url, bodies[i], http.StatusCreated)
-	})
-	b.StopTimer()
-	if err != nil {
-		b.Fatal(err)
-	}
+	timedCreates(b, srv, client, webhookNamespaceName, "wh")
 	if path != "" && wh.calls.Load()-calls != int64(b.N) {
 		b.Fatalf("%d webhook calls for %d creates", wh.calls.Load()-calls, b.N)
 	}
-	b.ReportMetric(float64(b.N)/wall.Seconds(), "creates/s")
-	b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
-	b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
 }
 
 func registerBenchWebhook(ctx context.Context, c *http.Client, base string, wh *benchWebhook, path string) error {
