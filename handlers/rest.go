@@ -191,7 +191,7 @@ func (q *request) create() {
 	if !q.acceptable() {
 		return
 	}
-	dryRun, err := q.dryRun("CreateOptions")
+	opts, err := q.writeOptions("CreateOptions", "")
 	if err != nil {
 		q.fail(err)
 		return
@@ -201,7 +201,7 @@ func (q *request) create() {
 		q.fail(err)
 		return
 	}
-	out, err := q.store.Create(q.ctx(), q.info.Namespace, obj, registry.CreateOptions{DryRun: dryRun})
+	out, err := q.store.Create(q.ctx(), q.info.Namespace, obj, registry.CreateOptions{DryRun: opts.dryRun, FieldManager: opts.manager})
 	if err != nil {
 		q.fail(err)
 		return
@@ -213,7 +213,7 @@ func (q *request) update() {
 	if !q.acceptable() {
 		return
 	}
-	dryRun, err := q.dryRun("UpdateOptions")
+	opts, err := q.writeOptions("UpdateOptions", "")
 	if err != nil {
 		q.fail(err)
 		return
@@ -239,7 +239,7 @@ func (q *request) update() {
 	replace := func(_ context.Context, _ runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
 	}
-	out, created, err := q.store.Update(q.ctx(), q.info.Namespace, q.info.Name, replace, registry.UpdateOptions{DryRun: dryRun})
+	out, created, err := q.store.Update(q.ctx(), q.info.Namespace, q.info.Name, replace, registry.UpdateOptions{DryRun: opts.dryRun, FieldManager: opts.manager})
 	if err != nil {
 		q.fail(err)
 		return

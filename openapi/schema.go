@@ -111,6 +111,26 @@ var atomicMaps = map[string]bool{
 	"io.k8s.api.core.v1.PodSpec.nodeSelector": true,
 }
 
+// fieldDefaults are kube's +default markers on the served types (not
+// visible at run time). Server-side apply needs them: a list keyed by a
+// field with a default (ports by containerPort and protocol) accepts
+// items that omit it.
+var fieldDefaults = map[string]any{
+	"io.k8s.api.core.v1.ContainerPort.protocol":            "TCP",
+	"io.k8s.api.core.v1.GRPCAction.service":                "",
+	"io.k8s.api.core.v1.LocalObjectReference.name":         "",
+	"io.k8s.api.core.v1.RBDVolumeSource.pool":              "rbd",
+	"io.k8s.api.core.v1.RBDVolumeSource.user":              "admin",
+	"io.k8s.api.core.v1.RBDVolumeSource.keyring":           "/etc/ceph/keyring",
+	"io.k8s.api.core.v1.ISCSIVolumeSource.iscsiInterface":  "default",
+	"io.k8s.api.core.v1.AzureDiskVolumeSource.cachingMode": "ReadWrite",
+	"io.k8s.api.core.v1.AzureDiskVolumeSource.fsType":      "ext4",
+	"io.k8s.api.core.v1.AzureDiskVolumeSource.readOnly":    false,
+	"io.k8s.api.core.v1.AzureDiskVolumeSource.kind":        "Shared",
+	"io.k8s.api.core.v1.ScaleIOVolumeSource.storageMode":   "ThinProvisioned",
+	"io.k8s.api.core.v1.ScaleIOVolumeSource.fsType":        "xfs",
+}
+
 // optionalFields are the fields kube marks +optional although their JSON
 // tag has no omitempty (kube-openapi: a field is required unless it is
 // omitempty or +optional; only omitempty is visible at run time). This is
@@ -300,6 +320,8 @@ func (b *schemaBuilder) fieldSchema(f reflect.StructField, declaring, name strin
 
 	var def any
 	switch {
+	case fieldDefaults[declaring+"."+name] != nil:
+		def = fieldDefaults[declaring+"."+name]
 	case ft.Kind() == reflect.Struct && base.Ref != "" && !b.special[strings.TrimPrefix(base.Ref, componentPrefix)]:
 		def = map[string]any{} // checked against the target later
 	case !omitEmpty && base.Ref == "":

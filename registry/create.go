@@ -20,11 +20,21 @@ import (
 // CreateOptions are the parts of metav1.CreateOptions the Store acts on.
 type CreateOptions struct {
 	DryRun bool
+	// FieldManager is who the new object's fields are recorded for in
+	// metadata.managedFields; "" records nothing (the server's own
+	// objects).
+	FieldManager string
 }
 
 // Create stores a new object in namespace (ignored for cluster-scoped
 // resources). obj is consumed: the Store fills in its metadata.
 func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object, opts CreateOptions) (runtime.Object, error) {
+	return s.create(ctx, namespace, obj, opts, false)
+}
+
+// create is Create; applied says obj comes from a server-side apply,
+// which recorded its managedFields.
+func (s *Store) create(ctx context.Context, namespace string, obj runtime.Object, opts CreateOptions, applied bool) (runtime.Object, error) {
 	m := accessor(obj)
 	if err := s.setNamespace(m, namespace); err != nil {
 		return nil, err
@@ -39,9 +49,18 @@ func (s *Store) Create(ctx context.Context, namespace string, obj runtime.Object
 	if d, ok := s.strategy.(Defaulter); ok {
 		d.Default(obj)
 	}
+	if !applied {
+		var err error
+		if obj, err = s.trackUpdate(s.newObject(), obj, opts.FieldManager); err != nil {
+			return nil, err
+		}
+		m = accessor(obj)
+	}
+	managed := m.GetManagedFields()
 	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, createOptions(opts.DryRun), false); err != nil {
 		return nil, err
 	}
+	keepValidManagedFields(obj, managed)
 	s.prepareForCreate(ctx, obj)
 	if errs := s.validateCreate(ctx, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), m.GetName(), errs)
@@ -96,7 +115,6 @@ func (s *Store) prepareForCreate(ctx context.Context, obj runtime.Object) {
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
 	m.SetSelfLink("")
-	m.SetManagedFields(nil)
 	if _, ok := s.strategy.(GenerationStrategy); ok {
 		m.SetGeneration(1)
 	} else {

@@ -32,6 +32,9 @@ type Options struct {
 	// BookmarkInterval is how often watches that allow bookmarks get one;
 	// 0 means the cache's default (a minute).
 	BookmarkInterval time.Duration
+	// TypeConverter turns on metadata.managedFields tracking and
+	// server-side apply; nil leaves both off.
+	TypeConverter TypeConverterSource
 }
 
 // Store implements every REST verb of one resource over storage.Interface.
@@ -49,6 +52,9 @@ type Store struct {
 	// subresource's StatusStrategy.
 	update      StatusStrategy
 	subresource string
+	// fields records managedFields and merges applies for this resource
+	// or subresource.
+	fields *fieldTracker
 
 	fieldLabels sets.Set[string]
 	// writeOpts go with every create and update: the strategy's TTL.
@@ -75,6 +81,7 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		prefix:      keyPrefix(info),
 		opts:        opts,
 		update:      strategy,
+		fields:      &fieldTracker{},
 		fieldLabels: labels,
 		writeOpts:   writeOptions(strategy, keyPrefix(info)),
 	}
@@ -115,6 +122,7 @@ func (s *Store) Subresource(name string, ss StatusStrategy) *Store {
 	sub := *s
 	sub.update = ss
 	sub.subresource = name
+	sub.fields = &fieldTracker{}
 	return &sub
 }
 

@@ -24,6 +24,11 @@ type TransformFunc func(ctx context.Context, current runtime.Object) (runtime.Ob
 // acts on.
 type UpdateOptions struct {
 	DryRun bool
+	// FieldManager is who the write's changes are recorded for in
+	// metadata.managedFields (kube: the fieldManager parameter, else
+	// derived from the User-Agent). "" records nothing: the Store's own
+	// writes on behalf of another request (binding, eviction).
+	FieldManager string
 }
 
 // Update replaces the object namespace/name with what transform returns,
@@ -31,23 +36,29 @@ type UpdateOptions struct {
 // the object did not exist and was created (PUT to a new name, where the
 // resource allows it).
 func (s *Store) Update(ctx context.Context, namespace, name string, transform TransformFunc, opts UpdateOptions) (out runtime.Object, created bool, err error) {
+	return s.write(ctx, namespace, name, transform, opts, false)
+}
+
+// write is Update; apply says transform is a server-side apply, which
+// has recorded managedFields itself and may create the object.
+func (s *Store) write(ctx context.Context, namespace, name string, transform TransformFunc, opts UpdateOptions, apply bool) (out runtime.Object, created bool, err error) {
 	key := s.key(namespace, name)
 	if opts.DryRun {
 		kv, err := s.storage.Get(ctx, key)
 		if errors.Is(err, storage.ErrNotFound) {
-			return s.createOnUpdate(ctx, namespace, name, transform, opts, err)
+			return s.createOnUpdate(ctx, namespace, name, transform, opts, apply, err)
 		}
 		if err != nil {
 			return nil, false, toAPIError(err, s.info.GroupResource(), name)
 		}
-		obj, _, err := s.updateFrom(ctx, kv, namespace, transform, opts)
+		obj, _, err := s.updateFrom(ctx, kv, namespace, transform, opts, apply)
 		return obj, false, toAPIError(err, s.info.GroupResource(), name)
 	}
 
 	var updated runtime.Object
 	var deleteNow bool
 	kv, err := s.storage.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
-		obj, del, err := s.updateFrom(ctx, cur, namespace, transform, opts)
+		obj, del, err := s.updateFrom(ctx, cur, namespace, transform, opts, apply)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +66,7 @@ func (s *Store) Update(ctx context.Context, namespace, name string, transform Tr
 		return s.encode(obj)
 	}, s.writeOpts...)
 	if errors.Is(err, storage.ErrNotFound) {
-		return s.createOnUpdate(ctx, namespace, name, transform, opts, err)
+		return s.createOnUpdate(ctx, namespace, name, transform, opts, apply, err)
 	}
 	if err != nil {
 		return nil, false, toAPIError(err, s.info.GroupResource(), name)
@@ -78,22 +89,23 @@ func (s *Store) Update(ctx context.Context, namespace, name string, transform Tr
 	return updated, false, nil
 }
 
-// createOnUpdate handles PUT to a name that does not exist.
-func (s *Store) createOnUpdate(ctx context.Context, namespace, name string, transform TransformFunc, opts UpdateOptions, notFound error) (runtime.Object, bool, error) {
-	if s.subresource != "" || !s.strategy.AllowCreateOnUpdate() {
+// createOnUpdate handles PUT (or a server-side apply) to a name that does
+// not exist.
+func (s *Store) createOnUpdate(ctx context.Context, namespace, name string, transform TransformFunc, opts UpdateOptions, apply bool, notFound error) (runtime.Object, bool, error) {
+	if s.subresource != "" || !(apply || s.strategy.AllowCreateOnUpdate()) {
 		return nil, false, toAPIError(notFound, s.info.GroupResource(), name)
 	}
 	obj, err := transform(ctx, nil)
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := s.Create(ctx, namespace, obj, CreateOptions{DryRun: opts.DryRun})
+	out, err := s.create(ctx, namespace, obj, CreateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, apply)
 	return out, err == nil, err
 }
 
 // updateFrom computes, admits and validates the new object from the stored
 // one. deleteNow reports that the update completes a pending deletion.
-func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string, transform TransformFunc, opts UpdateOptions) (obj runtime.Object, deleteNow bool, err error) {
+func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string, transform TransformFunc, opts UpdateOptions, apply bool) (obj runtime.Object, deleteNow bool, err error) {
 	old, err := s.decode(cur)
 	if err != nil {
 		return nil, false, err
@@ -124,7 +136,6 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 	newM.SetDeletionGracePeriodSeconds(oldM.GetDeletionGracePeriodSeconds())
 	newM.SetGeneration(oldM.GetGeneration())
 	newM.SetSelfLink("")
-	newM.SetManagedFields(nil)
 	newM.SetResourceVersion(oldM.GetResourceVersion())
 	if s.subresource != "" {
 		// A subresource write changes only what its strategy lets through;
@@ -135,9 +146,17 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 	if d, ok := s.strategy.(Defaulter); ok {
 		d.Default(obj)
 	}
+	if !apply {
+		if obj, err = s.trackUpdate(old, obj, opts.FieldManager); err != nil {
+			return nil, false, err
+		}
+		newM = accessor(obj)
+	}
+	managed := newM.GetManagedFields()
 	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, updateOptions(opts.DryRun), false); err != nil {
 		return nil, false, err
 	}
+	keepValidManagedFields(obj, managed)
 	s.update.PrepareForUpdate(ctx, obj, old)
 	if gs, ok := s.strategy.(GenerationStrategy); ok && s.subresource == "" && gs.SpecChanged(obj, old) {
 		newM.SetGeneration(oldM.GetGeneration() + 1)
@@ -150,6 +169,7 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, updateOptions(opts.DryRun), true); err != nil {
 		return nil, false, err
 	}
+	ignoreManagedFieldsTimestamps(obj, old)
 	return obj, s.shouldDeleteDuringUpdate(ctx, obj, old), nil
 }
 

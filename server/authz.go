@@ -278,7 +278,7 @@ func (s *Server) reconcileOne(ctx context.Context, st *registry.Store, name stri
 	for attempt := 0; ; attempt++ {
 		cur, err := st.Get(ctx, "", name, &metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			created, err := st.Create(ctx, "", want.DeepCopyObject(), registry.CreateOptions{})
+			created, err := st.Create(ctx, "", want.DeepCopyObject(), registry.CreateOptions{FieldManager: apiserverFieldManager})
 			if apierrors.IsAlreadyExists(err) && attempt < 5 {
 				continue
 			}
@@ -297,7 +297,7 @@ func (s *Server) reconcileOne(ctx context.Context, st *registry.Store, name stri
 			}
 			continue
 		}
-		updated, _, err := st.Update(ctx, "", name, func(context.Context, runtime.Object) (runtime.Object, error) { return out, nil }, registry.UpdateOptions{})
+		updated, _, err := st.Update(ctx, "", name, func(context.Context, runtime.Object) (runtime.Object, error) { return out, nil }, registry.UpdateOptions{FieldManager: apiserverFieldManager})
 		if apierrors.IsConflict(err) && attempt < 5 {
 			continue
 		}
@@ -335,7 +335,7 @@ func (s *Server) aggregateClusterRoles(ctx context.Context, trigger <-chan struc
 				cr := cur.(*rbacv1.ClusterRole)
 				cr.Rules = rules
 				return cr, nil
-			}, registry.UpdateOptions{})
+			}, registry.UpdateOptions{FieldManager: "clusterrole-aggregation-controller"})
 			if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 				s.log.Error("aggregate clusterrole", "name", role.Name, "err", err)
 			}

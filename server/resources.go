@@ -142,7 +142,7 @@ var systemNamespaces = []string{
 func ensureSystemNamespaces(ctx context.Context, nsStore *registry.Store) error {
 	for _, name := range systemNamespaces {
 		ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		_, err := nsStore.Create(ctx, "", ns, registry.CreateOptions{})
+		_, err := nsStore.Create(ctx, "", ns, registry.CreateOptions{FieldManager: apiserverFieldManager})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create namespace %s: %w", name, err)
 		}

@@ -91,10 +91,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	s.storage = etcdstore.New(client)
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
-	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize, BookmarkInterval: cfg.BookmarkInterval}, &cfg, s.authorization.escalation)
+	types := &typeConverter{}
+	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
+		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get}, &cfg, s.authorization.escalation)
 	if err != nil {
 		return nil, err
 	}
+	types.api = api
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}

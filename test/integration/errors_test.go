@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // TestNotFoundErrors covers the 404s through client-go.
@@ -301,19 +300,15 @@ func TestRequestBodyErrors(t *testing.T) {
 		if r.Code != http.StatusUnsupportedMediaType || statusMap(t, r.Body)["reason"] != "UnsupportedMediaType" {
 			t.Errorf("PATCH application/json: %d %s", r.Code, r.Body)
 		}
-		r = doRaw(t, "PATCH", base+"/patchme", []byte("metadata:\n  labels:\n    a: b\n"), "Content-Type", "application/apply-patch+yaml")
+		// kube 1.32 serves apply-patch+cbor only behind a feature gate
+		// that is off by default: the message lists the four it takes.
+		r = doRaw(t, "PATCH", base+"/patchme", []byte{0xa0}, "Content-Type", "application/apply-patch+cbor")
 		if r.Code != http.StatusUnsupportedMediaType {
-			t.Fatalf("apply patch: %d %s", r.Code, r.Body)
+			t.Fatalf("cbor apply patch: %d %s", r.Code, r.Body)
 		}
-		st := statusMap(t, r.Body)
-		if st["reason"] != "UnsupportedMediaType" || !strings.Contains(st["message"].(string), "apply") {
-			t.Errorf("apply patch: %s", r.Body)
-		}
-		// client-go's server-side apply gets the same answer.
-		_, err := cs.CoreV1().Pods(ns).Apply(t.Context(), corev1ac.Pod("patchme", ns).WithLabels(map[string]string{"a": "b"}),
-			metav1.ApplyOptions{FieldManager: "test"})
-		if !apierrors.IsUnsupportedMediaType(err) {
-			t.Errorf("client-go Apply: %v, want 415 UnsupportedMediaType", err)
+		if st := statusMap(t, r.Body); st["message"] != "the body of the request was in an unknown format - accepted media types include: "+
+			"application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml" {
+			t.Errorf("cbor apply patch: %s", r.Body)
 		}
 		pod, err := cs.CoreV1().Pods(ns).Get(t.Context(), "patchme", metav1.GetOptions{})
 		if err != nil || pod.Labels["a"] != "" {

@@ -1,0 +1,119 @@
+package handlers
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/corekube/corekube/registry"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// writeOptions are what a create, update or patch says beyond its body.
+type writeOptions struct {
+	dryRun bool
+	// fieldManager is the fieldManager parameter as given.
+	fieldManager string
+	// manager is who the write's fields are recorded for: fieldManager,
+	// else derived from the User-Agent.
+	manager string
+	// force is a server-side apply's force parameter.
+	force *bool
+}
+
+// writeOptions parses and validates the options of a write whose options
+// kind is CreateOptions, UpdateOptions or PatchOptions (with patchType),
+// as kube's ValidateXxxOptions: a 422 on the options kind.
+func (q *request) writeOptions(kind string, patchType types.PatchType) (writeOptions, error) {
+	dryRun, err := q.dryRun(kind)
+	if err != nil {
+		return writeOptions{}, err
+	}
+	query := q.r.URL.Query()
+	o := writeOptions{dryRun: dryRun, fieldManager: query.Get("fieldManager")}
+	var errs field.ErrorList
+	if kind == "PatchOptions" {
+		if v := query.Get("force"); query.Has("force") {
+			force, err := strconv.ParseBool(v)
+			if err != nil {
+				return writeOptions{}, badRequest("%v", err)
+			}
+			o.force = &force
+		}
+		errs = metav1validation.ValidatePatchOptions(&metav1.PatchOptions{FieldManager: o.fieldManager, Force: o.force}, patchType)
+	} else {
+		errs = metav1validation.ValidateFieldManager(o.fieldManager, field.NewPath("fieldManager"))
+	}
+	if len(errs) > 0 {
+		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
+	}
+	o.manager = managerOrUserAgent(o.fieldManager, q.r.UserAgent())
+	return o, nil
+}
+
+// managerOrUserAgent is kube's name for a write's field manager: the
+// fieldManager parameter, else the User-Agent up to its first "/"
+// ("kubectl/v1.32.0 (linux/amd64) ..." → "kubectl"), printable
+// characters only, at most 128 bytes; "unknown" when that is empty.
+func managerOrUserAgent(manager, userAgent string) string {
+	if manager != "" {
+		return manager
+	}
+	prefix, _, _ := strings.Cut(userAgent, "/")
+	var buf bytes.Buffer
+	for _, r := range prefix {
+		if !unicode.IsPrint(r) {
+			continue
+		}
+		if buf.Len()+utf8.RuneLen(r) > metav1validation.FieldManagerMaxLength {
+			break
+		}
+		buf.WriteRune(r)
+	}
+	if buf.Len() == 0 {
+		return "unknown"
+	}
+	return buf.String()
+}
+
+// apply serves a server-side apply (PATCH with application/apply-patch+yaml):
+// the body is a partial object in YAML or JSON, merged by the Store's
+// field manager. It creates the object when there is none (201).
+func (q *request) apply(body []byte, fv fieldValidation, opts writeOptions) {
+	patch := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(body, &patch.Object); err != nil {
+		q.fail(badRequest("error decoding YAML: %v", err))
+		return
+	}
+	if fv == validationStrict || fv == validationWarn {
+		if err := yaml.UnmarshalStrict(body, &map[string]any{}); err != nil {
+			if fv == validationStrict {
+				q.fail(badRequest("error strict decoding YAML: %v", err))
+				return
+			}
+			addWarning(q.w, err.Error())
+		}
+	}
+	force := opts.force != nil && *opts.force
+	out, created, err := q.store.Apply(q.ctx(), q.info.Namespace, q.info.Name, patch,
+		registry.ApplyOptions{DryRun: opts.dryRun, FieldManager: opts.fieldManager, Force: force})
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	q.respond(code, out)
+}

@@ -1,0 +1,255 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
+)
+
+// TypeConverterSource returns structured-merge-diff's view of the served
+// types (built from the server's OpenAPI models). The Stores call it on
+// their first write, so that a server that is never written to never
+// builds it; it must return the same converter every time.
+type TypeConverterSource func() (managedfields.TypeConverter, error)
+
+// ResetFieldsStrategy is implemented by strategies (and status
+// strategies) that reset some fields on every write of their resource or
+// subresource: a pod's status on an update of the pod, its spec on an
+// update of pods/status. Those fields are never recorded as owned by the
+// writer, as kube's GetResetFields.
+type ResetFieldsStrategy interface {
+	GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set
+}
+
+// fieldTracker is one Store's (or subresource's) kube field manager,
+// built on first use.
+type fieldTracker struct {
+	once sync.Once
+	fm   *managedfields.FieldManager
+	err  error
+}
+
+// fieldManager returns the field manager of the Store's resource or
+// subresource: it records managedFields on every write and merges
+// server-side apply patches. It is nil when the Store tracks no fields
+// (Options.TypeConverter unset).
+func (s *Store) fieldManager() (*managedfields.FieldManager, error) {
+	if s.opts.TypeConverter == nil {
+		return nil, nil
+	}
+	s.fields.once.Do(func() {
+		tc, err := s.opts.TypeConverter()
+		if err != nil {
+			s.fields.err = fmt.Errorf("managed fields of %s: %w", s.info.Resource, err)
+			return
+		}
+		gvk := s.info.GroupVersion().WithKind(s.info.Kind)
+		objects := objectInterfaces{store: s, gvk: gvk}
+		var reset map[fieldpath.APIVersion]fieldpath.Filter
+		if rs, ok := s.update.(ResetFieldsStrategy); ok {
+			reset = map[fieldpath.APIVersion]fieldpath.Filter{}
+			for v, set := range rs.GetResetFields() {
+				reset[v] = fieldpath.NewExcludeSetFilter(set)
+			}
+		}
+		s.fields.fm, s.fields.err = managedfields.NewDefaultFieldManager(tc, objects, objects, objects,
+			gvk, s.info.GroupVersion(), s.subresource, reset)
+	})
+	return s.fields.fm, s.fields.err
+}
+
+// trackUpdate records in obj's managedFields the fields manager changed
+// from live (an empty object on create), as kube does for every create,
+// update and non-apply patch. Without a manager (the Store's own writes
+// on behalf of another request: binding, eviction) managedFields stay as
+// they were.
+func (s *Store) trackUpdate(live, obj runtime.Object, manager string) (runtime.Object, error) {
+	fm, err := s.fieldManager()
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	if fm == nil || manager == "" {
+		accessor(obj).SetManagedFields(accessor(live).GetManagedFields())
+		return obj, nil
+	}
+	s.setTypeMeta(obj)
+	return fm.UpdateNoErrors(live, obj, manager), nil
+}
+
+// keepValidManagedFields undoes a mutating admission plugin's or
+// webhook's change to managedFields that does not decode (kube's
+// managed fields validating admission controller): the object keeps what
+// it had before admission.
+func keepValidManagedFields(obj runtime.Object, before []metav1.ManagedFieldsEntry) {
+	m := accessor(obj)
+	after := m.GetManagedFields()
+	if reflect.DeepEqual(after, before) {
+		return
+	}
+	if err := managedfields.ValidateManagedFields(after); err != nil {
+		m.SetManagedFields(before)
+	}
+}
+
+// ApplyOptions are the parts of metav1.PatchOptions a server-side apply
+// acts on.
+type ApplyOptions struct {
+	DryRun bool
+	// FieldManager owns the applied fields; required.
+	FieldManager string
+	// Force takes fields other managers own instead of failing with a
+	// conflict.
+	Force bool
+}
+
+// Apply merges the applied configuration patch (a partial object, as
+// decoded from an application/apply-patch+yaml body) into the object
+// namespace/name as kube's server-side apply does: the configuration's
+// fields become owned by opts.FieldManager, fields it applied before and
+// applies no more are removed unless another manager owns them, and a
+// field another manager owns with a different value is a 409 Conflict
+// unless opts.Force. The object is created when it does not exist (then
+// created reports true); on a subresource it must exist.
+func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstructured.Unstructured, opts ApplyOptions) (out runtime.Object, created bool, err error) {
+	fm, err := s.fieldManager()
+	if err != nil {
+		return nil, false, apierrors.NewInternalError(err)
+	}
+	if fm == nil {
+		return nil, false, apierrors.NewInternalError(errors.New("server-side apply needs the type converter, which this server lacks"))
+	}
+	apply := func(_ context.Context, current runtime.Object) (runtime.Object, error) {
+		live := current
+		if live == nil {
+			live = s.newObject()
+		}
+		obj, err := fm.Apply(live, patch.DeepCopy(), opts.FieldManager, opts.Force)
+		if err != nil {
+			return nil, err
+		}
+		m := accessor(obj)
+		if current == nil {
+			if uid := m.GetUID(); uid != "" {
+				return nil, apierrors.NewConflict(s.info.GroupResource(), name,
+					fmt.Errorf("uid mismatch: the provided object specified uid %s, and no existing object was found", uid))
+			}
+			// kube's WipeObjectMetaSystemFields for a create.
+			m.SetCreationTimestamp(metav1.Time{})
+			m.SetDeletionTimestamp(nil)
+			m.SetDeletionGracePeriodSeconds(nil)
+			m.SetSelfLink("")
+		}
+		if s.info.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != namespace {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the URL (%s)", m.GetNamespace(), namespace))
+		}
+		if m.GetName() != name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
+		}
+		return obj, nil
+	}
+	return s.write(ctx, namespace, name, apply, UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, true)
+}
+
+// newObject is an empty object of the Store's kind, with its kind set.
+func (s *Store) newObject() runtime.Object {
+	obj := s.strategy.New()
+	s.setTypeMeta(obj)
+	return obj
+}
+
+// objectInterfaces are what kube's field manager needs of a scheme, for
+// the one kind and version a Store serves.
+type objectInterfaces struct {
+	store *Store
+	gvk   schema.GroupVersionKind
+}
+
+// New returns an empty object of the Store's kind.
+func (o objectInterfaces) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	if gvk != o.gvk {
+		return nil, runtime.NewNotRegisteredErrForKind("corekube", gvk)
+	}
+	return o.store.newObject(), nil
+}
+
+// Default applies the scheme defaults of the kind, where it has them.
+func (o objectInterfaces) Default(obj runtime.Object) {
+	if d, ok := o.store.strategy.(Defaulter); ok {
+		d.Default(obj)
+	}
+}
+
+// ConvertToVersion converts between the one served version's typed and
+// unstructured forms. Every other version is not registered: the field
+// manager drops managedFields entries recorded for versions not served.
+func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.GroupVersioner) (runtime.Object, error) {
+	if gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{o.gvk}); !ok || gvk != o.gvk {
+		return nil, runtime.NewNotRegisteredGVKErrForTarget("corekube", in.GetObjectKind().GroupVersionKind(), target)
+	}
+	u, ok := in.(*unstructured.Unstructured)
+	if !ok {
+		return in, nil
+	}
+	out := o.store.strategy.New()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+		return nil, fmt.Errorf("convert %s: %w", o.gvk.Kind, err)
+	}
+	out.GetObjectKind().SetGroupVersionKind(o.gvk)
+	return out, nil
+}
+
+// Convert is not needed by the field manager.
+func (o objectInterfaces) Convert(in, out, context any) error {
+	return fmt.Errorf("corekube: no conversion from %T to %T", in, out)
+}
+
+// ConvertFieldLabel is not needed by the field manager.
+func (o objectInterfaces) ConvertFieldLabel(gvk schema.GroupVersionKind, label, value string) (string, string, error) {
+	return "", "", fmt.Errorf("corekube: no field label conversion for %v", gvk)
+}
+
+// ignoreManagedFieldsTimestamps keeps old's managedFields timestamps when
+// they are all that a write changes (kube's
+// IgnoreManagedFieldsTimestampsTransformer): a write that changes nothing
+// else then changes nothing, and is not stored.
+func ignoreManagedFieldsTimestamps(obj, old runtime.Object) {
+	newM := accessor(obj)
+	fresh, stored := newM.GetManagedFields(), accessor(old).GetManagedFields()
+	if len(fresh) == 0 || len(fresh) != len(stored) {
+		return
+	}
+	timesChanged := false
+	for i := range fresh {
+		a, b := fresh[i], stored[i]
+		if !a.Time.Equal(b.Time) {
+			timesChanged = true
+		}
+		a.Time, b.Time = nil, nil
+		if !equality.Semantic.DeepEqual(a, b) {
+			return
+		}
+	}
+	if !timesChanged {
+		return
+	}
+	reverted := make([]metav1.ManagedFieldsEntry, len(fresh))
+	for i := range fresh {
+		reverted[i] = fresh[i]
+		reverted[i].Time = stored[i].Time
+	}
+	newM.SetManagedFields(reverted)
+	if !equality.Semantic.DeepEqual(obj, old) {
+		newM.SetManagedFields(fresh)
+	}
+}
