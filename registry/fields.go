@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -252,4 +253,20 @@ func ignoreManagedFieldsTimestamps(obj, old runtime.Object) {
 	if !equality.Semantic.DeepEqual(obj, old) {
 		newM.SetManagedFields(fresh)
 	}
+}
+
+// ResetFields is the value of a GetResetFields (ResetFieldsStrategy): the
+// dotted paths ("status", "metadata.ownerReferences") of the fields the
+// strategy resets on every write of apiVersion.
+func ResetFields(apiVersion string, paths ...string) map[fieldpath.APIVersion]*fieldpath.Set {
+	set := fieldpath.NewSet()
+	for _, p := range paths {
+		var path fieldpath.Path
+		for _, name := range strings.Split(p, ".") {
+			name := name
+			path = append(path, fieldpath.PathElement{FieldName: &name})
+		}
+		set.Insert(path)
+	}
+	return map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(apiVersion): set}
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 	"slices"
 	"strings"
 
@@ -366,4 +367,22 @@ func Approved(csr *certificatesv1.CertificateSigningRequest) bool {
 // failed or issued.
 func Finished(csr *certificatesv1.CertificateSigningRequest) bool {
 	return hasCondition(csr, certificatesv1.CertificateDenied) || hasCondition(csr, certificatesv1.CertificateFailed) || len(csr.Status.Certificate) > 0
+}
+
+// GetResetFields: an update of the request never changes its status, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("certificates.k8s.io/v1", "status")
+}
+
+// GetResetFields: a status update never changes the spec or the conditions (approval does), so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("certificates.k8s.io/v1", "spec", "status.conditions")
+}
+
+// GetResetFields: approval never changes the spec or the certificate, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*ApprovalStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("certificates.k8s.io/v1", "spec", "status.certificate")
 }

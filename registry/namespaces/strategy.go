@@ -9,6 +9,7 @@ package namespaces
 import (
 	"context"
 	"fmt"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 	"slices"
 	"strings"
 
@@ -191,3 +192,21 @@ func validateFinalizerName(name string, path *field.Path) field.ErrorList {
 }
 
 var standardFinalizers = []string{string(v1.FinalizerKubernetes), metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents}
+
+// GetResetFields: an update of the namespace never changes its status, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("v1", "status")
+}
+
+// GetResetFields: a status update never changes the spec, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("v1", "spec")
+}
+
+// GetResetFields: finalize changes only spec.finalizers, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*FinalizeStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("v1", "status")
+}

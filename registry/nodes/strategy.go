@@ -11,6 +11,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -154,4 +155,16 @@ func roundUpToMilli(list v1.ResourceList) {
 		q.RoundUp(-3)
 		list[name] = q
 	}
+}
+
+// GetResetFields: an update of the node never changes its status, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("v1", "status")
+}
+
+// GetResetFields: a status update never changes the spec, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("v1", "spec")
 }

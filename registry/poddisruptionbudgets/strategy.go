@@ -9,6 +9,7 @@ package poddisruptionbudgets
 import (
 	"context"
 	"fmt"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 	"strconv"
 
 	policyv1 "k8s.io/api/policy/v1"
@@ -218,4 +219,16 @@ func normalizeSelector(sel *metav1.LabelSelector) {
 		}
 	}
 	sel.MatchExpressions = kept
+}
+
+// GetResetFields: an update of the budget never changes its status, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("policy/v1", "status")
+}
+
+// GetResetFields: a status update never changes the spec, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("policy/v1", "spec")
 }

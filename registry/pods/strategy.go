@@ -3,6 +3,7 @@ package pods
 import (
 	"context"
 	"fmt"
+	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
@@ -208,4 +209,16 @@ func (*StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Obje
 // ValidateUpdate validates a status update.
 func (*StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return ValidatePodStatusUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+}
+
+// GetResetFields: an update of the pod never changes its status, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*Strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("v1", "status")
+}
+
+// GetResetFields: a status update never changes the spec, the deletion timestamp or the owners, so those fields are never owned by the writer
+// in managedFields (kube's reset fields).
+func (*StatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
+	return registry.ResetFields("v1", "spec", "metadata.deletionTimestamp", "metadata.ownerReferences")
 }
