@@ -141,6 +141,9 @@ var systemNamespaces = []string{
 // ensureSystemNamespaces creates the system namespaces that do not exist.
 func ensureSystemNamespaces(ctx context.Context, nsStore *registry.Store) error {
 	for _, name := range systemNamespaces {
+		if _, err := nsStore.Get(ctx, "", name, &metav1.GetOptions{}); err == nil {
+			continue // a restart: nothing to write
+		}
 		ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		_, err := nsStore.Create(ctx, "", ns, registry.CreateOptions{FieldManager: apiserverFieldManager})
 		if err != nil && !apierrors.IsAlreadyExists(err) {

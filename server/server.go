@@ -98,6 +98,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	types.api = api
+	// Build the type converter while the caches start and the system
+	// namespaces are written (their creates record managedFields and
+	// would otherwise build it in line).
+	s.runBackground(func(context.Context) { _, _ = types.get() })
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
