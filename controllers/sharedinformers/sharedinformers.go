@@ -72,8 +72,8 @@ func Run(ctx context.Context, factory informers.SharedInformerFactory) {
 //     cached copy (kube's node controller does the same), so a field
 //     dropped here would be dropped on the server.
 //   - Budgets and leases lose their managedFields, which nothing reads (the
-//     disruption controller's budget status writes, from its cached copy,
-//     never carried them; corekube's server drops them on writes anyway).
+//     disruption controller writes budget status from its cached copy: a
+//     write without managedFields keeps the stored ones, as in kube).
 //
 // It is idempotent: client-go may hand it an object it already transformed.
 func Transform(obj any) (any, error) {
