@@ -64,6 +64,7 @@ fmt-check:
 bench:
 	$(GO) test -run '^$$' -bench 'PodCreate' -benchtime 20000x -count 5 -benchmem ./test/bench/
 	$(GO) test -run '^$$' -bench 'PodList|ListCacheVsEtcd' -benchtime 20x -benchmem ./test/bench/
+	$(GO) test -run '^$$' -bench 'PodPatch' -benchtime 2000x -count 3 ./test/bench/
 	$(GO) test -run '^$$' -bench 'Startup' -benchtime 7x ./test/bench/
 	$(GO) test -run '^$$' -bench 'Watchers' -benchtime 1x -count 5 ./test/bench/
 
