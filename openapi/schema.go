@@ -89,14 +89,20 @@ var atomicStructs = map[string]bool{
 	"io.k8s.api.core.v1.SecretReference":                  true,
 	"io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference": true,
 	"io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector":  true,
+	"io.k8s.api.rbac.v1.RoleRef":                          true,
+	"io.k8s.api.rbac.v1.Subject":                          true,
 }
 
 // listTypeOverrides are the lists whose +listType/+listMapKey markers differ
 // from what their patch tags suggest, keyed by declaring type and JSON
 // field name. A nil key list means "atomic". With them, listType below
-// reproduces every marker of core/v1, policy/v1, coordination/v1 and
-// meta/v1 in k8s.io/api v0.32.
-
+// reproduces every +listType and +listMapKey of the served types (core,
+// policy, coordination, rbac, certificates, admissionregistration,
+// authentication and authorization v1, meta/v1) in k8s.io/api v0.32;
+// TestModelsMatchKubeMarkers checks it against testdata/kube-markers.json.
+// kube also marks two []byte fields (published as byte strings) atomic
+// lists: the marker is published, structured-merge-diff ignores it on a
+// scalar.
 var listTypeOverrides = map[string][]string{
 	"io.k8s.api.core.v1.Container.ports":                   {"containerPort", "protocol"},
 	"io.k8s.api.core.v1.EphemeralContainerCommon.ports":    {"containerPort", "protocol"},
@@ -104,6 +110,10 @@ var listTypeOverrides = map[string][]string{
 	"io.k8s.api.core.v1.PodStatus.hostIPs":                 nil,
 	"io.k8s.api.core.v1.ResourceStatus.resources":          {"resourceID"},
 	"io.k8s.api.core.v1.ResourceRequirements.claims":       {"name"},
+
+	"io.k8s.api.certificates.v1.CertificateSigningRequestStatus.conditions":  {"type"},
+	"io.k8s.api.certificates.v1.CertificateSigningRequestSpec.request":       nil,
+	"io.k8s.api.certificates.v1.CertificateSigningRequestStatus.certificate": nil,
 }
 
 // atomicMaps are the map fields kube marks +mapType=atomic.
@@ -134,8 +144,8 @@ var fieldDefaults = map[string]any{
 // optionalFields are the fields kube marks +optional although their JSON
 // tag has no omitempty (kube-openapi: a field is required unless it is
 // omitempty or +optional; only omitempty is visible at run time). This is
-// every such field of core/v1, policy/v1, coordination/v1 and meta/v1 in
-// k8s.io/api v0.32.
+// every such field of the served types in k8s.io/api v0.32 (checked by
+// TestModelsMatchKubeMarkers).
 var optionalFields = map[string]bool{
 	"io.k8s.api.core.v1.ContainerImage.names":                            true,
 	"io.k8s.api.core.v1.Event.reportingComponent":                        true,
@@ -146,6 +156,10 @@ var optionalFields = map[string]bool{
 	"io.k8s.api.core.v1.TypedLocalObjectReference.apiGroup":              true,
 	"io.k8s.api.core.v1.TypedObjectReference.apiGroup":                   true,
 	"io.k8s.api.core.v1.AzureFilePersistentVolumeSource.secretNamespace": true,
+	"io.k8s.api.rbac.v1.Role.rules":                                      true,
+	"io.k8s.api.rbac.v1.ClusterRole.rules":                               true,
+	"io.k8s.api.authentication.v1.TokenRequestSpec.expirationSeconds":    true,
+	"io.k8s.api.authentication.v1.TokenRequestSpec.boundObjectRef":       true,
 }
 
 // schemaBuilder generates kube-style schemas from Go types. Every named
@@ -313,6 +327,9 @@ func (b *schemaBuilder) fieldSchema(f reflect.StructField, declaring, name strin
 	isListItems := name == "items" && strings.HasSuffix(declaring, "List")
 	if ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8 && !isListItems {
 		b.listType(ext, declaring+"."+name, ft.Elem(), f.Tag.Get("patchStrategy"), mergeKey)
+	}
+	if _, ok := listTypeOverrides[declaring+"."+name]; ok && ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Uint8 {
+		b.listType(ext, declaring+"."+name, ft.Elem(), "", "")
 	}
 	if ft.Kind() == reflect.Map && atomicMaps[declaring+"."+name] {
 		ext[extMapType] = "atomic"
