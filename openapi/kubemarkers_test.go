@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -26,7 +27,8 @@ import (
 // kubeMarkers is testdata/kube-markers.json (see internal/kubemarkers):
 // the markers of k8s.io/api and apimachinery the models must reproduce.
 type kubeMarkers struct {
-	Provenance  string `json:"provenance"`
+	Provenance  string            `json:"provenance"`
+	Modules     map[string]string `json:"modules"`
 	Definitions map[string]struct {
 		MapType string                     `json:"mapType"`
 		Fields  map[string]kubeFieldMarker `json:"fields"`
@@ -53,6 +55,18 @@ func readKubeMarkers(t *testing.T) *kubeMarkers {
 	}
 	if len(m.Definitions) == 0 || !strings.Contains(m.Provenance, "k8s.io/api v") {
 		t.Fatalf("testdata/kube-markers.json: no definitions or provenance")
+	}
+	// The markers are those of the k8s.io modules built in: after an
+	// upgrade, go generate ./openapi and fix what the tests then find.
+	// (A test binary's build info lists no dependencies: read go.mod.)
+	gomod, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for mod, version := range m.Modules {
+		if !regexp.MustCompile(`(?m)^\s*(require\s+)?` + regexp.QuoteMeta(mod) + `\s+` + regexp.QuoteMeta(version) + `\s*$`).Match(gomod) {
+			t.Fatalf("testdata/kube-markers.json is from %s %s, go.mod requires another version: go generate ./openapi", mod, version)
+		}
 	}
 	return &m
 }
