@@ -41,6 +41,8 @@ type kubeFieldMarker struct {
 	MapType     string          `json:"mapType"`
 	Default     json.RawMessage `json:"default"`
 	Required    bool            `json:"required"`
+	OmitEmpty   bool            `json:"omitEmpty"`
+	Pointer     bool            `json:"pointer"`
 }
 
 func readKubeMarkers(t *testing.T) *kubeMarkers {
@@ -195,12 +197,25 @@ func compareField(t *testing.T, key string, p *spec.Schema, kf kubeFieldMarker) 
 	if got := stringExt(p.Extensions, extMapType); got != kf.MapType {
 		t.Errorf("%s: x-kubernetes-map-type %q, kube %q", key, got, kf.MapType)
 	}
+	var want any
 	if kf.Default != nil {
-		var want any
 		if err := json.Unmarshal(kf.Default, &want); err != nil {
 			t.Fatal(err)
 		}
-		if !reflect.DeepEqual(p.Default, want) {
+	}
+	scalar := p.Ref.String() == "" && len(p.Type) == 1 && p.Format != "byte"
+	if scalar && want == nil && !kf.OmitEmpty && !kf.Pointer {
+		// kube's enforced default: a non-pointer scalar that is not
+		// omitempty defaults to its zero value (a key of a list map
+		// without +default, like a container's name, is one).
+		want = map[string]any{"string": "", "integer": float64(0), "number": float64(0), "boolean": false}[p.Type[0]]
+	}
+	if scalar || kf.Default != nil {
+		got := p.Default
+		if n, ok := got.(int64); ok {
+			got = float64(n)
+		}
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: default %#v, kube %#v", key, p.Default, want)
 		}
 	}
