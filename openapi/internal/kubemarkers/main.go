@@ -279,18 +279,26 @@ func resolve(pkgs map[string]*pkgInfo, td *typeDecl, expr ast.Expr) *typeDecl {
 		if !ok {
 			return nil
 		}
-		for _, imp := range td.file.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			alias := path.Base(p)
-			if imp.Name != nil {
-				alias = imp.Name.Name
-			}
-			if alias == id.Name && pkgs[p] != nil {
-				return pkgs[p].types[e.Sel.Name]
-			}
+		if p := pkgs[importPath(td.file, id.Name)]; p != nil {
+			return p.types[e.Sel.Name]
 		}
 	}
 	return nil
+}
+
+// importPath is the path of the package file imports as name, or "".
+func importPath(file *ast.File, name string) string {
+	for _, imp := range file.Imports {
+		p, _ := strconv.Unquote(imp.Path.Value)
+		alias := path.Base(p)
+		if imp.Name != nil {
+			alias = imp.Name.Name
+		}
+		if alias == name {
+			return p
+		}
+	}
+	return ""
 }
 
 // isForeign says whether expr names a type of a package not parsed.
@@ -306,17 +314,8 @@ func isForeign(pkgs map[string]*pkgInfo, td *typeDecl, expr ast.Expr) bool {
 	if !ok {
 		return false
 	}
-	for _, imp := range td.file.Imports {
-		p, _ := strconv.Unquote(imp.Path.Value)
-		alias := path.Base(p)
-		if imp.Name != nil {
-			alias = imp.Name.Name
-		}
-		if alias == id.Name {
-			return pkgs[p] == nil
-		}
-	}
-	return false
+	p := importPath(td.file, id.Name)
+	return p != "" && pkgs[p] == nil
 }
 
 var refRE = regexp.MustCompile(`^ref\(([^"]+)\)$`)
