@@ -155,8 +155,8 @@ var fieldMapTypes = map[string]string{
 	"io.k8s.api.core.v1.PersistentVolumeSpec.claimRef":                         "granular",
 }
 
-// fieldDefaults are kube's +default markers on the served types (not
-// visible at run time). Server-side apply needs them: a list keyed by a
+// fieldDefaults are kube's +default markers on the types of the served
+// group-versions (not visible at run time). Server-side apply needs them: a list keyed by a
 // field with a default (ports by containerPort and protocol) accepts
 // items that omit it.
 var fieldDefaults = map[string]any{
@@ -416,9 +416,9 @@ func (b *schemaBuilder) fieldSchema(f reflect.StructField, declaring, name strin
 }
 
 // listType sets kube's x-kubernetes-list-type (and map keys) of a list
-// field. kube takes them from +listType markers, which are not visible at
-// run time; they follow the patch tags except where listTypeOverrides
-// says otherwise: a merge list with a merge key is a map keyed by it, a
+// field (or of the few other fields listTypeOverrides names). kube takes
+// them from +listType markers, which are not visible at run time; they
+// follow the patch tags except where listTypeOverrides says otherwise: a merge list with a merge key is a map keyed by it, a
 // merge list of scalars is a set, anything else is atomic.
 func (b *schemaBuilder) listType(ext map[string]any, key string, list reflect.Type, strategy, mergeKey string) {
 	if m, ok := listTypeOverrides[key]; ok {
