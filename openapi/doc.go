@@ -21,3 +21,8 @@
 //
 // Everything is built once by Build; the handlers only serve cached bytes.
 package openapi
+
+// The markers kube's OpenAPI carries and reflection cannot see, read from
+// the k8s.io/api source in the module cache; TestModelsMatchKubeMarkers
+// compares the models with them. Rerun when k8s.io/api is upgraded.
+//go:generate go run ./internal/kubemarkers -o testdata/kube-markers.json

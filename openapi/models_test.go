@@ -80,7 +80,7 @@ func TestTypeConverterMergesAsKube(t *testing.T) {
 		"metadata": map[string]any{"name": "p", "labels": map[string]any{"b": "2"}},
 		"spec": map[string]any{
 			"containers": []any{map[string]any{"name": "app", "image": "app:2",
-				"ports": []any{map[string]any{"containerPort": int64(80), "protocol": "UDP"}},
+				"ports":     []any{map[string]any{"containerPort": int64(80), "protocol": "UDP"}},
 				"resources": map[string]any{"limits": map[string]any{"cpu": int64(1)}}}},
 			"tolerations": []any{map[string]any{"key": "other", "operator": "Exists"}},
 		},

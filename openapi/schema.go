@@ -89,53 +89,104 @@ var atomicStructs = map[string]bool{
 	"io.k8s.api.core.v1.SecretReference":                  true,
 	"io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference": true,
 	"io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector":  true,
+	"io.k8s.api.rbac.v1.RoleRef":                          true,
+	"io.k8s.api.rbac.v1.Subject":                          true,
+	"io.k8s.api.core.v1.EndpointAddress":                  true,
+	"io.k8s.api.core.v1.EndpointPort":                     true,
+	"io.k8s.api.core.v1.ScopeSelector":                    true,
+
+	"io.k8s.api.admissionregistration.v1.MatchResources":          true,
+	"io.k8s.api.admissionregistration.v1.NamedRuleWithOperations": true,
+	"io.k8s.api.admissionregistration.v1.ParamKind":               true,
+	"io.k8s.api.admissionregistration.v1.ParamRef":                true,
+	"io.k8s.api.admissionregistration.v1.Variable":                true,
 }
+
+// listMarker is a field's +listType marker (and its +listMapKey keys).
+// An empty Type stands for a list kube leaves unmarked.
+type listMarker struct {
+	Type string
+	Keys []string
+}
+
+var (
+	atomicList   = listMarker{Type: "atomic"}
+	setList      = listMarker{Type: "set"}
+	unmarkedList = listMarker{}
+	mapList      = func(keys ...string) listMarker { return listMarker{Type: "map", Keys: keys} }
+)
 
 // listTypeOverrides are the lists whose +listType/+listMapKey markers differ
 // from what their patch tags suggest, keyed by declaring type and JSON
-// field name. A nil key list means "atomic". With them, listType below
-// reproduces every marker of core/v1, policy/v1, coordination/v1 and
-// meta/v1 in k8s.io/api v0.32.
+// field name. With them, listType below reproduces every +listType and
+// +listMapKey of core, policy, coordination, rbac, certificates,
+// admissionregistration, authentication and authorization v1 and meta/v1
+// in k8s.io/api v0.32 (all their kinds, served or not);
+// TestModelsMatchKubeMarkers checks it against testdata/kube-markers.json.
+// kube also marks a few fields that are no lists (byte strings, a struct):
+// the marker is published, structured-merge-diff ignores it there.
+var listTypeOverrides = map[string]listMarker{
+	"io.k8s.api.core.v1.Container.ports":                   mapList("containerPort", "protocol"),
+	"io.k8s.api.core.v1.EphemeralContainerCommon.ports":    mapList("containerPort", "protocol"),
+	"io.k8s.api.core.v1.PodSpec.topologySpreadConstraints": mapList("topologyKey", "whenUnsatisfiable"),
+	"io.k8s.api.core.v1.PodStatus.hostIPs":                 atomicList,
+	"io.k8s.api.core.v1.ResourceStatus.resources":          mapList("resourceID"),
+	"io.k8s.api.core.v1.ResourceRequirements.claims":       mapList("name"),
+	"io.k8s.api.core.v1.ServiceSpec.ports":                 mapList("port", "protocol"),
 
-var listTypeOverrides = map[string][]string{
-	"io.k8s.api.core.v1.Container.ports":                   {"containerPort", "protocol"},
-	"io.k8s.api.core.v1.EphemeralContainerCommon.ports":    {"containerPort", "protocol"},
-	"io.k8s.api.core.v1.PodSpec.topologySpreadConstraints": {"topologyKey", "whenUnsatisfiable"},
-	"io.k8s.api.core.v1.PodStatus.hostIPs":                 nil,
-	"io.k8s.api.core.v1.ResourceStatus.resources":          {"resourceID"},
-	"io.k8s.api.core.v1.ResourceRequirements.claims":       {"name"},
+	"io.k8s.api.certificates.v1.CertificateSigningRequestStatus.conditions":  mapList("type"),
+	"io.k8s.api.certificates.v1.CertificateSigningRequestSpec.request":       atomicList,
+	"io.k8s.api.certificates.v1.CertificateSigningRequestStatus.certificate": atomicList,
+
+	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec.validationActions": setList,
+	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus.conditions":             mapList("type"),
+
+	"io.k8s.apimachinery.pkg.apis.meta.v1.APIResource.verbs": unmarkedList,
+	"io.k8s.apimachinery.pkg.apis.meta.v1.Status.details":    atomicList,
 }
 
-// atomicMaps are the map fields kube marks +mapType=atomic.
-var atomicMaps = map[string]bool{
-	"io.k8s.api.core.v1.PodSpec.nodeSelector": true,
+// fieldMapTypes are the map and struct fields kube marks +mapType or
+// +structType (atomic or granular), overriding their type's.
+var fieldMapTypes = map[string]string{
+	"io.k8s.api.core.v1.PodSpec.nodeSelector":                                  "atomic",
+	"io.k8s.api.core.v1.ServiceSpec.selector":                                  "atomic",
+	"io.k8s.api.core.v1.ReplicationControllerSpec.selector":                    "atomic",
+	"io.k8s.api.core.v1.PersistentVolumeClaimStatus.allocatedResourceStatuses": "granular",
+	"io.k8s.api.core.v1.PersistentVolumeSpec.claimRef":                         "granular",
 }
 
-// fieldDefaults are kube's +default markers on the served types (not
-// visible at run time). Server-side apply needs them: a list keyed by a
+// fieldDefaults are kube's +default markers on the types of the served
+// group-versions (not visible at run time). Server-side apply needs them: a list keyed by a
 // field with a default (ports by containerPort and protocol) accepts
 // items that omit it.
 var fieldDefaults = map[string]any{
-	"io.k8s.api.core.v1.ContainerPort.protocol":            "TCP",
-	"io.k8s.api.core.v1.GRPCAction.service":                "",
-	"io.k8s.api.core.v1.LocalObjectReference.name":         "",
-	"io.k8s.api.core.v1.RBDVolumeSource.pool":              "rbd",
-	"io.k8s.api.core.v1.RBDVolumeSource.user":              "admin",
-	"io.k8s.api.core.v1.RBDVolumeSource.keyring":           "/etc/ceph/keyring",
-	"io.k8s.api.core.v1.ISCSIVolumeSource.iscsiInterface":  "default",
-	"io.k8s.api.core.v1.AzureDiskVolumeSource.cachingMode": "ReadWrite",
-	"io.k8s.api.core.v1.AzureDiskVolumeSource.fsType":      "ext4",
-	"io.k8s.api.core.v1.AzureDiskVolumeSource.readOnly":    false,
-	"io.k8s.api.core.v1.AzureDiskVolumeSource.kind":        "Shared",
-	"io.k8s.api.core.v1.ScaleIOVolumeSource.storageMode":   "ThinProvisioned",
-	"io.k8s.api.core.v1.ScaleIOVolumeSource.fsType":        "xfs",
+	"io.k8s.api.core.v1.ContainerPort.protocol":                     "TCP",
+	"io.k8s.api.core.v1.ServicePort.protocol":                       "TCP",
+	"io.k8s.api.core.v1.GRPCAction.service":                         "",
+	"io.k8s.api.core.v1.LocalObjectReference.name":                  "",
+	"io.k8s.api.core.v1.RBDVolumeSource.pool":                       "rbd",
+	"io.k8s.api.core.v1.RBDVolumeSource.user":                       "admin",
+	"io.k8s.api.core.v1.RBDVolumeSource.keyring":                    "/etc/ceph/keyring",
+	"io.k8s.api.core.v1.RBDPersistentVolumeSource.pool":             "rbd",
+	"io.k8s.api.core.v1.RBDPersistentVolumeSource.user":             "admin",
+	"io.k8s.api.core.v1.RBDPersistentVolumeSource.keyring":          "/etc/ceph/keyring",
+	"io.k8s.api.core.v1.ISCSIPersistentVolumeSource.iscsiInterface": "default",
+	"io.k8s.api.core.v1.ISCSIVolumeSource.iscsiInterface":           "default",
+	"io.k8s.api.core.v1.AzureDiskVolumeSource.cachingMode":          "ReadWrite",
+	"io.k8s.api.core.v1.AzureDiskVolumeSource.fsType":               "ext4",
+	"io.k8s.api.core.v1.AzureDiskVolumeSource.readOnly":             false,
+	"io.k8s.api.core.v1.AzureDiskVolumeSource.kind":                 "Shared",
+	"io.k8s.api.core.v1.ScaleIOVolumeSource.storageMode":            "ThinProvisioned",
+	"io.k8s.api.core.v1.ScaleIOVolumeSource.fsType":                 "xfs",
+	"io.k8s.api.core.v1.ScaleIOPersistentVolumeSource.storageMode":  "ThinProvisioned",
+	"io.k8s.api.core.v1.ScaleIOPersistentVolumeSource.fsType":       "xfs",
 }
 
 // optionalFields are the fields kube marks +optional although their JSON
 // tag has no omitempty (kube-openapi: a field is required unless it is
 // omitempty or +optional; only omitempty is visible at run time). This is
-// every such field of core/v1, policy/v1, coordination/v1 and meta/v1 in
-// k8s.io/api v0.32.
+// every such field of the served types in k8s.io/api v0.32 (checked by
+// TestModelsMatchKubeMarkers).
 var optionalFields = map[string]bool{
 	"io.k8s.api.core.v1.ContainerImage.names":                            true,
 	"io.k8s.api.core.v1.Event.reportingComponent":                        true,
@@ -146,6 +197,10 @@ var optionalFields = map[string]bool{
 	"io.k8s.api.core.v1.TypedLocalObjectReference.apiGroup":              true,
 	"io.k8s.api.core.v1.TypedObjectReference.apiGroup":                   true,
 	"io.k8s.api.core.v1.AzureFilePersistentVolumeSource.secretNamespace": true,
+	"io.k8s.api.rbac.v1.Role.rules":                                      true,
+	"io.k8s.api.rbac.v1.ClusterRole.rules":                               true,
+	"io.k8s.api.authentication.v1.TokenRequestSpec.expirationSeconds":    true,
+	"io.k8s.api.authentication.v1.TokenRequestSpec.boundObjectRef":       true,
 }
 
 // schemaBuilder generates kube-style schemas from Go types. Every named
@@ -311,11 +366,12 @@ func (b *schemaBuilder) fieldSchema(f reflect.StructField, declaring, name strin
 	ft := f.Type
 	// List types lack +listType only on the items of XxxList kinds.
 	isListItems := name == "items" && strings.HasSuffix(declaring, "List")
-	if ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8 && !isListItems {
-		b.listType(ext, declaring+"."+name, ft.Elem(), f.Tag.Get("patchStrategy"), mergeKey)
+	isList := ft.Kind() == reflect.Slice && ft.Elem().Kind() != reflect.Uint8 && !isListItems
+	if _, ok := listTypeOverrides[declaring+"."+name]; ok || isList {
+		b.listType(ext, declaring+"."+name, ft, f.Tag.Get("patchStrategy"), mergeKey)
 	}
-	if ft.Kind() == reflect.Map && atomicMaps[declaring+"."+name] {
-		ext[extMapType] = "atomic"
+	if v := fieldMapTypes[declaring+"."+name]; v != "" {
+		ext[extMapType] = v
 	}
 
 	var def any
@@ -360,20 +416,21 @@ func (b *schemaBuilder) fieldSchema(f reflect.StructField, declaring, name strin
 }
 
 // listType sets kube's x-kubernetes-list-type (and map keys) of a list
-// field. kube takes them from +listType markers, which are not visible at
-// run time; they follow the patch tags except where listTypeOverrides
-// says otherwise: a merge list with a merge key is a map keyed by it, a
+// field (or of the few other fields listTypeOverrides names). kube takes
+// them from +listType markers, which are not visible at run time; they
+// follow the patch tags except where listTypeOverrides says otherwise: a merge list with a merge key is a map keyed by it, a
 // merge list of scalars is a set, anything else is atomic.
-func (b *schemaBuilder) listType(ext map[string]any, key string, elem reflect.Type, strategy, mergeKey string) {
-	if keys, ok := listTypeOverrides[key]; ok {
-		if keys == nil {
-			ext[extListType] = "atomic"
-			return
+func (b *schemaBuilder) listType(ext map[string]any, key string, list reflect.Type, strategy, mergeKey string) {
+	if m, ok := listTypeOverrides[key]; ok {
+		if m.Type != "" {
+			ext[extListType] = m.Type
 		}
-		ext[extListType] = "map"
-		ext[extListMapKeys] = toAnySlice(keys)
+		if len(m.Keys) > 0 {
+			ext[extListMapKeys] = toAnySlice(m.Keys)
+		}
 		return
 	}
+	elem := list.Elem()
 	merge := false
 	for _, s := range strings.Split(strategy, ",") {
 		if s == "merge" {
