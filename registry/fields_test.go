@@ -1,0 +1,577 @@
+package registry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/corekube/corekube/registry"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// fieldsOp is one write of a fieldsCase (or a step that sets the scene).
+type fieldsOp struct {
+	desc string
+	run  func(t *testing.T, e *fieldsEnv, namespace, name string) (runtime.Object, error)
+	// unchanged: the write is a no-op, with the resourceVersion and
+	// managedFields (times included) of the state before it.
+	unchanged bool
+	// sameManaged: the write keeps managedFields as they were, times
+	// included.
+	sameManaged bool
+	// conflict, when set, is the message of the 409 Conflict the write
+	// fails with; causes are its causes, as "field: message".
+	conflict string
+	causes   []string
+}
+
+func (o fieldsOp) noop() fieldsOp {
+	o.unchanged = true
+	return o
+}
+
+func (o fieldsOp) keepsManaged() fieldsOp {
+	o.sameManaged = true
+	return o
+}
+
+func (o fieldsOp) conflicts(message string, causes ...string) fieldsOp {
+	o.conflict, o.causes = message, causes
+	return o
+}
+
+// apply is a server-side apply of the pod's YAML configuration by manager.
+func apply(manager, config string) fieldsOp {
+	return applyOp(manager, config, false, false)
+}
+
+// forceApply is apply with force: it takes the fields it conflicts on.
+func forceApply(manager, config string) fieldsOp {
+	return applyOp(manager, config, true, false)
+}
+
+// applyStatus is a server-side apply of pods/status.
+func applyStatus(manager, config string) fieldsOp {
+	return applyOp(manager, config, false, true)
+}
+
+func applyOp(manager, config string, force, status bool) fieldsOp {
+	desc := fmt.Sprintf("apply by %s of %s", manager, config)
+	if force {
+		desc = "force " + desc
+	}
+	if status {
+		desc += " to status"
+	}
+	return fieldsOp{desc: desc, run: func(t *testing.T, e *fieldsEnv, namespace, name string) (runtime.Object, error) {
+		store := e.pods
+		if status {
+			store = e.status
+		}
+		out, _, err := store.Apply(t.Context(), namespace, name, applyConfig(t, name, config), registry.ApplyOptions{FieldManager: manager, Force: force})
+		return out, err
+	}}
+}
+
+// update is an Update (a PUT, or a non-apply patch) of the pod by manager:
+// change edits the stored pod.
+func update(manager, desc string, change func(*v1.Pod)) fieldsOp {
+	return updateOp(manager, desc, change, false)
+}
+
+// updateStatus is an Update of pods/status by manager.
+func updateStatus(manager, desc string, change func(*v1.Pod)) fieldsOp {
+	return updateOp(manager, desc, change, true)
+}
+
+func updateOp(manager, desc string, change func(*v1.Pod), status bool) fieldsOp {
+	desc = fmt.Sprintf("update by %q: %s", manager, desc)
+	if status {
+		desc = "status " + desc
+	}
+	return fieldsOp{desc: desc, run: func(t *testing.T, e *fieldsEnv, namespace, name string) (runtime.Object, error) {
+		store := e.pods
+		if status {
+			store = e.status
+		}
+		out, _, err := store.Update(t.Context(), namespace, name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			change(cur.(*v1.Pod))
+			return cur, nil
+		}, registry.UpdateOptions{FieldManager: manager})
+		return out, err
+	}}
+}
+
+// aged sets the stored managedFields times to 2020 (ageManagedFields).
+func aged() fieldsOp {
+	return fieldsOp{desc: "age managedFields", run: func(t *testing.T, e *fieldsEnv, namespace, name string) (runtime.Object, error) {
+		if err := e.ageManagedFields(t.Context(), namespace, name); err != nil {
+			return nil, err
+		}
+		return e.pods.Get(t.Context(), namespace, name, nil)
+	}}
+}
+
+func setLabel(k, v string) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[k] = v
+	}
+}
+
+// fieldsCase is a sequence of writes to one pod and what the pod and its
+// managedFields are after them.
+type fieldsCase struct {
+	name string
+	ops  []fieldsOp
+	// want is YAML the pod must contain (expectContains: null means
+	// absent).
+	want    string
+	managed []fieldsEntry
+}
+
+// The configurations the cases apply.
+const (
+	podC    = `{spec: {containers: [{name: c, image: busybox}]}}`
+	podCA   = `{metadata: {labels: {a: "1"}}, spec: {containers: [{name: c, image: busybox}]}}`
+	podCAB  = `{metadata: {labels: {a: "1", b: "2"}}, spec: {containers: [{name: c, image: busybox}]}}`
+	podCA2  = `{metadata: {labels: {a: "2"}}, spec: {containers: [{name: c, image: busybox}]}}`
+	labelA1 = `{metadata: {labels: {a: "1"}}}`
+	labelA2 = `{metadata: {labels: {a: "2"}}}`
+)
+
+var fieldsCases = []fieldsCase{{
+	name: "apply-creates",
+	ops:  []fieldsOp{apply("m1", podCA)},
+	// Only what was applied is owned: defaults and the status the create
+	// set are not.
+	want:    `{metadata: {labels: {a: "1"}}, spec: {containers: [{name: c, image: busybox, imagePullPolicy: Always}], restartPolicy: Always}, status: {phase: Pending}}`,
+	managed: []fieldsEntry{applied("m1", ".metadata.labels.a", ctr("c", "image"))},
+}, {
+	name: "reapply-is-noop",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		aged(),
+		apply("m1", podCA).noop(),
+		update("u", "no change", func(*v1.Pod) {}).noop(),
+	},
+	managed: []fieldsEntry{applied("m1", ".metadata.labels.a", ctr("c", "image"))},
+}, {
+	name: "dropped-field-removed",
+	ops: []fieldsOp{
+		apply("m1", `{metadata: {labels: {a: "1", b: "2"}, annotations: {x: "1"}}, spec: {containers: [{name: c, image: busybox}]}}`),
+		apply("m1", podCA),
+	},
+	want:    `{metadata: {labels: {a: "1", b: null}, annotations: null}}`,
+	managed: []fieldsEntry{applied("m1", ".metadata.labels.a", ctr("c", "image"))},
+}, {
+	name: "dropped-field-kept-for-other-applier",
+	ops: []fieldsOp{
+		apply("m1", podCAB),
+		apply("m2", `{metadata: {labels: {b: "2"}}}`),
+		apply("m1", podCA),
+	},
+	want: `{metadata: {labels: {a: "1", b: "2"}}}`,
+	managed: []fieldsEntry{
+		applied("m1", ".metadata.labels.a", ctr("c", "image")),
+		// m2 applied a value m1 had set: kube records no time.
+		applied("m2", ".metadata.labels.b").untimed(),
+	},
+}, {
+	name: "dropped-field-kept-for-updater",
+	ops: []fieldsOp{
+		apply("m1", podCAB),
+		update("u", "label b=3", setLabel("b", "3")),
+		apply("m1", podCA),
+	},
+	want: `{metadata: {labels: {a: "1", b: "3"}}}`,
+	managed: []fieldsEntry{
+		applied("m1", ".metadata.labels.a", ctr("c", "image")),
+		updated("u", ".metadata.labels.b"),
+	},
+}, {
+	name: "shared-ownership",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		apply("m2", labelA1),
+		// m2 still owns a: m1 dropping it keeps it.
+		apply("m1", podC),
+		// Nobody owns a any more: it goes, and m2, owning nothing, has no
+		// entry.
+		apply("m2", `{}`),
+	},
+	want:    `{metadata: {labels: null}}`,
+	managed: []fieldsEntry{applied("m1", ctr("c", "image"))},
+}, {
+	name: "conflict-with-applier",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		apply("m2", labelA2).conflicts(`Apply failed with 1 conflict: conflict with "m1": .metadata.labels.a`,
+			`.metadata.labels.a: conflict with "m1"`),
+	},
+	want:    `{metadata: {labels: {a: "1"}}}`,
+	managed: []fieldsEntry{applied("m1", ".metadata.labels.a", ctr("c", "image"))},
+}, {
+	name: "force-takes-ownership",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		apply("m2", labelA1),
+		forceApply("m3", labelA2),
+	},
+	want: `{metadata: {labels: {a: "2"}}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image")),
+		applied("m3", ".metadata.labels.a"),
+	},
+}, {
+	// kubectl label after an apply, then the applier again.
+	name: "conflict-with-updater",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		update("u", "label a=2", setLabel("a", "2")),
+		apply("m1", podCA).conflicts(`Apply failed with 1 conflict: conflict with "u" using v1: .metadata.labels.a`,
+			`.metadata.labels.a: conflict with "u" using v1`),
+		forceApply("m1", podCA),
+	},
+	want:    `{metadata: {labels: {a: "1"}}}`,
+	managed: []fieldsEntry{applied("m1", ".metadata.labels.a", ctr("c", "image"))},
+}, {
+	name: "conflicts-listed-by-manager",
+	ops: []fieldsOp{
+		apply("m1", podCAB),
+		update("u", "label c=3", setLabel("c", "3")),
+		apply("m2", `{metadata: {labels: {a: "9", b: "9", c: "9"}}}`).conflicts(
+			"Apply failed with 3 conflicts: conflicts with \"m1\":\n- .metadata.labels.a\n- .metadata.labels.b\nconflicts with \"u\" using v1:\n- .metadata.labels.c",
+			`.metadata.labels.a: conflict with "m1"`, `.metadata.labels.b: conflict with "m1"`, `.metadata.labels.c: conflict with "u" using v1`),
+		forceApply("m2", `{metadata: {labels: {a: "9", b: "9", c: "9"}}}`),
+	},
+	want: `{metadata: {labels: {a: "9", b: "9", c: "9"}}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image")),
+		applied("m2", ".metadata.labels.a", ".metadata.labels.b", ".metadata.labels.c"),
+	},
+}, {
+	name: "update-takes-only-what-it-changes",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		update("u", "image nginx", func(p *v1.Pod) { p.Spec.Containers[0].Image = "nginx" }),
+		apply("m1", podCA).conflicts(`Apply failed with 1 conflict: conflict with "u" using v1: .spec.containers[name="c"].image`,
+			`.spec.containers[name="c"].image: conflict with "u" using v1`),
+	},
+	want: `{metadata: {labels: {a: "1"}}, spec: {containers: [{name: c, image: nginx}]}}`,
+	managed: []fieldsEntry{
+		applied("m1", ".metadata.labels.a", ctr("c")),
+		updated("u", `.spec.containers[name="c"].image`),
+	},
+}, {
+	// Two appliers of one containers list: had it been atomic, m2's
+	// apply of d alone would have conflicted on .spec.containers.
+	name: "containers-merged-by-name",
+	ops: []fieldsOp{
+		apply("m1", `{spec: {containers: [{name: c, image: busybox}, {name: d, image: busybox}]}}`),
+		apply("m2", `{spec: {containers: [{name: d, image: busybox}]}}`),
+		apply("m1", podC),
+		apply("m2", `{spec: {containers: [{name: d, image: nginx}]}}`),
+	},
+	want: `{spec: {containers: [{name: c, image: busybox}, {name: d, image: nginx}]}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image")),
+		applied("m2", ctr("d", "image")),
+	},
+}, {
+	// The key of a port is containerPort and protocol, TCP when omitted
+	// (the schema's default).
+	name: "ports-keyed-by-port-and-protocol",
+	ops: []fieldsOp{
+		apply("m1", `{spec: {containers: [{name: c, image: busybox, ports: [{containerPort: 80}, {containerPort: 80, protocol: UDP}]}]}}`),
+		apply("m2", `{spec: {containers: [{name: c, ports: [{containerPort: 80, protocol: UDP}]}]}}`),
+		apply("m1", `{spec: {containers: [{name: c, image: busybox, ports: [{containerPort: 80}]}]}}`),
+	},
+	want: `{spec: {containers: [{name: c, ports: [{containerPort: 80, protocol: TCP}, {containerPort: 80, protocol: UDP}]}]}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image"),
+			`.spec.containers[name="c"].ports[containerPort=80,protocol="TCP"]`,
+			`.spec.containers[name="c"].ports[containerPort=80,protocol="TCP"].containerPort`),
+		applied("m2", ctr("c"),
+			`.spec.containers[name="c"].ports[containerPort=80,protocol="UDP"]`,
+			`.spec.containers[name="c"].ports[containerPort=80,protocol="UDP"].containerPort`,
+			`.spec.containers[name="c"].ports[containerPort=80,protocol="UDP"].protocol`).untimed(),
+	},
+}, {
+	// Tolerations are one atomic field: another toleration conflicts
+	// with the whole list, force and updates take it whole.
+	name: "tolerations-atomic",
+	ops: []fieldsOp{
+		apply("m1", `{spec: {containers: [{name: c, image: busybox}], tolerations: [{key: a, operator: Exists}]}}`),
+		apply("m2", `{spec: {tolerations: [{key: b, operator: Exists}]}}`).conflicts(
+			`Apply failed with 1 conflict: conflict with "m1": .spec.tolerations`, `.spec.tolerations: conflict with "m1"`),
+		forceApply("m2", `{spec: {tolerations: [{key: a, operator: Exists}, {key: b, operator: Exists}]}}`),
+		update("u", "add toleration c", func(p *v1.Pod) {
+			p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{Key: "c", Operator: v1.TolerationOpExists})
+		}),
+	},
+	want: `{spec: {tolerations: [{key: a}, {key: b}, {key: c}]}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image")),
+		updated("u", ".spec.tolerations"),
+	},
+}, {
+	name: "finalizers-set",
+	ops: []fieldsOp{
+		apply("m1", `{metadata: {finalizers: [example.com/a]}, spec: {containers: [{name: c, image: busybox}]}}`),
+		apply("m2", `{metadata: {finalizers: [example.com/b]}}`),
+		apply("m1", podC),
+	},
+	want: `{metadata: {finalizers: [example.com/b]}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image")),
+		applied("m2", `.metadata.finalizers[="example.com/b"]`),
+	},
+}, {
+	name: "labels-and-annotations-granular",
+	ops: []fieldsOp{
+		apply("m1", `{metadata: {labels: {a: "1"}, annotations: {n1: "1"}}, spec: {containers: [{name: c, image: busybox}]}}`),
+		apply("m2", `{metadata: {labels: {b: "2"}, annotations: {n2: "2"}}}`),
+		update("u", "annotation n3", func(p *v1.Pod) { p.Annotations["n3"] = "3" }),
+	},
+	want: `{metadata: {labels: {a: "1", b: "2"}, annotations: {n1: "1", n2: "2", n3: "3"}}}`,
+	managed: []fieldsEntry{
+		applied("m1", ".metadata.labels.a", ".metadata.annotations.n1", ctr("c", "image")),
+		applied("m2", ".metadata.labels.b", ".metadata.annotations.n2"),
+		updated("u", ".metadata.annotations.n3"),
+	},
+}, {
+	// nodeSelector is an atomic map: a subset of it conflicts with the
+	// whole; the same value is shared.
+	name: "nodeselector-atomic",
+	ops: []fieldsOp{
+		apply("m1", `{spec: {containers: [{name: c, image: busybox}], nodeSelector: {a: "1", b: "2"}}}`),
+		apply("m2", `{spec: {nodeSelector: {a: "1"}}}`).conflicts(
+			`Apply failed with 1 conflict: conflict with "m1": .spec.nodeSelector`, `.spec.nodeSelector: conflict with "m1"`),
+		apply("m2", `{spec: {nodeSelector: {a: "1", b: "2"}}}`),
+	},
+	want: `{spec: {nodeSelector: {a: "1", b: "2"}}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image"), ".spec.nodeSelector"),
+		applied("m2", ".spec.nodeSelector").untimed(),
+	},
+}, {
+	name: "ownerreferences-keyed-by-uid",
+	ops: []fieldsOp{
+		apply("m1", `{metadata: {ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: o1, uid: uid-1}]}, spec: {containers: [{name: c, image: busybox}]}}`),
+		apply("m2", `{metadata: {ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: o2, uid: uid-2}]}}`),
+		apply("m1", podC),
+	},
+	want: `{metadata: {ownerReferences: [{name: o2, uid: uid-2}]}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image")),
+		// An owner reference is an atomic struct: its key alone.
+		applied("m2", `.metadata.ownerReferences[uid="uid-2"]`),
+	},
+}, {
+	// pods/status writes are their own entries and never own the spec;
+	// writes of the pod never own its status.
+	name: "status-tracked-apart",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		updateStatus("kubelet", "running, ready", func(p *v1.Pod) {
+			p.Status.Phase = v1.PodRunning
+			p.Status.Conditions = []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}
+		}),
+		updateStatus("kubelet", "image nginx and a message", func(p *v1.Pod) {
+			p.Spec.Containers[0].Image = "nginx"
+			p.Status.Message = "hello"
+		}),
+		update("u", "phase Failed and label a=2", func(p *v1.Pod) {
+			p.Status.Phase = v1.PodFailed
+			p.Labels["a"] = "2"
+		}),
+		applyStatus("ctrl", `{status: {conditions: [{type: example.com/c, status: "True"}]}, spec: {containers: [{name: c, image: nginx}]}}`),
+		// An applier of the pod does not own the status it sends.
+		apply("m3", `{status: {phase: Succeeded}, metadata: {labels: {m3: "1"}}}`),
+	},
+	want: `{metadata: {labels: {a: "2", m3: "1"}}, spec: {containers: [{name: c, image: busybox}]},
+	        status: {phase: Running, message: hello, conditions: [{type: Ready, status: "True"}, {type: example.com/c, status: "True"}]}}`,
+	managed: []fieldsEntry{
+		applied("m1", ctr("c", "image")),
+		applied("m3", ".metadata.labels.m3"),
+		updated("u", ".metadata.labels.a"),
+		updatedStatus("kubelet", ".status.message", ".status.phase", ".status.conditions", `.status.conditions[type="Ready"]`,
+			`.status.conditions[type="Ready"].lastProbeTime`, `.status.conditions[type="Ready"].lastTransitionTime`,
+			`.status.conditions[type="Ready"].status`, `.status.conditions[type="Ready"].type`),
+		appliedStatus("ctrl", `.status.conditions[type="example.com/c"]`, `.status.conditions[type="example.com/c"].status`,
+			`.status.conditions[type="example.com/c"].type`),
+	},
+}, {
+	// At most 10 Update managers: the oldest are merged into one
+	// "ancient-changes" entry; appliers are never merged.
+	name:  "update-managers-capped",
+	ops:   append([]fieldsOp{apply("m0", podC)}, labelUpdaters(11)...),
+	want:  `{metadata: {labels: {u01: "1", u11: "1"}}}`,
+	managed: append([]fieldsEntry{
+		applied("m0", ctr("c", "image")),
+		updated("ancient-changes", ".metadata.labels", ".metadata.labels.u01", ".metadata.labels.u02"),
+	}, labelUpdaterEntries(3, 11)...),
+}, {
+	name: "empty-managedfields-resets",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		update("u", "label b=2", setLabel("b", "2")),
+		update("r", "managedFields []", func(p *v1.Pod) { p.ManagedFields = []metav1.ManagedFieldsEntry{} }),
+	},
+	want:    `{metadata: {labels: {a: "1", b: "2"}, managedFields: null}}`,
+	managed: nil,
+}, {
+	// kube's documented way: one empty entry. The reset is first, and
+	// updates of an object without managedFields are not tracked (kube's
+	// skip-non-applied manager): the label r is owned by nobody, and nor
+	// is s. The next apply starts the tracking again: kube first gives
+	// everything the object has (but its status, reset on the pod) to a
+	// "before-first-apply" Update entry; m1's apply, which changes nothing,
+	// is recorded without a time.
+	name: "empty-entry-resets",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		update("r", "managedFields [{}] and label r", func(p *v1.Pod) {
+			p.ManagedFields = []metav1.ManagedFieldsEntry{{}}
+			p.Labels["r"] = "1"
+		}),
+		update("s", "label s", setLabel("s", "1")),
+		apply("m1", podCA),
+	},
+	want: `{metadata: {labels: {a: "1", r: "1", s: "1"}}}`,
+	managed: []fieldsEntry{
+		applied("m1", ".metadata.labels.a", ctr("c", "image")).untimed(),
+		updated("before-first-apply", ".metadata.labels", ".metadata.labels.a", ".metadata.labels.r", ".metadata.labels.s",
+			ctr("c", "image", "imagePullPolicy", "resources", "terminationMessagePath", "terminationMessagePolicy"),
+			".spec.dnsPolicy", ".spec.enableServiceLinks", ".spec.preemptionPolicy", ".spec.priority", ".spec.restartPolicy",
+			".spec.schedulerName", ".spec.securityContext", ".spec.terminationGracePeriodSeconds"),
+	},
+}, {
+	name: "invalid-managedfields-ignored",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		update("u", "invalid managedFields and label b", func(p *v1.Pod) {
+			p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "evil", Operation: metav1.ManagedFieldsOperationApply,
+				APIVersion: "v1", FieldsType: "FieldsV2", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}
+			p.Labels["b"] = "2"
+		}),
+		// A status write never sets managedFields, not even to reset them.
+		updateStatus("kubelet", "managedFields [] and phase Running", func(p *v1.Pod) {
+			p.ManagedFields = []metav1.ManagedFieldsEntry{}
+			p.Status.Phase = v1.PodRunning
+		}),
+	},
+	want: `{metadata: {labels: {a: "1", b: "2"}}, status: {phase: Running}}`,
+	managed: []fieldsEntry{
+		applied("m1", ".metadata.labels.a", ctr("c", "image")),
+		updated("u", ".metadata.labels.b"),
+		updatedStatus("kubelet", ".status.phase"),
+	},
+}, {
+	// The server's own writes (binding, eviction) have no manager.
+	name: "internal-write-records-nothing",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		aged(),
+		update("", "label b", setLabel("b", "2")).keepsManaged(),
+		updateStatus("", "phase Running", func(p *v1.Pod) { p.Status.Phase = v1.PodRunning }).keepsManaged(),
+	},
+	want:    `{metadata: {labels: {a: "1", b: "2"}}, status: {phase: Running}}`,
+	managed: []fieldsEntry{applied("m1", ".metadata.labels.a", ctr("c", "image"))},
+}}
+
+// labelUpdaters are n Updates, by u01..un, each adding its own label.
+func labelUpdaters(n int) []fieldsOp {
+	var ops []fieldsOp
+	for i := 1; i <= n; i++ {
+		m := fmt.Sprintf("u%02d", i)
+		ops = append(ops, update(m, "label "+m, setLabel(m, "1")))
+	}
+	return ops
+}
+
+func labelUpdaterEntries(from, to int) []fieldsEntry {
+	var es []fieldsEntry
+	for i := from; i <= to; i++ {
+		m := fmt.Sprintf("u%02d", i)
+		es = append(es, updated(m, ".metadata.labels."+m))
+	}
+	return es
+}
+
+// TestFieldsOwnership runs fieldsCases, each on its own pod of one Store.
+func TestFieldsOwnership(t *testing.T) {
+	e := newFieldsEnv(t)
+	for _, tc := range fieldsCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			var prev *v1.Pod
+			for i, op := range tc.ops {
+				step := fmt.Sprintf("step %d (%s)", i+1, op.desc)
+				out, err := op.run(t, e, "ns", tc.name)
+				if op.conflict != "" {
+					expectApplyConflict(t, step, err, op.conflict, op.causes)
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%s: %v", step, err)
+				}
+				pod := out.(*v1.Pod)
+				// managedFields as clients see them: times to the second.
+				if op.unchanged && (pod.ResourceVersion != prev.ResourceVersion || compact(pod.ManagedFields) != compact(prev.ManagedFields)) {
+					t.Errorf("%s is not a no-op: resourceVersion %s -> %s, managedFields\n%v\n->\n%v", step,
+						prev.ResourceVersion, pod.ResourceVersion, compact(prev.ManagedFields), compact(pod.ManagedFields))
+				}
+				if op.sameManaged && compact(pod.ManagedFields) != compact(prev.ManagedFields) {
+					t.Errorf("%s changed managedFields\n%v\n->\n%v", step, compact(prev.ManagedFields), compact(pod.ManagedFields))
+				}
+				prev = pod
+			}
+			got, err := e.pods.Get(ctx, "ns", tc.name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := got.(*v1.Pod)
+			expectContains(t, pod, tc.want)
+			expectEntries(t, pod.ManagedFields, tc.managed)
+			if compact(pod.ManagedFields) != compact(prev.ManagedFields) {
+				t.Errorf("the last write answered managedFields %s, stored %s", compact(prev.ManagedFields), compact(pod.ManagedFields))
+			}
+		})
+	}
+}
+
+// expectApplyConflict checks err is kube's 409 for an apply conflict:
+// reason Conflict, message, and one FieldManagerConflict cause per field.
+func expectApplyConflict(t *testing.T, step string, err error, message string, causes []string) {
+	t.Helper()
+	var se apierrors.APIStatus
+	if !apierrors.IsConflict(err) || !errors.As(err, &se) {
+		t.Errorf("%s: err %v, want a Conflict", step, err)
+		return
+	}
+	st := se.Status()
+	if st.Code != 409 || st.Reason != metav1.StatusReasonConflict || st.Message != message {
+		t.Errorf("%s: %d %s %q, want 409 Conflict %q", step, st.Code, st.Reason, st.Message, message)
+	}
+	var got []string
+	if st.Details != nil {
+		for _, c := range st.Details.Causes {
+			if c.Type != metav1.CauseTypeFieldManagerConflict {
+				t.Errorf("%s: cause type %q, want %q", step, c.Type, metav1.CauseTypeFieldManagerConflict)
+			}
+			got = append(got, c.Field+": "+c.Message)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(causes, "\n") {
+		t.Errorf("%s: causes\n%s\nwant\n%s", step, strings.Join(got, "\n"), strings.Join(causes, "\n"))
+	}
+}
