@@ -2,11 +2,16 @@ package registry_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/registry"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -550,7 +555,8 @@ func TestFieldsOwnership(t *testing.T) {
 }
 
 // expectApplyConflict checks err is kube's 409 for an apply conflict:
-// reason Conflict, message, and one FieldManagerConflict cause per field.
+// reason Conflict, message, and one FieldManagerConflict cause per field
+// (in any order).
 func expectApplyConflict(t *testing.T, step string, err error, message string, causes []string) {
 	t.Helper()
 	var se apierrors.APIStatus
@@ -571,7 +577,132 @@ func expectApplyConflict(t *testing.T, step string, err error, message string, c
 			got = append(got, c.Field+": "+c.Message)
 		}
 	}
+	// kube lists the causes in no fixed order (it gathers them from maps).
+	sort.Strings(got)
+	causes = slices.Sorted(slices.Values(causes))
 	if strings.Join(got, "\n") != strings.Join(causes, "\n") {
 		t.Errorf("%s: causes\n%s\nwant\n%s", step, strings.Join(got, "\n"), strings.Join(causes, "\n"))
+	}
+}
+
+// referenceCreateFields is the fieldsV1 kube-apiserver v1.32 recorded for
+// the create of {"metadata":{"labels":{"app":"gold"}},"spec":{"containers":
+// [{"name":"c","image":"busybox"}]}} by "reference-client"
+// (reference/kube-apiserver-1.32/201-create-pod.json): the fields the
+// client sent and their scheme defaults, not what admission added
+// (volumes, volumeMounts, serviceAccountName, tolerations, priority,
+// preemptionPolicy) nor the status.
+const referenceCreateFields = `{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`
+
+// admissionEdits is a mutating admission plugin that does what kube's
+// ServiceAccount plugin does to a new pod (a service account and its
+// token volume) and marks every pod write with an annotation; with
+// corrupt it also breaks managedFields, as a faulty webhook could.
+type admissionEdits struct{ corrupt bool }
+
+func (a *admissionEdits) Admit(_ context.Context, attrs *admission.Attributes) error {
+	pod, ok := attrs.Object.(*v1.Pod)
+	if !ok || attrs.Subresource != "" {
+		return nil
+	}
+	if attrs.Operation == admission.Create {
+		pod.Spec.ServiceAccountName, pod.Spec.DeprecatedServiceAccount = "default", "default"
+		pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: "kube-api-access-x",
+			VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}})
+		for i := range pod.Spec.Containers {
+			pod.Spec.Containers[i].VolumeMounts = append(pod.Spec.Containers[i].VolumeMounts,
+				v1.VolumeMount{Name: "kube-api-access-x", ReadOnly: true, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount"})
+		}
+	}
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations["example.com/admitted"] = string(attrs.Operation)
+	if a.corrupt {
+		pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "webhook", Operation: "Bogus", FieldsType: "FieldsV9"}}
+	}
+	return nil
+}
+
+// TestFieldsCreateOwnsDefaults: a create records for its manager what the
+// client sent and the scheme defaults, exactly as kube did for the
+// reference create; what mutating admission adds, then or on a later
+// update, is owned by nobody; managedFields a plugin breaks are put back.
+func TestFieldsCreateOwnsDefaults(t *testing.T) {
+	if _, err := podTypes(); err != nil {
+		t.Fatalf("type converter: %v", err)
+	}
+	st := newFieldsEtcd(t)
+	edits := &admissionEdits{}
+	chain := &admission.Chain{Mutators: []admission.Mutator{&admission.DefaultTolerationSeconds{}, edits}}
+	store, _ := newPodStores(st, true, registry.Options{Admission: chain})
+	ctx := t.Context()
+
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "gp1", Labels: map[string]string{"app": "gold"}},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	out, err := store.Create(ctx, "gold", pod, registry.CreateOptions{FieldManager: "reference-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := out.(*v1.Pod)
+	expectContains(t, created, `{metadata: {annotations: {example.com/admitted: CREATE}},
+		spec: {serviceAccountName: default, volumes: [{name: kube-api-access-x}], priority: 0,
+		       tolerations: [{key: node.kubernetes.io/not-ready}, {key: node.kubernetes.io/unreachable}]}}`)
+	if mf := created.ManagedFields; len(mf) != 1 || mf[0].Manager != "reference-client" || mf[0].Operation != metav1.ManagedFieldsOperationUpdate ||
+		mf[0].APIVersion != "v1" || mf[0].Subresource != "" || mf[0].Time == nil || mf[0].FieldsType != "FieldsV1" || mf[0].FieldsV1 == nil {
+		t.Fatalf("managedFields of the create: %s", compact(mf))
+	}
+	var got, want any
+	if err := json.Unmarshal(created.ManagedFields[0].FieldsV1.Raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(referenceCreateFields), &want); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("fieldsV1 of the create:\n%s\nkube's:\n%s", created.ManagedFields[0].FieldsV1.Raw, referenceCreateFields)
+	}
+
+	// The update's manager owns its label, not the annotation admission
+	// changed.
+	out, _, err = store.Update(ctx, "gold", "gp1", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		cur.(*v1.Pod).Labels["tier"] = "web"
+		return cur, nil
+	}, registry.UpdateOptions{FieldManager: "u"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	updatedPod := out.(*v1.Pod)
+	expectContains(t, updatedPod, `{metadata: {annotations: {example.com/admitted: UPDATE}, labels: {tier: web}}}`)
+	if e := entriesOf(t, updatedPod.ManagedFields); len(e) != 2 || e[1].Manager != "u" || strings.Join(e[1].Fields, " ") != ".metadata.labels.tier" {
+		t.Errorf("managedFields after the update:\n\t%s", joinEntries(e))
+	}
+
+	// A plugin that breaks managedFields: they stay as the field manager
+	// left them, the write's own entry included.
+	edits.corrupt = true
+	out, _, err = store.Update(ctx, "gold", "gp1", func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+		cur.(*v1.Pod).Labels["tier"] = "db"
+		return cur, nil
+	}, registry.UpdateOptions{FieldManager: "u2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := entriesOf(t, out.(*v1.Pod).ManagedFields); len(e) != 2 || e[0].Manager != "reference-client" || e[1].Manager != "u2" ||
+		strings.Join(e[1].Fields, " ") != ".metadata.labels.tier" {
+		t.Errorf("managedFields after a plugin broke them:\n\t%s", joinEntries(e))
+	}
+	edits.corrupt = false
+
+	// The server's own creates (FieldManager "") record nothing.
+	out, err = store.Create(ctx, "gold", &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "internal"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}, registry.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf := out.(*v1.Pod).ManagedFields; len(mf) != 0 {
+		t.Errorf("managedFields of an internal create: %s", compact(mf))
 	}
 }
