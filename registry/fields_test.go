@@ -417,9 +417,9 @@ var fieldsCases = []fieldsCase{{
 }, {
 	// At most 10 Update managers: the oldest are merged into one
 	// "ancient-changes" entry; appliers are never merged.
-	name:  "update-managers-capped",
-	ops:   append([]fieldsOp{apply("m0", podC)}, labelUpdaters(11)...),
-	want:  `{metadata: {labels: {u01: "1", u11: "1"}}}`,
+	name: "update-managers-capped",
+	ops:  append([]fieldsOp{apply("m0", podC)}, labelUpdaters(11)...),
+	want: `{metadata: {labels: {u01: "1", u11: "1"}}}`,
 	managed: append([]fieldsEntry{
 		applied("m0", ctr("c", "image")),
 		updated("ancient-changes", ".metadata.labels", ".metadata.labels.u01", ".metadata.labels.u02"),
