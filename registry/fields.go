@@ -57,10 +57,27 @@ func (s *Store) fieldManager() (*managedfields.FieldManager, error) {
 		}
 		gvk := s.info.GroupVersion().WithKind(s.info.Kind)
 		objects := objectInterfaces{store: s, gvk: gvk}
-		var reset map[fieldpath.APIVersion]fieldpath.Filter
+		resetSets := map[fieldpath.APIVersion]*fieldpath.Set{}
 		if rs, ok := s.update.(ResetFieldsStrategy); ok {
-			reset = map[fieldpath.APIVersion]fieldpath.Filter{}
 			for v, set := range rs.GetResetFields() {
+				resetSets[v] = set
+			}
+		}
+		if s.subresource != "" {
+			// A subresource write keeps the stored labels, annotations,
+			// finalizers and owners (updateFrom): an apply to it must not
+			// record them as owned either.
+			for v, set := range subresourceResetFields(s.info.GroupVersion().String()) {
+				if own, ok := resetSets[v]; ok {
+					set = own.Union(set)
+				}
+				resetSets[v] = set
+			}
+		}
+		var reset map[fieldpath.APIVersion]fieldpath.Filter
+		if len(resetSets) > 0 {
+			reset = map[fieldpath.APIVersion]fieldpath.Filter{}
+			for v, set := range resetSets {
 				reset[v] = fieldpath.NewExcludeSetFilter(set)
 			}
 		}
@@ -68,6 +85,12 @@ func (s *Store) fieldManager() (*managedfields.FieldManager, error) {
 			gvk, s.info.GroupVersion(), s.subresource, reset)
 	})
 	return s.fields.fm, s.fields.err
+}
+
+// subresourceResetFields are the metadata fields every subresource write
+// resets (metav1.ResetObjectMetaForStatus in updateFrom).
+func subresourceResetFields(apiVersion string) map[fieldpath.APIVersion]*fieldpath.Set {
+	return ResetFields(apiVersion, "metadata.labels", "metadata.annotations", "metadata.finalizers", "metadata.ownerReferences")
 }
 
 // trackUpdate records in obj's managedFields the fields manager changed

@@ -414,11 +414,14 @@ var fieldsCases = []fieldsCase{{
 		applyStatus("ctrl", `{status: {conditions: [{type: Ready, status: "False"}]}}`).conflicts(
 			`Apply failed with 1 conflict: conflict with "kubelet" with subresource "status" using v1: .status.conditions[type="Ready"].status`,
 			`.status.conditions[type="Ready"].status: conflict with "kubelet" with subresource "status" using v1`),
-		applyStatus("ctrl", `{status: {conditions: [{type: example.com/c, status: "True"}]}, spec: {containers: [{name: c, image: nginx}]}}`),
+		// Nor does it own the metadata a subresource write keeps (labels,
+		// annotations, finalizers, owners).
+		applyStatus("ctrl", `{status: {conditions: [{type: example.com/c, status: "True"}]}, spec: {containers: [{name: c, image: nginx}]},
+		                      metadata: {labels: {x: "1"}, annotations: {x: "1"}, finalizers: [example.com/x]}}`),
 		// An applier of the pod does not own the status it sends.
 		apply("m3", `{status: {phase: Succeeded}, metadata: {labels: {m3: "1"}}}`),
 	},
-	want: `{metadata: {labels: {a: "2", m3: "1"}}, spec: {containers: [{name: c, image: busybox}]},
+	want: `{metadata: {labels: {a: "2", m3: "1", x: null}, annotations: null, finalizers: null}, spec: {containers: [{name: c, image: busybox}]},
 	        status: {phase: Running, message: hello, conditions: [{type: Ready, status: "True"}, {type: example.com/c, status: "True"}]}}`,
 	managed: []fieldsEntry{
 		applied("m1", ctr("c", "image")),
