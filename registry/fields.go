@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -160,7 +161,7 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		}
 		obj, err := fm.Apply(live, patch.DeepCopy(), opts.FieldManager, opts.Force)
 		if err != nil {
-			return nil, err
+			return nil, applyError(err)
 		}
 		m := accessor(obj)
 		if current == nil {
@@ -183,6 +184,20 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		return obj, nil
 	}
 	return s.write(ctx, namespace, name, apply, UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, true)
+}
+
+// applyError is kube's answer to a failed apply: the field manager's own
+// Status (a conflict, a wrong apiVersion), or for any other error (a patch
+// that does not fit the schema) a 500 with the error's text and no
+// reason, as kube's handlers answer errors that are not Statuses; the
+// Store would otherwise wrap it as an InternalError.
+func applyError(err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+		Code: http.StatusInternalServerError, Reason: metav1.StatusReasonUnknown, Message: err.Error()}}
 }
 
 // newObject is an empty object of the Store's kind, with its kind set.

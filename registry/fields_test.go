@@ -46,6 +46,8 @@ type fieldsOp struct {
 	// fails with; causes are its causes, as "field: message".
 	conflict string
 	causes   []string
+	// fails, when set, is the Status the write fails with.
+	fails *metav1.Status
 }
 
 func (o fieldsOp) noop() fieldsOp {
@@ -55,6 +57,12 @@ func (o fieldsOp) noop() fieldsOp {
 
 func (o fieldsOp) keepsManaged() fieldsOp {
 	o.sameManaged = true
+	return o
+}
+
+// failsWith is the write failing with this code, reason and message.
+func (o fieldsOp) failsWith(code int32, reason metav1.StatusReason, message string) fieldsOp {
+	o.fails = &metav1.Status{Code: code, Reason: reason, Message: message}
 	return o
 }
 
@@ -153,6 +161,8 @@ type fieldsCase struct {
 	// absent).
 	want    string
 	managed []fieldsEntry
+	// gone: the writes leave no pod.
+	gone bool
 }
 
 // The configurations the cases apply.
@@ -500,6 +510,27 @@ var fieldsCases = []fieldsCase{{
 		updatedStatus("kubelet", ".status.phase"),
 	},
 }, {
+	// Errors of the field manager are kube's: its Statuses, or a 500
+	// with no reason and the error's text for a patch that does not fit
+	// the schema. Nothing is created.
+	name: "apply-errors",
+	ops: []fieldsOp{
+		apply("m1", `{spec: {foo: 1}}`).failsWith(500, "",
+			`failed to create typed patch object (/apply-errors; /v1, Kind=Pod): .spec.foo: field not declared in schema`),
+		apply("m1", `{apiVersion: v2}`).failsWith(400, metav1.StatusReasonBadRequest, `invalid object type: /v2, Kind=Pod`),
+		apply("m1", `{metadata: {managedFields: [{manager: x}]}}`).failsWith(400, metav1.StatusReasonBadRequest,
+			`metadata.managedFields must be nil`),
+	},
+	gone: true,
+}, {
+	name: "apply-errors-on-update",
+	ops: []fieldsOp{
+		apply("m1", podCA),
+		apply("m1", `{spec: {containers: x}}`).failsWith(500, "",
+			`failed to create typed patch object (/apply-errors-on-update; /v1, Kind=Pod): .spec.containers: expected list, got &{x}`),
+	},
+	managed: []fieldsEntry{applied("m1", ".metadata.labels.a", ctr("c", "image"))},
+}, {
 	// The server's own writes (binding, eviction) have no manager.
 	name: "internal-write-records-nothing",
 	ops: []fieldsOp{
@@ -545,6 +576,15 @@ func TestFieldsOwnership(t *testing.T) {
 					expectApplyConflict(t, step, err, op.conflict, op.causes)
 					continue
 				}
+				if op.fails != nil {
+					var se apierrors.APIStatus
+					if !errors.As(err, &se) {
+						t.Errorf("%s: err %v, want %d %s %q", step, err, op.fails.Code, op.fails.Reason, op.fails.Message)
+					} else if st := se.Status(); st.Code != op.fails.Code || st.Reason != op.fails.Reason || st.Message != op.fails.Message {
+						t.Errorf("%s: %d %q %q, want %d %q %q", step, st.Code, st.Reason, st.Message, op.fails.Code, op.fails.Reason, op.fails.Message)
+					}
+					continue
+				}
 				if err != nil {
 					t.Fatalf("%s: %v", step, err)
 				}
@@ -560,6 +600,12 @@ func TestFieldsOwnership(t *testing.T) {
 				prev = pod
 			}
 			got, err := e.pods.Get(ctx, "ns", tc.name, nil)
+			if tc.gone {
+				if !apierrors.IsNotFound(err) {
+					t.Errorf("get: %v, want NotFound", err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
