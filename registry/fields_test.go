@@ -50,11 +50,13 @@ type fieldsOp struct {
 	fails *metav1.Status
 }
 
+// noop is the write changing nothing (unchanged).
 func (o fieldsOp) noop() fieldsOp {
 	o.unchanged = true
 	return o
 }
 
+// keepsManaged is the write leaving managedFields as they were.
 func (o fieldsOp) keepsManaged() fieldsOp {
 	o.sameManaged = true
 	return o
@@ -66,6 +68,7 @@ func (o fieldsOp) failsWith(code int32, reason metav1.StatusReason, message stri
 	return o
 }
 
+// conflicts is the write failing with kube's apply conflict.
 func (o fieldsOp) conflicts(message string, causes ...string) fieldsOp {
 	o.conflict, o.causes = message, causes
 	return o
