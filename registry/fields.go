@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -57,10 +58,27 @@ func (s *Store) fieldManager() (*managedfields.FieldManager, error) {
 		}
 		gvk := s.info.GroupVersion().WithKind(s.info.Kind)
 		objects := objectInterfaces{store: s, gvk: gvk}
-		var reset map[fieldpath.APIVersion]fieldpath.Filter
+		resetSets := map[fieldpath.APIVersion]*fieldpath.Set{}
 		if rs, ok := s.update.(ResetFieldsStrategy); ok {
-			reset = map[fieldpath.APIVersion]fieldpath.Filter{}
 			for v, set := range rs.GetResetFields() {
+				resetSets[v] = set
+			}
+		}
+		if s.subresource != "" {
+			// A subresource write keeps the stored labels, annotations,
+			// finalizers and owners (updateFrom): an apply to it must not
+			// record them as owned either.
+			for v, set := range subresourceResetFields(s.info.GroupVersion().String()) {
+				if own, ok := resetSets[v]; ok {
+					set = own.Union(set)
+				}
+				resetSets[v] = set
+			}
+		}
+		var reset map[fieldpath.APIVersion]fieldpath.Filter
+		if len(resetSets) > 0 {
+			reset = map[fieldpath.APIVersion]fieldpath.Filter{}
+			for v, set := range resetSets {
 				reset[v] = fieldpath.NewExcludeSetFilter(set)
 			}
 		}
@@ -68,6 +86,12 @@ func (s *Store) fieldManager() (*managedfields.FieldManager, error) {
 			gvk, s.info.GroupVersion(), s.subresource, reset)
 	})
 	return s.fields.fm, s.fields.err
+}
+
+// subresourceResetFields are the metadata fields every subresource write
+// resets (metav1.ResetObjectMetaForStatus in updateFrom).
+func subresourceResetFields(apiVersion string) map[fieldpath.APIVersion]*fieldpath.Set {
+	return ResetFields(apiVersion, "metadata.labels", "metadata.annotations", "metadata.finalizers", "metadata.ownerReferences")
 }
 
 // trackUpdate records in obj's managedFields the fields manager changed
@@ -137,7 +161,7 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		}
 		obj, err := fm.Apply(live, patch.DeepCopy(), opts.FieldManager, opts.Force)
 		if err != nil {
-			return nil, err
+			return nil, applyError(err)
 		}
 		m := accessor(obj)
 		if current == nil {
@@ -160,6 +184,20 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		return obj, nil
 	}
 	return s.write(ctx, namespace, name, apply, UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, true)
+}
+
+// applyError is kube's answer to a failed apply: the field manager's own
+// Status (a conflict, a wrong apiVersion), or for any other error (a patch
+// that does not fit the schema) a 500 with the error's text and no
+// reason, as kube's handlers answer errors that are not Statuses; the
+// Store would otherwise wrap it as an InternalError.
+func applyError(err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
+		Code: http.StatusInternalServerError, Reason: metav1.StatusReasonUnknown, Message: err.Error()}}
 }
 
 // newObject is an empty object of the Store's kind, with its kind set.
