@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
+	"sigs.k8s.io/structured-merge-diff/v4/typed"
 )
 
 // TypeConverterSource returns structured-merge-diff's view of the served
@@ -51,11 +52,12 @@ func (s *Store) fieldManager() (*managedfields.FieldManager, error) {
 		return nil, nil
 	}
 	s.fields.once.Do(func() {
-		tc, err := s.opts.TypeConverter()
+		converter, err := s.opts.TypeConverter()
 		if err != nil {
 			s.fields.err = fmt.Errorf("managed fields of %s: %w", s.info.Resource, err)
 			return
 		}
+		tc := lazyObjects{converter}
 		gvk := s.info.GroupVersion().WithKind(s.info.Kind)
 		objects := objectInterfaces{store: s, gvk: gvk}
 		resetSets := map[fieldpath.APIVersion]*fieldpath.Set{}
@@ -236,6 +238,12 @@ func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.Gro
 	if gvk, ok := target.KindForGroupVersionKinds([]schema.GroupVersionKind{o.gvk}); !ok || gvk != o.gvk {
 		return nil, runtime.NewNotRegisteredGVKErrForTarget("corekube", in.GetObjectKind().GroupVersionKind(), target)
 	}
+	if lazy, ok := in.(*typedValueObject); ok {
+		var err error
+		if in, err = lazy.converter.TypedToObject(lazy.value); err != nil {
+			return nil, fmt.Errorf("convert %s: %w", o.gvk.Kind, err)
+		}
+	}
 	u, ok := in.(*unstructured.Unstructured)
 	if !ok {
 		return in, nil
@@ -247,6 +255,46 @@ func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.Gro
 	out.GetObjectKind().SetGroupVersionKind(o.gvk)
 	return out, nil
 }
+
+// lazyObjects is the type converter the field managers use: TypedToObject
+// defers the conversion of a typed value to an object until someone needs
+// more than its kind. structured-merge-diff asks for the live object in
+// the version of every managedFields entry on every write, only to find it
+// is the version it has (schema reconciliation); converting the whole
+// value to an unstructured map for that was a third of a status update.
+// The one reader of the whole object, objectInterfaces.ConvertToVersion,
+// converts it then.
+type lazyObjects struct{ managedfields.TypeConverter }
+
+func (c lazyObjects) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
+	if v == nil || !v.AsValue().IsMap() {
+		return c.TypeConverter.TypedToObject(v)
+	}
+	m := v.AsValue().AsMap()
+	field := func(name string) string {
+		if f, ok := m.Get(name); ok && f.IsString() {
+			return f.AsString()
+		}
+		return ""
+	}
+	return &typedValueObject{value: v, converter: c.TypeConverter,
+		gvk: schema.FromAPIVersionAndKind(field("apiVersion"), field("kind"))}, nil
+}
+
+// typedValueObject is a typed value standing for the object it converts
+// to, of which only the kind has been read.
+type typedValueObject struct {
+	value     *typed.TypedValue
+	converter managedfields.TypeConverter
+	gvk       schema.GroupVersionKind
+}
+
+func (o *typedValueObject) GetObjectKind() schema.ObjectKind                { return o }
+func (o *typedValueObject) SetGroupVersionKind(gvk schema.GroupVersionKind) { o.gvk = gvk }
+func (o *typedValueObject) GroupVersionKind() schema.GroupVersionKind       { return o.gvk }
+
+// DeepCopyObject shares the value: typed values are not changed in place.
+func (o *typedValueObject) DeepCopyObject() runtime.Object { c := *o; return &c }
 
 // Convert is not needed by the field manager.
 func (o objectInterfaces) Convert(in, out, context any) error {
@@ -261,21 +309,23 @@ func (o objectInterfaces) ConvertFieldLabel(gvk schema.GroupVersionKind, label, 
 // ignoreManagedFieldsTimestamps keeps old's managedFields timestamps when
 // they are all that a write changes (kube's
 // IgnoreManagedFieldsTimestampsTransformer): a write that changes nothing
-// else then changes nothing, and is not stored.
-func ignoreManagedFieldsTimestamps(obj, old runtime.Object) {
+// else then changes nothing, and is not stored. stored is old as stored:
+// comparing encodings is several times cheaper than kube's reflective
+// DeepEqual of the objects, which ran on nearly every status write (the
+// same manager writing the same fields gets a new time and the same sets).
+func (s *Store) ignoreManagedFieldsTimestamps(obj, old runtime.Object, stored []byte) {
 	newM := accessor(obj)
-	fresh, stored := newM.GetManagedFields(), accessor(old).GetManagedFields()
-	if len(fresh) == 0 || len(fresh) != len(stored) {
+	fresh, was := newM.GetManagedFields(), accessor(old).GetManagedFields()
+	if len(fresh) == 0 || len(fresh) != len(was) {
 		return
 	}
 	timesChanged := false
 	for i := range fresh {
-		a, b := fresh[i], stored[i]
+		a, b := &fresh[i], &was[i]
 		if !a.Time.Equal(b.Time) {
 			timesChanged = true
 		}
-		a.Time, b.Time = nil, nil
-		if !equality.Semantic.DeepEqual(a, b) {
+		if !sameEntryButTime(a, b) {
 			return
 		}
 	}
@@ -285,12 +335,22 @@ func ignoreManagedFieldsTimestamps(obj, old runtime.Object) {
 	reverted := make([]metav1.ManagedFieldsEntry, len(fresh))
 	for i := range fresh {
 		reverted[i] = fresh[i]
-		reverted[i].Time = stored[i].Time
+		reverted[i].Time = was[i].Time
 	}
 	newM.SetManagedFields(reverted)
-	if !equality.Semantic.DeepEqual(obj, old) {
+	if data, err := s.encode(obj); err != nil || !bytes.Equal(data, stored) {
 		newM.SetManagedFields(fresh)
 	}
+}
+
+// sameEntryButTime reports whether two managedFields entries are equal
+// but for their times.
+func sameEntryButTime(a, b *metav1.ManagedFieldsEntry) bool {
+	if a.Manager != b.Manager || a.Operation != b.Operation || a.APIVersion != b.APIVersion ||
+		a.FieldsType != b.FieldsType || a.Subresource != b.Subresource || (a.FieldsV1 == nil) != (b.FieldsV1 == nil) {
+		return false
+	}
+	return a.FieldsV1 == nil || bytes.Equal(a.FieldsV1.Raw, b.FieldsV1.Raw)
 }
 
 // ResetFields is the value of a GetResetFields (ResetFieldsStrategy): the

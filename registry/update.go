@@ -169,7 +169,7 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, updateOptions(opts.DryRun), true); err != nil {
 		return nil, false, err
 	}
-	ignoreManagedFieldsTimestamps(obj, old)
+	s.ignoreManagedFieldsTimestamps(obj, old, cur.Value)
 	return obj, s.shouldDeleteDuringUpdate(ctx, obj, old), nil
 }
 
