@@ -3,7 +3,6 @@ package server
 import (
 	"sync"
 
-	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/openapi"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 )
@@ -15,15 +14,17 @@ const apiserverFieldManager = "kube-apiserver"
 
 // typeConverter is structured-merge-diff's view of the served types, built
 // from the same OpenAPI models /openapi/v2 publishes (openapi.Models),
-// once: on the first write, which records managedFields through it.
+// once, in the background at start-up (or by the first write, if that
+// comes first).
 type typeConverter struct {
 	once sync.Once
-	api  *handlers.API // set before the first write
-	tc   managedfields.TypeConverter
-	err  error
+	// resources are the stored resources, set before the first write.
+	resources []openapi.Resource
+	tc        managedfields.TypeConverter
+	err       error
 }
 
 func (t *typeConverter) get() (managedfields.TypeConverter, error) {
-	t.once.Do(func() { t.tc, t.err = openapi.TypeConverter(openAPIResources(t.api)) })
+	t.once.Do(func() { t.tc, t.err = openapi.TypeConverter(t.resources) })
 	return t.tc, t.err
 }

@@ -97,14 +97,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	types.api = api
-	// Build the type converter while the caches start and the system
-	// namespaces are written (their creates record managedFields and
-	// would otherwise build it in line).
-	s.runBackground(func(context.Context) { _, _ = types.get() })
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
+	// Build the type converter while the caches start and the system
+	// namespaces are written (their creates record managedFields and
+	// would otherwise build it in line). The resources are read here, not
+	// in the background: more create-only ones (reviews) are added below.
+	types.resources = openAPIResources(api)
+	s.runBackground(func(context.Context) { _, _ = types.get() })
 	s.runCaches(api)
 	if webhooks != nil {
 		s.runBackground(webhooks.run)
