@@ -1,0 +1,550 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The server-side apply tests run kubectl apply --server-side, label,
+// edit and client-side apply against the shared server of TestKubectl
+// (subtest ServerSideApply) and the version-skew kubectls of
+// TestKubectlVersionSkew. Expected outputs are kubectl's against
+// kube-apiserver v1.32; the field ownership is what kube's field manager
+// records, which corekube runs.
+//
+// Pods name a node (created here, by server-side apply) in spec.nodeName:
+// the scheduler then leaves them alone, so the only managers in
+// managedFields are the kubectl commands under test. The node lifecycle
+// controller would touch them only after its startup grace period (60s).
+
+// ssaNamespace holds the pods of the server-side apply tests; ssaNode is
+// the node they are bound to.
+const (
+	ssaNamespace = "e2e-ssa"
+	ssaNode      = "e2e-ssa-node"
+)
+
+// conflictAdvice is what kubectl adds to the server's message when a
+// server-side apply fails with a conflict.
+const conflictAdvice = `Please review the fields above--they currently have other managers. Here
+are the ways you can resolve this warning:
+* If you intend to manage all of these fields, please re-run the apply
+  command with the ` + "`--force-conflicts`" + ` flag.
+* If you do not intend to manage all of the fields, please edit your
+  manifest to remove references to the fields that should keep their
+  current managers.
+* You may co-own fields by updating your manifest to match the existing
+  value; in this case, you'll become the manager if the other manager(s)
+  stop managing the field (remove it from their configuration).
+See https://kubernetes.io/docs/reference/using-api/server-side-apply/#conflicts`
+
+// conflictError is kubectl's whole error for a server-side apply that
+// conflicts: the server's 409 message, then kubectl's advice.
+func conflictError(serverMessage string) string {
+	return "error: " + serverMessage + "\n" + conflictAdvice
+}
+
+func testServerSideApply(t *testing.T, k *kc) {
+	k.expect("namespace/"+ssaNamespace+" created", "create", "namespace", ssaNamespace)
+	k.expect("node/"+ssaNode+" serverside-applied", "apply", "--server-side", "-f",
+		k.file("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: "+ssaNode+"\n"))
+	sub := func(name string, f func(t *testing.T, k *kc)) {
+		t.Run(name, func(t *testing.T) { f(t, k.p.kc(t, k.bin)) })
+	}
+	sub("CreateUpdatePrune", testSSACreateUpdatePrune)
+	sub("Conflicts", testSSAConflicts)
+	sub("ManagedFields", testSSAManagedFields)
+	sub("FromClientSideApply", testSSAFromClientSideApply)
+	sub("ToClientSideApply", testSSAToClientSideApply)
+	sub("Kinds", testSSAKinds)
+}
+
+// ssaPod is a pod manifest in ssaNamespace bound to ssaNode; meta is
+// indented metadata lines beside the name.
+func ssaPod(name, meta, image string) string {
+	return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ssaNamespace + "\n" + meta +
+		"spec:\n  nodeName: " + ssaNode + "\n  containers:\n  - name: c\n    image: " + image + "\n"
+}
+
+func testSSACreateUpdatePrune(t *testing.T, k *kc) {
+	manifest := func(podMeta, image, leaseSpec string) string {
+		return ssaPod("web", podMeta, image) + `---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: web
+  namespace: ` + ssaNamespace + `
+spec:
+` + leaseSpec
+	}
+	v1 := k.file("v1.yaml", manifest("  labels: {app: web, tier: fe}\n", "busybox:1.36", "  holderIdentity: web-1\n  leaseDurationSeconds: 15\n"))
+
+	// A server dry run of a create prints what a create would and stores
+	// nothing.
+	k.expect(lines(
+		"pod/web serverside-applied (server dry run)",
+		"lease.coordination.k8s.io/web serverside-applied (server dry run)",
+	), "apply", "--server-side", "-f", v1, "--dry-run=server")
+	k.expectFail(`Error from server (NotFound): pods "web" not found`, "get", "pod", "web", "-n", ssaNamespace)
+	k.expectFail(`Error from server (NotFound): leases.coordination.k8s.io "web" not found`, "get", "lease", "web", "-n", ssaNamespace)
+
+	// Create, from a multi-document file.
+	k.expect(lines("pod/web serverside-applied", "lease.coordination.k8s.io/web serverside-applied"), "apply", "--server-side", "-f", v1)
+	podState := []string{"get", "pod", "web", "-n", ssaNamespace, "-o", "jsonpath={.metadata.labels} {.metadata.annotations} {.spec.containers[0].image}"}
+	leaseState := []string{"get", "lease", "web", "-n", ssaNamespace, "-o", "jsonpath={.spec}"}
+	k.expect(`{"app":"web","tier":"fe"}  busybox:1.36`, podState...)
+	k.expect(`{"holderIdentity":"web-1","leaseDurationSeconds":15}`, leaseState...)
+
+	// The same file again changes nothing, not even the resourceVersion.
+	rvs := []string{"get", "pod/web", "lease/web", "-n", ssaNamespace, "-o", "jsonpath={range .items[*]}{.metadata.resourceVersion} {end}"}
+	rv := k.ok(rvs...)
+	k.expect(lines("pod/web serverside-applied", "lease.coordination.k8s.io/web serverside-applied"), "apply", "--server-side", "-f", v1)
+	k.expect(rv, rvs...)
+
+	// A changed file: a new image, a label and a lease field gone, an
+	// annotation and another holder. A server dry run of it changes nothing.
+	v2 := k.file("v2.yaml", manifest("  labels: {app: web}\n  annotations: {note: v2}\n", "busybox:1.37", "  holderIdentity: web-2\n"))
+	k.expect(lines(
+		"pod/web serverside-applied (server dry run)",
+		"lease.coordination.k8s.io/web serverside-applied (server dry run)",
+	), "apply", "--server-side", "-f", v2, "--dry-run=server")
+	k.expect(rv, rvs...)
+	k.expect(`{"app":"web","tier":"fe"}  busybox:1.36`, podState...)
+
+	// Applied, the fields removed from the file are removed from the
+	// objects: the applier owned them alone.
+	k.expect(lines("pod/web serverside-applied", "lease.coordination.k8s.io/web serverside-applied"), "apply", "--server-side", "-f", v2)
+	k.expect(`{"app":"web"} {"note":"v2"} busybox:1.37`, podState...)
+	k.expect(`{"holderIdentity":"web-2"}`, leaseState...)
+
+	// A field another applier also owns, with the same value, stays when
+	// this one drops it.
+	k.expect("pod/web serverside-applied", "apply", "--server-side", "--field-manager=second", "-f",
+		k.file("second.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\n  namespace: "+ssaNamespace+"\n  labels: {app: web}\n"))
+	k.expect(lines("pod/web serverside-applied", "lease.coordination.k8s.io/web serverside-applied"), "apply", "--server-side", "-f",
+		k.file("v3.yaml", manifest("  annotations: {note: v2}\n", "busybox:1.37", "  holderIdentity: web-2\n")))
+	k.expect(`{"app":"web"} {"note":"v2"} busybox:1.37`, podState...)
+}
+
+func testSSAConflicts(t *testing.T, k *kc) {
+	pod := func(app string) string {
+		return k.file("conflict-"+app+".yaml", ssaPod("conflict", "  labels: {app: "+app+"}\n", "busybox:1.36"))
+	}
+	labels := []string{"get", "pod", "conflict", "-n", ssaNamespace, "-o", "jsonpath={.metadata.labels}"}
+	k.expect("pod/conflict serverside-applied", "apply", "--server-side", "-f", pod("web"))
+	k.expect("pod/conflict labeled", "label", "pod", "conflict", "-n", ssaNamespace, "app=other", "--overwrite")
+	k.expect(`{"app":"other"}`, labels...)
+
+	// kubectl label took the field: applying another value conflicts, with
+	// kube's message and kubectl's advice, and changes nothing.
+	conflict := conflictError(`Apply failed with 1 conflict: conflict with "kubectl-label" using v1: .metadata.labels.app`)
+	k.expectFail(conflict, "apply", "--server-side", "-f", pod("mine"))
+	k.expect(`{"app":"other"}`, labels...)
+	// A server dry run conflicts the same way.
+	k.expectFail(conflict, "apply", "--server-side", "-f", pod("mine"), "--dry-run=server")
+
+	// Applying the value the field has co-owns it; another value still
+	// conflicts with kubectl-label.
+	k.expect("pod/conflict serverside-applied", "apply", "--server-side", "-f", pod("other"))
+	k.expectFail(conflict, "apply", "--server-side", "-f", pod("mine"))
+
+	// --force-conflicts takes the field: kubectl-label owns nothing more
+	// and its entry goes.
+	managers := []string{"get", "pod", "conflict", "-n", ssaNamespace, "-o", "jsonpath={.metadata.managedFields[*].manager}"}
+	k.expect("kubectl kubectl-label", managers...)
+	k.expect("pod/conflict serverside-applied", "apply", "--server-side", "--force-conflicts", "-f", pod("mine"))
+	k.expect(`{"app":"mine"}`, labels...)
+	k.expect("kubectl", managers...)
+
+	// Several conflicts, grouped by manager.
+	k.expect("pod/conflict labeled", "label", "pod", "conflict", "-n", ssaNamespace, "app=a", "team=a", "--overwrite")
+	k.expect("pod/conflict annotated", "annotate", "pod", "conflict", "-n", ssaNamespace, "note=a")
+	k.expectFail(conflictError(lines(
+		`Apply failed with 3 conflicts: conflicts with "kubectl-annotate" using v1:`,
+		`- .metadata.annotations.note`,
+		`conflicts with "kubectl-label" using v1:`,
+		`- .metadata.labels.app`,
+		`- .metadata.labels.team`,
+	)), "apply", "--server-side", "-f", k.file("many.yaml",
+		ssaPod("conflict", "  labels: {app: b, team: b}\n  annotations: {note: b}\n", "busybox:1.36")))
+}
+
+func testSSAManagedFields(t *testing.T, k *kc) {
+	manifest := k.file("mf.yaml", ssaPod("mf", "  labels: {app: web}\n", "busybox:1.36"))
+	k.expect("pod/mf serverside-applied", "apply", "--server-side", "-f", manifest)
+	k.expect("pod/mf labeled", "label", "pod", "mf", "-n", ssaNamespace, "team=a")
+	// kubectl edit runs $KUBE_EDITOR on a file with the live object.
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/image: busybox:1.36/image: busybox:1.37/' \"$1\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBE_EDITOR", editor)
+	k.expect("pod/mf edited", "edit", "pod", "mf", "-n", ssaNamespace)
+	k.expect("busybox:1.37", "get", "pod", "mf", "-n", ssaNamespace, "-o", "jsonpath={.spec.containers[0].image}")
+
+	// The split: kubectl applied the labels' app, the container and the
+	// node; kubectl-label owns the label it added; kubectl-edit took the
+	// image from the applier (an update never conflicts).
+	checkManagedFields(k, []string{"get", "pod", "mf", "-n", ssaNamespace, "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:metadata:
+      f:labels:
+        f:app: {}
+    f:spec:
+      f:containers:
+        k:{"name":"c"}:
+          .: {}
+          f:name: {}
+      f:nodeName: {}
+  manager: kubectl
+  operation: Apply
+  time: TIME
+- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:spec:
+      f:containers:
+        k:{"name":"c"}:
+          f:image: {}
+  manager: kubectl-edit
+  operation: Update
+  time: TIME
+- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:metadata:
+      f:labels:
+        f:team: {}
+  manager: kubectl-label
+  operation: Update
+  time: TIME
+`)
+	// Without --show-managed-fields kubectl leaves them out.
+	for _, format := range []string{"yaml", "json"} {
+		if out := k.ok("get", "pod", "mf", "-n", ssaNamespace, "-o", format); strings.Contains(out, "managedFields") {
+			t.Errorf("kubectl get -o %s prints managedFields:\n%s", format, out)
+		}
+	}
+
+	// Applying the old image again conflicts with the edit.
+	k.expectFail(conflictError(`Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .spec.containers[name="c"].image`),
+		"apply", "--server-side", "-f", manifest)
+}
+
+// checkManagedFields runs kubectl get -o yaml and compares the object's
+// managedFields with want: the entries sorted by manager, operation and
+// subresource, each time written TIME. kubectl prints them in kube's
+// order, Apply entries first, each operation's by time; entries written
+// within the same second may come in either order, hence the sort.
+func checkManagedFields(k *kc, args []string, want string) {
+	k.t.Helper()
+	var obj struct {
+		Metadata struct {
+			ManagedFields []map[string]any `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(k.ok(args...)), &obj); err != nil {
+		k.t.Fatal(err)
+	}
+	entries := obj.Metadata.ManagedFields
+	var last string
+	for i, e := range entries {
+		op, _ := e["operation"].(string)
+		ts, hasTime := e["time"].(string)
+		if hasTime {
+			if _, err := time.Parse(time.RFC3339, ts); err != nil {
+				k.t.Errorf("managedFields[%d].time %q: %v", i, ts, err)
+			}
+			e["time"] = "TIME"
+		}
+		if key := op + " " + ts; key < last {
+			k.t.Errorf("managedFields[%d] (%s %s) is after %s: not in kube's order", i, op, ts, last)
+		} else {
+			last = key
+		}
+	}
+	str := func(e map[string]any, f string) string { s, _ := e[f].(string); return s }
+	sort.SliceStable(entries, func(i, j int) bool {
+		a, b := entries[i], entries[j]
+		for _, f := range []string{"manager", "operation", "subresource"} {
+			if str(a, f) != str(b, f) {
+				return str(a, f) < str(b, f)
+			}
+		}
+		return false
+	})
+	got, err := yaml.Marshal(entries)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	if string(got) != want {
+		k.t.Errorf("kubectl %s: managedFields:\n%s\nwant:\n%s", strings.Join(args, " "), got, want)
+	}
+}
+
+// testSSAFromClientSideApply follows kubectl's upgrade path from
+// client-side apply: kubectl apply --server-side of an object applied
+// client-side succeeds where its last-applied configuration and the live
+// object agree (the server lets the "kubectl" manager take what the
+// annotation lists), kubectl then keeps the annotation under its own
+// manager (kubectl-last-applied) and merges kubectl-client-side-apply's
+// fields into "kubectl".
+func testSSAFromClientSideApply(t *testing.T, k *kc) {
+	v1 := k.file("csa.yaml", ssaPod("csa", "  labels: {app: web, tier: fe}\n", "busybox:1.36"))
+	k.expect("pod/csa created", "apply", "-f", v1)
+	k.expect(`{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{},"labels":{"app":"web","tier":"fe"},"name":"csa","namespace":"e2e-ssa"},"spec":{"containers":[{"image":"busybox:1.36","name":"c"}],"nodeName":"e2e-ssa-node"}}`,
+		"get", "pod", "csa", "-n", ssaNamespace, "-o", `jsonpath={.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}`)
+	checkManagedFields(k, []string{"get", "pod", "csa", "-n", ssaNamespace, "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:metadata:
+      f:annotations:
+        .: {}
+        f:kubectl.kubernetes.io/last-applied-configuration: {}
+      f:labels:
+        .: {}
+        f:app: {}
+        f:tier: {}
+    f:spec:
+      f:containers:
+        k:{"name":"c"}:
+          .: {}
+          f:image: {}
+          f:imagePullPolicy: {}
+          f:name: {}
+          f:resources: {}
+          f:terminationMessagePath: {}
+          f:terminationMessagePolicy: {}
+      f:dnsPolicy: {}
+      f:enableServiceLinks: {}
+      f:nodeName: {}
+      f:restartPolicy: {}
+      f:schedulerName: {}
+      f:securityContext: {}
+      f:terminationGracePeriodSeconds: {}
+  manager: kubectl-client-side-apply
+  operation: Update
+  time: TIME
+`)
+
+	// Another manager applying another value conflicts with the
+	// client-side applier.
+	k.expectFail(conflictError(`Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .metadata.labels.app`),
+		"apply", "--server-side", "--field-manager=other", "-f",
+		k.file("other.yaml", ssaPod("csa", "  labels: {app: other, tier: fe}\n", "busybox:1.36")))
+
+	// kubectl's own server-side apply of a changed file: no conflict, the
+	// new image, and the label the file no longer has is gone.
+	k.expect("pod/csa serverside-applied", "apply", "--server-side", "-f",
+		k.file("ssa.yaml", ssaPod("csa", "  labels: {app: web}\n", "busybox:1.37")))
+	k.expect(`{"app":"web"} busybox:1.37`, "get", "pod", "csa", "-n", ssaNamespace, "-o", "jsonpath={.metadata.labels} {.spec.containers[0].image}")
+	// The server keeps the annotation up to date for the "kubectl" manager.
+	k.expect(`{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"app":"web"},"name":"csa","namespace":"e2e-ssa"},"spec":{"containers":[{"image":"busybox:1.37","name":"c"}],"nodeName":"e2e-ssa-node"}}`,
+		"get", "pod", "csa", "-n", ssaNamespace, "-o", `jsonpath={.metadata.annotations.kubectl\.kubernetes\.io/last-applied-configuration}`)
+	// kubectl-last-applied's entry has no time: kubectl wrote it itself in
+	// its migration patch.
+	checkManagedFields(k, []string{"get", "pod", "csa", "-n", ssaNamespace, "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:metadata:
+      f:labels:
+        f:app: {}
+    f:spec:
+      f:containers:
+        k:{"name":"c"}:
+          .: {}
+          f:image: {}
+          f:name: {}
+      f:nodeName: {}
+  manager: kubectl
+  operation: Apply
+  time: TIME
+- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:metadata:
+      f:annotations:
+        f:kubectl.kubernetes.io/last-applied-configuration: {}
+  manager: kubectl-last-applied
+  operation: Apply
+`)
+
+	// And back to client-side apply, which reads the annotation the server
+	// kept: the image changes, the label stays gone.
+	k.expect("pod/csa configured", "apply", "-f", k.file("csa2.yaml", ssaPod("csa", "  labels: {app: web}\n", "busybox:1.38")))
+	k.expect(`{"app":"web"} busybox:1.38`, "get", "pod", "csa", "-n", ssaNamespace, "-o", "jsonpath={.metadata.labels} {.spec.containers[0].image}")
+	k.expect("kubectl kubectl-client-side-apply", "get", "pod", "csa", "-n", ssaNamespace, "-o", "jsonpath={.metadata.managedFields[*].manager}")
+}
+
+// testSSAToClientSideApply: an object created with server-side apply has
+// no last-applied annotation, so client-side apply warns, adds it, and
+// (having no previous configuration) removes nothing; from then on it
+// works as usual.
+func testSSAToClientSideApply(t *testing.T, k *kc) {
+	k.expect("pod/back serverside-applied", "apply", "--server-side", "-f",
+		k.file("back.yaml", ssaPod("back", "  labels: {app: web, tier: fe}\n", "busybox:1.36")))
+	v2 := k.file("back2.yaml", ssaPod("back", "  labels: {app: web}\n", "busybox:1.36"))
+	k.expectOut("pod/back configured",
+		"Warning: resource pods/back is missing the kubectl.kubernetes.io/last-applied-configuration annotation which is required by kubectl apply. kubectl apply should only be used on resources created declaratively by either kubectl create --save-config or kubectl apply. The missing annotation will be patched automatically.",
+		"apply", "-f", v2)
+	state := []string{"get", "pod", "back", "-n", ssaNamespace, "-o", "jsonpath={.metadata.labels} {.spec.containers[0].image}"}
+	k.expect(`{"app":"web","tier":"fe"} busybox:1.36`, state...)
+	k.expect("pod/back unchanged", "apply", "-f", v2)
+	// Now the annotation lists app: the next change removes it, and tier,
+	// never in a file kubectl applied client-side, stays.
+	k.expect("pod/back configured", "apply", "-f", k.file("back3.yaml", ssaPod("back", "  labels: {owner: me}\n", "busybox:1.37")))
+	k.expect(`{"owner":"me","tier":"fe"} busybox:1.37`, state...)
+	k.expect("kubectl kubectl-client-side-apply", "get", "pod", "back", "-n", ssaNamespace, "-o", "jsonpath={.metadata.managedFields[*].manager}")
+}
+
+// testSSAKinds applies one of every kind kubectl users apply, from one
+// multi-document file, then a changed one.
+func testSSAKinds(t *testing.T, k *kc) {
+	const ns = "e2e-ssa-kinds"
+	manifest := func(env, minAvailable, verbs, leaseExtra, bool string) string {
+		return `apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + ns + `
+  labels: {env: ` + env + `}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: leader
+  namespace: ` + ns + `
+spec:
+  holderIdentity: replica-` + env + `
+` + leaseExtra + `---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+  namespace: ` + ns + `
+spec:
+  minAvailable: ` + minAvailable + `
+  selector:
+    matchLabels: {app: web}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: reader
+  namespace: ` + ns + `
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [` + verbs + `]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: ` + ns + `-reader
+rules:
+- apiGroups: [""]
+  resources: [nodes]
+  verbs: [` + verbs + `]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: reader
+  namespace: ` + ns + `
+  labels: {env: ` + env + `}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: reader
+subjects:
+- kind: ServiceAccount
+  name: robot
+  namespace: ` + ns + `
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: robot
+  namespace: ` + ns + `
+  labels: {env: ` + env + `}
+automountServiceAccountToken: ` + bool + `
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: ` + ns + `-node
+  labels: {env: ` + env + `}
+spec:
+  unschedulable: ` + bool + `
+`
+	}
+	applied := lines(
+		"namespace/"+ns+" serverside-applied",
+		"lease.coordination.k8s.io/leader serverside-applied",
+		"poddisruptionbudget.policy/web serverside-applied",
+		"role.rbac.authorization.k8s.io/reader serverside-applied",
+		"clusterrole.rbac.authorization.k8s.io/"+ns+"-reader serverside-applied",
+		"rolebinding.rbac.authorization.k8s.io/reader serverside-applied",
+		"serviceaccount/robot serverside-applied",
+		"node/"+ns+"-node serverside-applied",
+	)
+	namespaced := []string{"get", "lease/leader", "pdb/web", "role/reader", "rolebinding/reader", "sa/robot", "-n", ns, "-o",
+		`jsonpath={range .items[*]}{.kind} {.metadata.labels} {.spec.holderIdentity} {.spec.leaseDurationSeconds} {.spec.minAvailable} {.rules[*].verbs} {.automountServiceAccountToken}{"\n"}{end}`}
+	cluster := []string{"get", "ns/" + ns, "clusterrole/" + ns + "-reader", "node/" + ns + "-node", "-o",
+		`jsonpath={range .items[*]}{.kind} {.metadata.labels.env} {.rules[*].verbs} {.spec.unschedulable}{"\n"}{end}`}
+
+	v1 := k.file("v1.yaml", manifest("dev", "1", "get, list", "  leaseDurationSeconds: 15\n", "false"))
+	k.expect(applied, "apply", "--server-side", "-f", v1)
+	k.expect(lines(
+		`Lease  replica-dev 15   `,
+		`PodDisruptionBudget    1  `,
+		`Role     ["get","list"] `,
+		`RoleBinding {"env":"dev"}     `,
+		`ServiceAccount {"env":"dev"}     false`,
+	), namespaced...)
+	k.expect(lines("Namespace dev  ", `ClusterRole  ["get","list"] `, "Node dev  "), cluster...)
+	k.expect(applied, "apply", "--server-side", "-f", v1)
+
+	// The update: rules are atomic lists, replaced whole; the lease
+	// duration the file no longer has is removed.
+	k.expect(applied, "apply", "--server-side", "-f", k.file("v2.yaml", manifest("prod", "2", "get, list, watch", "", "true")))
+	k.expect(lines(
+		`Lease  replica-prod    `,
+		`PodDisruptionBudget    2  `,
+		`Role     ["get","list","watch"] `,
+		`RoleBinding {"env":"prod"}     `,
+		`ServiceAccount {"env":"prod"}     true`,
+	), namespaced...)
+	k.expect(lines("Namespace prod  ", `ClusterRole  ["get","list","watch"] `, "Node prod  true"), cluster...)
+}
+
+// testSkewServerSideApply is the create, update, conflict and force flow
+// with one version-skew kubectl.
+func testSkewServerSideApply(t *testing.T, k *kc, version string) {
+	ns := "ssa-skew-" + strings.ReplaceAll(version, ".", "")
+	k.expect("namespace/"+ns+" created", "create", "namespace", ns)
+	pod := func(labels, image string) string {
+		return k.file("pod.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: "+ns+"\n  labels: {"+labels+"}\n"+
+			"spec:\n  nodeName: "+ns+"-node\n  containers:\n  - name: c\n    image: "+image+"\n")
+	}
+	state := []string{"get", "pod", "p", "-n", ns, "-o", "jsonpath={.metadata.labels} {.spec.containers[0].image}"}
+	k.expect("pod/p serverside-applied (server dry run)", "apply", "--server-side", "--dry-run=server", "-f", pod("app: web, tier: fe", "busybox:1.36"))
+	k.expectFail(`Error from server (NotFound): pods "p" not found`, "get", "pod", "p", "-n", ns)
+	k.expect("pod/p serverside-applied", "apply", "--server-side", "-f", pod("app: web, tier: fe", "busybox:1.36"))
+	k.expect(`{"app":"web","tier":"fe"} busybox:1.36`, state...)
+	k.expect("pod/p serverside-applied", "apply", "--server-side", "-f", pod("app: web", "busybox:1.37"))
+	k.expect(`{"app":"web"} busybox:1.37`, state...)
+	k.expect("pod/p labeled", "label", "pod", "p", "-n", ns, "app=other", "--overwrite")
+	k.expectFail(conflictError(`Apply failed with 1 conflict: conflict with "kubectl-label" using v1: .metadata.labels.app`),
+		"apply", "--server-side", "-f", pod("app: mine", "busybox:1.37"))
+	k.expect(`{"app":"other"} busybox:1.37`, state...)
+	k.expect("pod/p serverside-applied", "apply", "--server-side", "--force-conflicts", "-f", pod("app: mine", "busybox:1.37"))
+	k.expect(`{"app":"mine"} busybox:1.37`, state...)
+	k.expect("kubectl", "get", "pod", "p", "-n", ns, "-o", "jsonpath={.metadata.managedFields[*].manager}")
+}
