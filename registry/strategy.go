@@ -103,7 +103,7 @@ type Strategy interface {
 }
 
 // Defaulter is implemented by strategies whose type has kube's scheme
-// defaults (pods). kube applies them when it decodes a request, so that
+// defaults (pods, namespaces, nodes, webhook configurations). kube applies them when it decodes a request, so that
 // admission (plugins and webhooks) sees defaulted objects: the Store
 // applies them to every object it is given, before admission; the
 // strategy's PrepareForCreate/PrepareForUpdate apply them again after a

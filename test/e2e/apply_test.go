@@ -63,6 +63,7 @@ func testServerSideApply(t *testing.T, k *kc) {
 	sub("FromClientSideApply", testSSAFromClientSideApply)
 	sub("ToClientSideApply", testSSAToClientSideApply)
 	sub("Kinds", testSSAKinds)
+	sub("CreateDefaults", testCreateDefaults)
 }
 
 // ssaPod is a pod manifest in ssaNamespace bound to ssaNode; meta is
@@ -242,7 +243,9 @@ func testSSAManagedFields(t *testing.T, k *kc) {
 // managedFields with want: the entries sorted by manager, operation and
 // subresource, each time written TIME. kubectl prints them in kube's
 // order, Apply entries first, each operation's by time; entries written
-// within the same second may come in either order, hence the sort.
+// within the same second may come in either order, hence the sort. The
+// node lifecycle controller's entries are left out: it writes the nodes
+// here, and their pods, once its startup grace period is over.
 func checkManagedFields(k *kc, args []string, want string) {
 	k.t.Helper()
 	var obj struct {
@@ -253,7 +256,12 @@ func checkManagedFields(k *kc, args []string, want string) {
 	if err := yaml.Unmarshal([]byte(k.ok(args...)), &obj); err != nil {
 		k.t.Fatal(err)
 	}
-	entries := obj.Metadata.ManagedFields
+	var entries []map[string]any
+	for _, e := range obj.Metadata.ManagedFields {
+		if e["manager"] != "node-lifecycle-controller" {
+			entries = append(entries, e)
+		}
+	}
 	var last string
 	for i, e := range entries {
 		op, _ := e["operation"].(string)
@@ -522,6 +530,89 @@ spec:
 		`ServiceAccount {"env":"prod"}     true`,
 	), namespaced...)
 	k.expect(lines("Namespace prod  ", `ClusterRole  ["get","list","watch"] `, "Node prod  true"), cluster...)
+}
+
+// testCreateDefaults: the writer of a create owns the fields kube's
+// decoding defaults, as on kube (201-create-node.json in the reference
+// responses has the node's podCIDRs).
+func testCreateDefaults(t *testing.T, k *kc) {
+	k.expect("namespace/e2e-ssa-created created", "create", "namespace", "e2e-ssa-created")
+	checkManagedFields(k, []string{"get", "namespace", "e2e-ssa-created", "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:metadata:
+      f:labels:
+        .: {}
+        f:kubernetes.io/metadata.name: {}
+  manager: kubectl-create
+  operation: Update
+  time: TIME
+`)
+
+	k.expect("node/e2e-ssa-cidr created", "create", "-f", k.file("node.json",
+		`{"apiVersion":"v1","kind":"Node","metadata":{"name":"e2e-ssa-cidr","labels":{"kubernetes.io/hostname":"e2e-ssa-cidr"}},"spec":{"podCIDR":"10.244.0.0/24"}}`))
+	checkManagedFields(k, []string{"get", "node", "e2e-ssa-cidr", "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:metadata:
+      f:labels:
+        .: {}
+        f:kubernetes.io/hostname: {}
+    f:spec:
+      f:podCIDR: {}
+      f:podCIDRs:
+        .: {}
+        v:"10.244.0.0/24": {}
+  manager: kubectl-create
+  operation: Update
+  time: TIME
+`)
+	k.expect(`node "e2e-ssa-cidr" deleted`, "delete", "node", "e2e-ssa-cidr")
+
+	// A webhook that is never called: CONNECT of port forwards in
+	// namespaces with a label none has.
+	k.expect("validatingwebhookconfiguration.admissionregistration.k8s.io/e2e-ssa-defaults created", "create", "-f", k.file("webhook.yaml", `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: e2e-ssa-defaults
+webhooks:
+- name: never.e2e-ssa.example.com
+  clientConfig:
+    url: https://127.0.0.1:1/validate
+  namespaceSelector:
+    matchLabels: {e2e-ssa: never}
+  rules:
+  - operations: [CONNECT]
+    apiGroups: [""]
+    apiVersions: [v1]
+    resources: [pods/portforward]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+`))
+	checkManagedFields(k, []string{"get", "validatingwebhookconfiguration", "e2e-ssa-defaults", "-o", "yaml", "--show-managed-fields"}, `- apiVersion: admissionregistration.k8s.io/v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:webhooks:
+      .: {}
+      k:{"name":"never.e2e-ssa.example.com"}:
+        .: {}
+        f:admissionReviewVersions: {}
+        f:clientConfig:
+          .: {}
+          f:url: {}
+        f:failurePolicy: {}
+        f:matchPolicy: {}
+        f:name: {}
+        f:namespaceSelector: {}
+        f:objectSelector: {}
+        f:rules: {}
+        f:sideEffects: {}
+        f:timeoutSeconds: {}
+  manager: kubectl-create
+  operation: Update
+  time: TIME
+`)
+	k.expect(`validatingwebhookconfiguration.admissionregistration.k8s.io "e2e-ssa-defaults" deleted`, "delete", "validatingwebhookconfiguration", "e2e-ssa-defaults")
 }
 
 // testSkewServerSideApply is the create, update, conflict and force flow
