@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -137,7 +138,7 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		}
 		obj, err := fm.Apply(live, patch.DeepCopy(), opts.FieldManager, opts.Force)
 		if err != nil {
-			return nil, err
+			return nil, applyError(err)
 		}
 		m := accessor(obj)
 		if current == nil {
@@ -160,6 +161,23 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		return obj, nil
 	}
 	return s.write(ctx, namespace, name, apply, UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, true)
+}
+
+// applyError answers a field manager's error that is no API status (an
+// applied configuration that does not fit the schema: "failed to create
+// typed patch object ...: field not declared in schema") as kube does, whose
+// handlers turn any such error into a 500 with the error's message and no
+// reason; kubectl prints it as "Error from server: <message>".
+func applyError(err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInternalServerError,
+		Message: err.Error(),
+	}}
 }
 
 // newObject is an empty object of the Store's kind, with its kind set.

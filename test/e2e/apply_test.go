@@ -118,6 +118,18 @@ spec:
 	k.expect(rv, rvs...)
 	k.expect(`{"app":"web","tier":"fe"}  busybox:1.36`, podState...)
 
+	// A field the schema lacks: kube's field manager fails, which kube
+	// answers with a 500 without a reason, whatever the field validation.
+	unknown := func(name string) string {
+		return k.file(name+".yaml", strings.Replace(ssaPod(name, "", "busybox:1.36"), "spec:\n", "spec:\n  bogus: 1\n", 1))
+	}
+	for _, validate := range []string{"--validate=strict", "--validate=warn", "--validate=false"} {
+		k.expectFail(`Error from server: failed to create typed patch object (e2e-ssa/unknown; /v1, Kind=Pod): .spec.bogus: field not declared in schema`,
+			"apply", "--server-side", "-f", unknown("unknown"), validate)
+	}
+	k.expectFail(`Error from server: failed to create typed patch object (e2e-ssa/web; /v1, Kind=Pod): .spec.bogus: field not declared in schema`,
+		"apply", "--server-side", "-f", unknown("web"))
+
 	// Applied, the fields removed from the file are removed from the
 	// objects: the applier owned them alone.
 	k.expect(lines("pod/web serverside-applied", "lease.coordination.k8s.io/web serverside-applied"), "apply", "--server-side", "-f", v2)
