@@ -60,6 +60,7 @@ func testServerSideApply(t *testing.T, k *kc) {
 	sub("CreateUpdatePrune", testSSACreateUpdatePrune)
 	sub("Conflicts", testSSAConflicts)
 	sub("ManagedFields", testSSAManagedFields)
+	sub("StatusSubresource", testSSAStatus)
 	sub("FromClientSideApply", testSSAFromClientSideApply)
 	sub("ToClientSideApply", testSSAToClientSideApply)
 	sub("Kinds", testSSAKinds)
@@ -249,6 +250,54 @@ func testSSAManagedFields(t *testing.T, k *kc) {
 	// Applying the old image again conflicts with the edit.
 	k.expectFail(conflictError(`Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .spec.containers[name="c"].image`),
 		"apply", "--server-side", "-f", manifest)
+}
+
+// testSSAStatus: apply --subresource=status owns status fields apart from
+// the object's, and an apply of the object itself leaves status alone.
+func testSSAStatus(t *testing.T, k *kc) {
+	k.expect("pod/st serverside-applied", "apply", "--server-side", "-f", k.file("st.yaml", ssaPod("st", "", "busybox:1.36")))
+	k.expect("pod/st patched", "patch", "pod", "st", "-n", ssaNamespace, "--subresource=status", "--type=merge", "-p", `{"status":{"message":"patched"}}`)
+	status := k.file("status.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: st\n  namespace: "+ssaNamespace+
+		"\nstatus:\n  message: applied\n  conditions:\n  - type: example.com/Custom\n    status: \"True\"\n")
+	state := []string{"get", "pod", "st", "-n", ssaNamespace, "-o", `jsonpath={.status.message} {.status.conditions[?(@.type=="example.com/Custom")].status}`}
+	k.expectFail(conflictError(`Apply failed with 1 conflict: conflict with "kubectl-patch" with subresource "status" using v1: .status.message`),
+		"apply", "--server-side", "--subresource=status", "-f", status)
+	k.expect("patched ", state...)
+	k.expect("pod/st serverside-applied", "apply", "--server-side", "--subresource=status", "--force-conflicts", "-f", status)
+	k.expect("applied True", state...)
+
+	// The object's own apply: status is reset, neither changed nor owned.
+	k.expect("pod/st serverside-applied", "apply", "--server-side", "-f",
+		k.file("st2.yaml", ssaPod("st", "", "busybox:1.36")+"status:\n  message: ignored\n"))
+	k.expect("applied True", state...)
+	checkManagedFields(k, []string{"get", "pod", "st", "-n", ssaNamespace, "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:spec:
+      f:containers:
+        k:{"name":"c"}:
+          .: {}
+          f:image: {}
+          f:name: {}
+      f:nodeName: {}
+  manager: kubectl
+  operation: Apply
+  time: TIME
+- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:status:
+      f:conditions:
+        k:{"type":"example.com/Custom"}:
+          .: {}
+          f:status: {}
+          f:type: {}
+      f:message: {}
+  manager: kubectl
+  operation: Apply
+  subresource: status
+  time: TIME
+`)
 }
 
 // checkManagedFields runs kubectl get -o yaml and compares the object's
