@@ -176,6 +176,10 @@ func testSSAConflicts(t *testing.T, k *kc) {
 	k.expect(`{"app":"mine"}`, labels...)
 	k.expect("kubectl", managers...)
 
+	// kube's limit on manager names.
+	k.expectFail(`The PatchOptions "" is invalid: fieldManager: Too long: may not be more than 128 bytes`,
+		"apply", "--server-side", "--field-manager="+strings.Repeat("m", 129), "-f", pod("mine"))
+
 	// Several conflicts, grouped by manager.
 	k.expect("pod/conflict labeled", "label", "pod", "conflict", "-n", ssaNamespace, "app=a", "team=a", "--overwrite")
 	k.expect("pod/conflict annotated", "annotate", "pod", "conflict", "-n", ssaNamespace, "note=a")
