@@ -144,6 +144,15 @@ spec:
 	k.expect(lines("pod/web serverside-applied", "lease.coordination.k8s.io/web serverside-applied"), "apply", "--server-side", "-f",
 		k.file("v3.yaml", manifest("  annotations: {note: v2}\n", "busybox:1.37", "  holderIdentity: web-2\n")))
 	k.expect(`{"app":"web"} {"note":"v2"} busybox:1.37`, podState...)
+
+	// The live object as kubectl prints it: applying it with its
+	// managedFields is refused; a resourceVersion in it is a precondition.
+	live := k.file("live.yaml", k.ok("get", "pod", "web", "-n", ssaNamespace, "-o", "yaml", "--show-managed-fields"))
+	k.expectFail(`Error from server (BadRequest): metadata.managedFields must be nil`, "apply", "--server-side", "-f", live)
+	live = k.ok("get", "pod", "web", "-n", ssaNamespace, "-o", "yaml")
+	k.expect("pod/web labeled", "label", "pod", "web", "-n", ssaNamespace, "stale=yes")
+	k.expectFail(conflictError(`Operation cannot be fulfilled on pods "web": the object has been modified; please apply your changes to the latest version and try again`),
+		"apply", "--server-side", "-f", k.file("stale.yaml", live))
 }
 
 func testSSAConflicts(t *testing.T, k *kc) {
