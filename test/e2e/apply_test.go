@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -263,6 +264,50 @@ func testSSAManagedFields(t *testing.T, k *kc) {
 	// Applying the old image again conflicts with the edit.
 	k.expectFail(conflictError(`Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .spec.containers[name="c"].image`),
 		"apply", "--server-side", "-f", manifest)
+
+	// At most ten Update managers: kube merges the oldest into
+	// ancient-changes. Which ones are oldest depends on the second each
+	// label landed in, so only the count and the labels' owners are
+	// checked.
+	for i := 1; i <= 10; i++ {
+		n := strconv.Itoa(i)
+		k.expect("pod/mf labeled", "label", "pod", "mf", "-n", ssaNamespace, "l"+n+"=v", "--field-manager=m"+n)
+	}
+	var obj struct {
+		Metadata struct {
+			ManagedFields []struct {
+				Manager, Operation string
+				FieldsV1           map[string]any `json:"fieldsV1"`
+			} `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	if err := yaml.Unmarshal([]byte(k.ok("get", "pod", "mf", "-n", ssaNamespace, "-o", "yaml", "--show-managed-fields")), &obj); err != nil {
+		t.Fatal(err)
+	}
+	updates, ancient := 0, false
+	owned := map[string]bool{}
+	for _, e := range obj.Metadata.ManagedFields {
+		if e.Manager == "node-lifecycle-controller" {
+			continue
+		}
+		if e.Operation == "Update" {
+			updates++
+		}
+		ancient = ancient || e.Manager == "ancient-changes"
+		metadata, _ := e.FieldsV1["f:metadata"].(map[string]any)
+		labels, _ := metadata["f:labels"].(map[string]any)
+		for l := range labels {
+			owned[l] = true
+		}
+	}
+	if updates != 10 || !ancient {
+		t.Errorf("after 12 update managers: %d Update entries, ancient-changes %v; want 10, true", updates, ancient)
+	}
+	for _, l := range []string{"f:team", "f:l1", "f:l5", "f:l10"} {
+		if !owned[l] {
+			t.Errorf("label %s is owned by no manager: %+v", l, obj.Metadata.ManagedFields)
+		}
+	}
 }
 
 // testSSAStatus: apply --subresource=status owns status fields apart from
