@@ -15,14 +15,18 @@ import (
 // The server-side apply tests run kubectl apply --server-side, label,
 // edit and client-side apply against the shared server of TestKubectl
 // (subtest ServerSideApply) and the version-skew kubectls of
-// TestKubectlVersionSkew. Expected outputs are kubectl's against
-// kube-apiserver v1.32; the field ownership is what kube's field manager
-// records, which corekube runs.
+// TestKubectlVersionSkew (subtest ServerSideApply); run just them with
+//
+//	go test ./test/e2e -run '^TestKubectl(VersionSkew)?$/ServerSideApply'
+//
+// Expected outputs are kubectl's against kube-apiserver v1.32; the field
+// ownership is what kube's field manager records, which corekube runs.
 //
 // Pods name a node (created here, by server-side apply) in spec.nodeName:
 // the scheduler then leaves them alone, so the only managers in
-// managedFields are the kubectl commands under test. The node lifecycle
-// controller would touch them only after its startup grace period (60s).
+// managedFields are the kubectl commands under test, and the node
+// lifecycle controller, which marks them not ready once its startup grace
+// period (60s) is over (checkManagedFields leaves its entries out).
 
 // ssaNamespace holds the pods of the server-side apply tests; ssaNode is
 // the node they are bound to.
@@ -51,6 +55,8 @@ func conflictError(serverMessage string) string {
 	return "error: " + serverMessage + "\n" + conflictAdvice
 }
 
+// testServerSideApply runs the server-side apply subtests, in their own
+// namespace and on their own node.
 func testServerSideApply(t *testing.T, k *kc) {
 	k.expect("namespace/"+ssaNamespace+" created", "create", "namespace", ssaNamespace)
 	k.expect("node/"+ssaNode+" serverside-applied", "apply", "--server-side", "-f",
