@@ -763,4 +763,13 @@ func testSkewServerSideApply(t *testing.T, k *kc, version string) {
 	k.expect("pod/p serverside-applied", "apply", "--server-side", "--force-conflicts", "-f", pod("app: mine", "busybox:1.37"))
 	k.expect(`{"app":"mine"} busybox:1.37`, state...)
 	k.expect("kubectl", "get", "pod", "p", "-n", ns, "-o", "jsonpath={.metadata.managedFields[*].manager}")
+
+	// kubectl's migration from client-side apply.
+	csa := func(labels, image string) string {
+		return k.file("csa.yaml", strings.ReplaceAll(readFile(t, pod(labels, image)), "name: p\n", "name: csa\n"))
+	}
+	k.expect("pod/csa created", "apply", "-f", csa("app: web, tier: fe", "busybox:1.36"))
+	k.expect("pod/csa serverside-applied", "apply", "--server-side", "-f", csa("app: web", "busybox:1.37"))
+	k.expect(`{"app":"web"} busybox:1.37 kubectl-last-applied/Apply kubectl/Apply `, "get", "pod", "csa", "-n", ns, "-o",
+		`jsonpath={.metadata.labels} {.spec.containers[0].image} {range .metadata.managedFields[*]}{.manager}/{.operation} {end}`)
 }
