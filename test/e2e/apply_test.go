@@ -68,6 +68,7 @@ func testServerSideApply(t *testing.T, k *kc) {
 	sub("Conflicts", testSSAConflicts)
 	sub("ManagedFields", testSSAManagedFields)
 	sub("StatusSubresource", testSSAStatus)
+	sub("ClearManagedFields", testSSAClearManagedFields)
 	sub("FromClientSideApply", testSSAFromClientSideApply)
 	sub("ToClientSideApply", testSSAToClientSideApply)
 	sub("Kinds", testSSAKinds)
@@ -362,6 +363,30 @@ func testSSAStatus(t *testing.T, k *kc) {
   subresource: status
   time: TIME
 `)
+}
+
+// testSSAClearManagedFields: a write of an empty managedFields list (or of
+// one empty entry) clears them; kube then records no more updates until
+// the next apply, which first gives every field to "before-first-apply".
+func testSSAClearManagedFields(t *testing.T, k *kc) {
+	manifest := k.file("clr.yaml", ssaPod("clr", "  labels: {app: web}\n", "busybox:1.36"))
+	k.expect("pod/clr serverside-applied", "apply", "--server-side", "-f", manifest)
+	k.expect("pod/clr labeled", "label", "pod", "clr", "-n", ssaNamespace, "team=a")
+	managers := []string{"get", "pod", "clr", "-n", ssaNamespace, "-o", `jsonpath={range .metadata.managedFields[*]}{.manager}/{.operation} {end}`}
+	k.expect("kubectl/Apply kubectl-label/Update ", managers...)
+
+	k.expect("pod/clr patched", "patch", "pod", "clr", "-n", ssaNamespace, "--type=merge", "-p", `{"metadata":{"managedFields":[]}}`)
+	k.expect("", managers...)
+	k.expect("pod/clr labeled", "label", "pod", "clr", "-n", ssaNamespace, "team=b", "--overwrite")
+	k.expect("", managers...)
+
+	k.expectFail(conflictError(`Apply failed with 1 conflict: conflict with "before-first-apply" using v1: .metadata.labels.app`),
+		"apply", "--server-side", "-f", k.file("clr2.yaml", ssaPod("clr", "  labels: {app: other}\n", "busybox:1.36")))
+	k.expect("pod/clr serverside-applied", "apply", "--server-side", "-f", manifest)
+	k.expect("kubectl/Apply before-first-apply/Update ", managers...)
+
+	k.expect("pod/clr patched", "patch", "pod", "clr", "-n", ssaNamespace, "--type=json", "-p", `[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`)
+	k.expect("", managers...)
 }
 
 // checkManagedFields runs kubectl get -o yaml and compares the object's
