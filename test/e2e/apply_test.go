@@ -385,6 +385,17 @@ func testSSAClearManagedFields(t *testing.T, k *kc) {
 	k.expect("pod/clr serverside-applied", "apply", "--server-side", "-f", manifest)
 	k.expect("kubectl/Apply before-first-apply/Update ", managers...)
 
+	// managedFields a client writes that do not decode are ignored: the
+	// live ones stay.
+	k.expect("pod/clr patched", "patch", "pod", "clr", "-n", ssaNamespace, "--type=merge", "-p",
+		`{"metadata":{"labels":{"z":"1"},"managedFields":[{"manager":"x","operation":"Bogus","fieldsType":"FieldsV1","fieldsV1":{}}]}}`)
+	k.expect("kubectl/Apply before-first-apply/Update kubectl-patch/Update ", managers...)
+	// Valid ones replace them, and the writer's own update is recorded on
+	// top: here it takes the one field x claimed, so x goes.
+	k.expect("pod/clr patched", "patch", "pod", "clr", "-n", ssaNamespace, "--type=merge", "-p",
+		`{"metadata":{"labels":{"z":"2"},"managedFields":[{"manager":"x","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{"f:z":{}}}}}]}}`)
+	k.expect("kubectl-patch/Update ", managers...)
+
 	k.expect("pod/clr patched", "patch", "pod", "clr", "-n", ssaNamespace, "--type=json", "-p", `[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`)
 	k.expect("", managers...)
 }
