@@ -89,13 +89,15 @@ var atomicStructs = map[string]bool{
 	"io.k8s.api.core.v1.SecretReference":                  true,
 	"io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference": true,
 	"io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector":  true,
+	"io.k8s.api.rbac.v1.RoleRef":                          true,
+	"io.k8s.api.rbac.v1.Subject":                          true,
 }
 
 // listTypeOverrides are the lists whose +listType/+listMapKey markers differ
 // from what their patch tags suggest, keyed by declaring type and JSON
 // field name. A nil key list means "atomic". With them, listType below
-// reproduces every marker of core/v1, policy/v1, coordination/v1 and
-// meta/v1 in k8s.io/api v0.32.
+// reproduces every marker of core/v1, policy/v1, coordination/v1, rbac/v1,
+// admissionregistration/v1, certificates/v1 and meta/v1 in k8s.io/api v0.32.
 
 var listTypeOverrides = map[string][]string{
 	"io.k8s.api.core.v1.Container.ports":                   {"containerPort", "protocol"},
@@ -104,6 +106,8 @@ var listTypeOverrides = map[string][]string{
 	"io.k8s.api.core.v1.PodStatus.hostIPs":                 nil,
 	"io.k8s.api.core.v1.ResourceStatus.resources":          {"resourceID"},
 	"io.k8s.api.core.v1.ResourceRequirements.claims":       {"name"},
+	// CSR conditions have no patch strategy but are keyed by type.
+	"io.k8s.api.certificates.v1.CertificateSigningRequestStatus.conditions": {"type"},
 }
 
 // atomicMaps are the map fields kube marks +mapType=atomic.

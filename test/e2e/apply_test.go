@@ -1,6 +1,13 @@
 package e2e
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"sort"
@@ -72,7 +79,7 @@ func testServerSideApply(t *testing.T, k *kc) {
 	sub("FromClientSideApply", testSSAFromClientSideApply)
 	sub("ToClientSideApply", testSSAToClientSideApply)
 	sub("Kinds", testSSAKinds)
-	sub("CreateDefaults", testCreateDefaults)
+	sub("CreateManagedFields", testCreateManagedFields)
 }
 
 // ssaPod is a pod manifest in ssaNamespace bound to ssaNode; meta is
@@ -693,10 +700,13 @@ spec:
 	k.expect(lines("Namespace prod  ", `ClusterRole  ["get","list","watch"] `, "Node prod  true"), cluster...)
 }
 
-// testCreateDefaults: the writer of a create owns the fields kube's
-// decoding defaults, as on kube (201-create-node.json in the reference
-// responses has the node's podCIDRs).
-func testCreateDefaults(t *testing.T, k *kc) {
+// testCreateManagedFields: what kubectl's creates (and a CSR's approval)
+// record. The writer of a create owns the fields kube's decoding defaults
+// (201-create-node.json in the reference responses has the node's
+// podCIDRs); kube's atomic structs and keyed lists are what the schema
+// says (a RoleBinding's roleRef is atomic, a CSR's conditions are keyed
+// by type).
+func testCreateManagedFields(t *testing.T, k *kc) {
 	k.expect("namespace/e2e-ssa-created created", "create", "namespace", "e2e-ssa-created")
 	checkManagedFields(k, []string{"get", "namespace", "e2e-ssa-created", "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
   fieldsType: FieldsV1
@@ -774,6 +784,62 @@ webhooks:
   time: TIME
 `)
 	k.expect(`validatingwebhookconfiguration.admissionregistration.k8s.io "e2e-ssa-defaults" deleted`, "delete", "validatingwebhookconfiguration", "e2e-ssa-defaults")
+
+	k.expect("rolebinding.rbac.authorization.k8s.io/view created", "create", "rolebinding", "view", "-n", ssaNamespace, "--clusterrole=view", "--user=alice")
+	checkManagedFields(k, []string{"get", "rolebinding", "view", "-n", ssaNamespace, "-o", "yaml", "--show-managed-fields"}, `- apiVersion: rbac.authorization.k8s.io/v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:roleRef: {}
+    f:subjects: {}
+  manager: kubectl-create
+  operation: Update
+  time: TIME
+`)
+
+	// A signer nobody runs: kubectl's approval is the only other write.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: "e2e-ssa"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	request := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	k.expect("certificatesigningrequest.certificates.k8s.io/e2e-ssa created", "create", "-f", k.file("csr.yaml",
+		"apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: e2e-ssa\nspec:\n  request: "+request+
+			"\n  signerName: example.com/e2e-ssa\n  usages: [client auth]\n"))
+	k.expect("certificatesigningrequest.certificates.k8s.io/e2e-ssa approved", "certificate", "approve", "e2e-ssa")
+	checkManagedFields(k, []string{"get", "csr", "e2e-ssa", "-o", "yaml", "--show-managed-fields"}, `- apiVersion: certificates.k8s.io/v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:status:
+      f:conditions:
+        .: {}
+        k:{"type":"Approved"}:
+          .: {}
+          f:lastTransitionTime: {}
+          f:lastUpdateTime: {}
+          f:message: {}
+          f:reason: {}
+          f:status: {}
+          f:type: {}
+  manager: kubectl
+  operation: Update
+  subresource: approval
+  time: TIME
+- apiVersion: certificates.k8s.io/v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:spec:
+      f:request: {}
+      f:signerName: {}
+      f:usages: {}
+  manager: kubectl-create
+  operation: Update
+  time: TIME
+`)
+	k.expect(`certificatesigningrequest.certificates.k8s.io "e2e-ssa" deleted`, "delete", "csr", "e2e-ssa")
 }
 
 // testSkewServerSideApply is the create, update, conflict and force flow
