@@ -707,6 +707,18 @@ spec:
 // says (a RoleBinding's roleRef is atomic, a CSR's conditions are keyed
 // by type).
 func testCreateManagedFields(t *testing.T, k *kc) {
+	// The namespaces the server creates itself.
+	checkManagedFields(k, []string{"get", "namespace", "kube-system", "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
+  fieldsType: FieldsV1
+  fieldsV1:
+    f:metadata:
+      f:labels:
+        .: {}
+        f:kubernetes.io/metadata.name: {}
+  manager: kube-apiserver
+  operation: Update
+  time: TIME
+`)
 	k.expect("namespace/e2e-ssa-created created", "create", "namespace", "e2e-ssa-created")
 	checkManagedFields(k, []string{"get", "namespace", "e2e-ssa-created", "-o", "yaml", "--show-managed-fields"}, `- apiVersion: v1
   fieldsType: FieldsV1
