@@ -808,6 +808,22 @@ webhooks:
   time: TIME
 `)
 
+	// A replace that changes nothing once kube's defaults (the apiGroups)
+	// are applied records nothing.
+	k.expect("rolebinding.rbac.authorization.k8s.io/view replaced", "replace", "-f", k.file("view.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: view
+  namespace: `+ssaNamespace+`
+roleRef:
+  kind: ClusterRole
+  name: view
+subjects:
+- kind: User
+  name: alice
+`))
+	k.expect("kubectl-create", "get", "rolebinding", "view", "-n", ssaNamespace, "-o", "jsonpath={.metadata.managedFields[*].manager}")
+
 	// A signer nobody runs: kubectl's approval is the only other write.
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
