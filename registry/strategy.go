@@ -103,8 +103,9 @@ type Strategy interface {
 }
 
 // Defaulter is implemented by strategies whose type has kube's scheme
-// defaults (pods). kube applies them when it decodes a request, so that
-// admission (plugins and webhooks) sees defaulted objects: the Store
+// defaults (pods, namespaces, nodes, bindings, webhook configurations).
+// kube applies them when it decodes a request, so that admission (plugins
+// and webhooks) and the field manager see defaulted objects: the Store
 // applies them to every object it is given, before admission; the
 // strategy's PrepareForCreate/PrepareForUpdate apply them again after a
 // mutating plugin or webhook changed the object, as kube defaults a

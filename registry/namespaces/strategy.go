@@ -67,6 +67,11 @@ func (*Strategy) Info() registry.ResourceInfo {
 // New returns an empty Namespace.
 func (*Strategy) New() runtime.Object { return &v1.Namespace{} }
 
+// Default sets the metadata.name label, as kube's defaulting does when it
+// decodes a request: before the field manager runs, so that the writer of
+// a create owns the label in managedFields as on kube.
+func (*Strategy) Default(obj runtime.Object) { SetNameLabel(obj.(*v1.Namespace)) }
+
 // NewList returns an empty NamespaceList.
 func (*Strategy) NewList() runtime.Object { return &v1.NamespaceList{} }
 

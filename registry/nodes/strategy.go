@@ -55,6 +55,16 @@ func (*Strategy) Info() registry.ResourceInfo {
 // New returns an empty Node.
 func (*Strategy) New() runtime.Object { return &v1.Node{} }
 
+// Default applies what kube's decoding does to a node (the v1 <-> internal
+// conversion of podCIDR and podCIDRs, the status defaults) before the field
+// manager runs, so that the writer owns spec.podCIDRs in managedFields as
+// on kube.
+func (*Strategy) Default(obj runtime.Object) {
+	node := obj.(*v1.Node)
+	normalizePodCIDRs(&node.Spec)
+	defaultStatus(&node.Status)
+}
+
 // NewList returns an empty NodeList.
 func (*Strategy) NewList() runtime.Object { return &v1.NodeList{} }
 

@@ -94,6 +94,18 @@ func (*ValidatingStrategy) NewList() runtime.Object {
 	return &admissionregistrationv1.ValidatingWebhookConfigurationList{}
 }
 
+// Default applies kube's defaults, which kube applies when it decodes a
+// request: before the field manager runs, so that the writer owns the
+// defaulted fields in managedFields as on kube.
+func (*MutatingStrategy) Default(obj runtime.Object) {
+	DefaultMutating(obj.(*admissionregistrationv1.MutatingWebhookConfiguration))
+}
+
+// Default applies kube's defaults, as MutatingStrategy.Default.
+func (*ValidatingStrategy) Default(obj runtime.Object) {
+	DefaultValidating(obj.(*admissionregistrationv1.ValidatingWebhookConfiguration))
+}
+
 // PrepareForCreate applies kube's defaults.
 func (*MutatingStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	DefaultMutating(obj.(*admissionregistrationv1.MutatingWebhookConfiguration))

@@ -18,6 +18,13 @@ func TestKubectlVersionSkew(t *testing.T) {
 	for _, version := range []string{"1.27", "1.33"} {
 		t.Run("kubectl."+version, func(t *testing.T) { testSkew(t, p.kc(t, kubectlVersion(t, version)), version) })
 	}
+	t.Run("ServerSideApply", func(t *testing.T) {
+		for _, version := range []string{"1.27", "1.33"} {
+			t.Run("kubectl."+version, func(t *testing.T) {
+				testSkewServerSideApply(t, p.kc(t, kubectlVersion(t, version)), version)
+			})
+		}
+	})
 }
 
 func testSkew(t *testing.T, k *kc, version string) {

@@ -818,16 +818,6 @@ func testCordon(t *testing.T, k *kc) {
 	k.expect("", "get", "node", "e2e-cordon", "-o", "jsonpath={.spec.taints}")
 }
 
-func testServerSideApply(t *testing.T, k *kc) {
-	k.expect("namespace/e2e-ssa created", "create", "namespace", "e2e-ssa")
-	manifest := k.file("ssa.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: ssa\n  namespace: e2e-ssa\nspec:\n  containers:\n  - name: c\n    image: busybox\n")
-	const refused = "error: Server-side apply not available on the server: (server-side apply is not supported by corekube yet: use client-side apply (kubectl apply without --server-side), or a json, merge or strategic merge patch)"
-	k.expectFail(refused, "apply", "--server-side", "-f", manifest)
-	k.expectFail(`Error from server (NotFound): pods "ssa" not found`, "get", "pod", "ssa", "-n", "e2e-ssa")
-	k.expect("pod/ssa created", "apply", "-f", manifest)
-	k.expectFail(refused, "apply", "--server-side", "--force-conflicts", "-f", manifest)
-}
-
 func testFieldValidation(t *testing.T, k *kc) {
 	k.expect("namespace/e2e-fv created", "create", "namespace", "e2e-fv")
 	manifest := k.file("unknown.yaml", `apiVersion: v1

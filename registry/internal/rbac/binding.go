@@ -75,6 +75,14 @@ func (s *BindingStrategy) parts(obj runtime.Object) BindingParts {
 	return p
 }
 
+// Default applies the v1 defaults, which kube applies when it decodes a
+// request: before the field manager runs, so that a write that differs
+// from the stored binding only by them changes no ownership.
+func (s *BindingStrategy) Default(obj runtime.Object) {
+	p := s.parts(obj)
+	DefaultBinding(p.RoleRef, p.Subjects)
+}
+
 // PrepareForCreate applies the v1 defaults.
 func (s *BindingStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	p := s.parts(obj)
