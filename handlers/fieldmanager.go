@@ -3,7 +3,6 @@ package handlers
 import (
 	"bytes"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -43,11 +42,11 @@ func (q *request) writeOptions(kind string, patchType types.PatchType) (writeOpt
 	o := writeOptions{dryRun: dryRun, fieldManager: query.Get("fieldManager")}
 	var errs field.ErrorList
 	if kind == "PatchOptions" {
-		if v := query.Get("force"); query.Has("force") {
-			force, err := strconv.ParseBool(v)
-			if err != nil {
-				return writeOptions{}, badRequest("%v", err)
-			}
+		if query.Has("force") {
+			// kube's query parameter conversion: anything but "0" and
+			// "false" (any case) is true, the empty value too.
+			v := query.Get("force")
+			force := v != "0" && !strings.EqualFold(v, "false")
 			o.force = &force
 		}
 		errs = metav1validation.ValidatePatchOptions(&metav1.PatchOptions{FieldManager: o.fieldManager, Force: o.force}, patchType)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -137,7 +138,7 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		}
 		obj, err := fm.Apply(live, patch.DeepCopy(), opts.FieldManager, opts.Force)
 		if err != nil {
-			return nil, err
+			return nil, applyError(err)
 		}
 		m := accessor(obj)
 		if current == nil {
@@ -152,7 +153,8 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 			m.SetSelfLink("")
 		}
 		if s.info.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != namespace {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the URL (%s)", m.GetNamespace(), namespace))
+			// kube's EnsureObjectNamespaceMatchesRequestNamespace.
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
 		if m.GetName() != name {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
@@ -160,6 +162,26 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		return obj, nil
 	}
 	return s.write(ctx, namespace, name, apply, UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, true)
+}
+
+// applyError is kube's answer to an error of the field manager's Apply:
+// Status errors (conflicts, a wrong apiVersion) as they are; any other
+// (the patch does not fit the schema: "failed to create typed patch
+// object ...") reaches kube's handler as a plain error, which it answers
+// as a 500 with the error's text and no reason, not as an internal error
+// ("Internal error occurred: ..."), as clients that print the message
+// see.
+func applyError(err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInternalServerError,
+		Reason:  metav1.StatusReasonUnknown,
+		Message: err.Error(),
+	}}
 }
 
 // newObject is an empty object of the Store's kind, with its kind set.

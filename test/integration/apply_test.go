@@ -1,0 +1,619 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+)
+
+// The tests of this file drive server-side apply (PATCH with
+// application/apply-patch+yaml) through raw HTTP and client-go's typed
+// Apply and ApplyStatus, and check the objects, their managedFields and
+// the errors against kube-apiserver v1.32's.
+
+const applyPatchType = "application/apply-patch+yaml"
+
+// applyRaw sends body as a server-side apply to path (with its query).
+func applyRaw(t testing.TB, path, body string) rawResponse {
+	t.Helper()
+	return doRaw(t, "PATCH", path, []byte(body), "Content-Type", applyPatchType)
+}
+
+// decodeInto decodes a JSON answer into obj, failing the test unless the
+// answer has the HTTP status code.
+func decodeInto(t testing.TB, r rawResponse, code int, obj any) {
+	t.Helper()
+	if r.Code != code {
+		t.Fatalf("HTTP %d, want %d: %s", r.Code, code, r.Body)
+	}
+	if err := json.Unmarshal(r.Body, obj); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// managedEntry returns the managedFields entry of manager for operation
+// and subresource, or nil.
+func managedEntry(entries []metav1.ManagedFieldsEntry, manager string, op metav1.ManagedFieldsOperationType, subresource string) *metav1.ManagedFieldsEntry {
+	for i, e := range entries {
+		if e.Manager == manager && e.Operation == op && e.Subresource == subresource {
+			return &entries[i]
+		}
+	}
+	return nil
+}
+
+// mustEntry is managedEntry, failing the test when there is none or the
+// entry is not a well-formed FieldsV1 entry of apiVersion. (Its time may
+// be unset: kube's field manager renews a manager's time only when its
+// apply changes the object.)
+func mustEntry(t testing.TB, entries []metav1.ManagedFieldsEntry, manager string, op metav1.ManagedFieldsOperationType, subresource, apiVersion string) *metav1.ManagedFieldsEntry {
+	t.Helper()
+	e := managedEntry(entries, manager, op, subresource)
+	if e == nil {
+		t.Fatalf("no managedFields entry for %s %s %q in %s", manager, op, subresource, managersOf(entries))
+	}
+	if e.APIVersion != apiVersion || e.FieldsType != "FieldsV1" || e.FieldsV1 == nil {
+		t.Errorf("entry of %s: apiVersion %q fieldsType %q fieldsV1 %v, want %s FieldsV1",
+			manager, e.APIVersion, e.FieldsType, e.FieldsV1, apiVersion)
+	}
+	return e
+}
+
+// managersOf lists entries as manager/operation/subresource, in order.
+func managersOf(entries []metav1.ManagedFieldsEntry) []string {
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.Manager+"/"+string(e.Operation)+"/"+e.Subresource)
+	}
+	return out
+}
+
+// owns reports whether e's fieldsV1 holds the field at path, given as its
+// fieldsV1 keys: owns(e, "f:metadata", "f:labels", "f:app").
+func owns(t testing.TB, e *metav1.ManagedFieldsEntry, path ...string) bool {
+	t.Helper()
+	if e == nil || e.FieldsV1 == nil {
+		return false
+	}
+	var m map[string]any
+	if err := json.Unmarshal(e.FieldsV1.Raw, &m); err != nil {
+		t.Fatalf("fieldsV1 of %s: %v", e.Manager, err)
+	}
+	for _, k := range path {
+		next, ok := m[k].(map[string]any)
+		if !ok {
+			return false
+		}
+		m = next
+	}
+	return true
+}
+
+var labelApp = []string{"f:metadata", "f:labels", "f:app"}
+
+func labelPath(name string) []string { return []string{"f:metadata", "f:labels", "f:" + name} }
+
+// applyPod is the applied configuration of pod name with labels.
+func applyPod(name, ns string, labels map[string]string) *corev1ac.PodApplyConfiguration {
+	return corev1ac.Pod(name, ns).WithLabels(labels).
+		WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("c").WithImage("busybox")))
+}
+
+func TestApplyPod(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	path := "/api/v1/namespaces/" + ns + "/pods/ap"
+	ctx := t.Context()
+
+	// A first apply creates: 201, one Apply entry owning exactly the
+	// applied fields (no defaults, nothing admission added).
+	var pod v1.Pod
+	decodeInto(t, applyRaw(t, path+"?fieldManager=alice", `apiVersion: v1
+kind: Pod
+metadata:
+  name: ap
+  labels:
+    app: web
+    tier: front
+spec:
+  containers:
+  - name: c
+    image: busybox
+`), http.StatusCreated, &pod)
+	if pod.UID == "" || pod.Labels["app"] != "web" || pod.Spec.RestartPolicy != v1.RestartPolicyAlways || len(pod.Spec.Tolerations) != 2 {
+		t.Errorf("created pod: uid %q labels %v restartPolicy %q tolerations %v", pod.UID, pod.Labels, pod.Spec.RestartPolicy, pod.Spec.Tolerations)
+	}
+	if len(pod.ManagedFields) != 1 {
+		t.Fatalf("managedFields %s, want alice's Apply only", managersOf(pod.ManagedFields))
+	}
+	alice := mustEntry(t, pod.ManagedFields, "alice", metav1.ManagedFieldsOperationApply, "", "v1")
+	if alice.Time == nil || alice.Time.IsZero() {
+		t.Errorf("alice's entry has no time")
+	}
+	want := `{"f:metadata":{"f:labels":{"f:app":{},"f:tier":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:image":{},"f:name":{}}}}}`
+	if got := string(alice.FieldsV1.Raw); got != want {
+		t.Errorf("alice's fieldsV1\n got  %s\n want %s", got, want)
+	}
+
+	// An update through client-go's typed Apply.
+	out, err := pods.Apply(ctx, applyPod("ap", ns, map[string]string{"app": "web", "tier": "front", "extra": "1"}), metav1.ApplyOptions{FieldManager: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Labels["extra"] != "1" || len(out.ManagedFields) != 1 || !owns(t, &out.ManagedFields[0], labelPath("extra")...) {
+		t.Errorf("after the second apply: labels %v managedFields %s", out.Labels, managersOf(out.ManagedFields))
+	}
+
+	// bob applies tier with the same value: both own it. (The object does
+	// not change, so kube's field manager gives bob's entry no time.)
+	out, err = pods.Apply(ctx, corev1ac.Pod("ap", ns).WithLabels(map[string]string{"tier": "front"}), metav1.ApplyOptions{FieldManager: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := mustEntry(t, out.ManagedFields, "bob", metav1.ManagedFieldsOperationApply, "", "v1")
+	if !owns(t, bob, labelPath("tier")...) || !owns(t, managedEntry(out.ManagedFields, "alice", metav1.ManagedFieldsOperationApply, ""), labelPath("tier")...) {
+		t.Errorf("tier is not shared by alice and bob: %s", out.ManagedFields)
+	}
+
+	// alice applies without tier and extra: extra (hers alone) goes, tier
+	// (bob's too) stays, now bob's alone.
+	out, err = pods.Apply(ctx, applyPod("ap", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(out.Labels, map[string]string{"app": "web", "tier": "front"}) {
+		t.Errorf("labels after alice dropped tier and extra: %v, want app and tier", out.Labels)
+	}
+	alice = mustEntry(t, out.ManagedFields, "alice", metav1.ManagedFieldsOperationApply, "", "v1")
+	if owns(t, alice, labelPath("tier")...) || owns(t, alice, labelPath("extra")...) || !owns(t, alice, labelApp...) {
+		t.Errorf("alice's fields after pruning: %s", alice.FieldsV1.Raw)
+	}
+
+	// carol applies another value of alice's field: kube's 409.
+	r := applyRaw(t, path+"?fieldManager=carol", "metadata:\n  labels:\n    app: api\napiVersion: v1\nkind: Pod\n")
+	checkApplyConflict(t, r, `Apply failed with 1 conflict: conflict with "alice": .metadata.labels.app`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "alice"`, Field: ".metadata.labels.app"})
+	_, err = pods.Apply(ctx, corev1ac.Pod("ap", ns).WithLabels(map[string]string{"app": "api"}), metav1.ApplyOptions{FieldManager: "carol"})
+	checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "alice": .metadata.labels.app`)
+
+	// A field set by an update (operation Update) names its manager's
+	// apiVersion in the conflict.
+	if _, err := pods.Patch(ctx, "ap", types.MergePatchType, []byte(`{"metadata":{"labels":{"owner":"dave"}}}`), metav1.PatchOptions{FieldManager: "dave"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = pods.Apply(ctx, corev1ac.Pod("ap", ns).WithLabels(map[string]string{"owner": "carol"}), metav1.ApplyOptions{FieldManager: "carol"})
+	st := checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "dave" using v1: .metadata.labels.owner`)
+	if st.Details == nil || len(st.Details.Causes) != 1 || st.Details.Causes[0] != (metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "dave" using v1`, Field: ".metadata.labels.owner"}) {
+		t.Errorf("details %+v", st.Details)
+	}
+
+	// Two conflicts at once, with two managers.
+	r = applyRaw(t, path+"?fieldManager=carol", `{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"app":"api","owner":"carol"}}}`)
+	checkApplyConflict(t, r, "Apply failed with 2 conflicts: conflicts with \"alice\":\n- .metadata.labels.app\nconflicts with \"dave\" using v1:\n- .metadata.labels.owner",
+		metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "alice"`, Field: ".metadata.labels.app"},
+		metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "dave" using v1`, Field: ".metadata.labels.owner"})
+
+	// Force takes the fields over: carol owns them, alice and dave no more.
+	out, err = pods.Apply(ctx, corev1ac.Pod("ap", ns).WithLabels(map[string]string{"app": "api", "owner": "carol"}), metav1.ApplyOptions{FieldManager: "carol", Force: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol := mustEntry(t, out.ManagedFields, "carol", metav1.ManagedFieldsOperationApply, "", "v1")
+	if out.Labels["app"] != "api" || out.Labels["owner"] != "carol" || !owns(t, carol, labelApp...) ||
+		owns(t, managedEntry(out.ManagedFields, "alice", metav1.ManagedFieldsOperationApply, ""), labelApp...) {
+		t.Errorf("after carol's forced apply: labels %v, managedFields %v", out.Labels, out.ManagedFields)
+	}
+	// dave owned nothing else: his entry is gone.
+	if e := managedEntry(out.ManagedFields, "dave", metav1.ManagedFieldsOperationUpdate, ""); e != nil {
+		t.Errorf("dave still has %s", e.FieldsV1.Raw)
+	}
+	// alice now conflicts with carol; force=yes is force as for kube's
+	// query parameters (anything but false and 0). (Her configuration
+	// keeps the container: she alone owns it, leaving it out would remove
+	// it.)
+	aliceConfig := "apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    app: web\nspec:\n  containers:\n  - name: c\n    image: busybox\n"
+	r = applyRaw(t, path+"?fieldManager=alice", aliceConfig)
+	checkApplyConflict(t, r, `Apply failed with 1 conflict: conflict with "carol": .metadata.labels.app`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "carol"`, Field: ".metadata.labels.app"})
+	decodeInto(t, applyRaw(t, path+"?fieldManager=alice&force=yes", aliceConfig), http.StatusOK, &pod)
+	if pod.Labels["app"] != "web" || owns(t, managedEntry(pod.ManagedFields, "carol", metav1.ManagedFieldsOperationApply, ""), labelApp...) {
+		t.Errorf("after alice's forced apply: labels %v managedFields %s", pod.Labels, managersOf(pod.ManagedFields))
+	}
+}
+
+// checkApplyConflict checks r is kube's apply conflict: 409 Conflict with
+// message and exactly causes (in any order: structured-merge-diff's
+// order varies), no name or kind in the details.
+func checkApplyConflict(t testing.TB, r rawResponse, message string, causes ...metav1.StatusCause) {
+	t.Helper()
+	var st metav1.Status
+	decodeInto(t, r, http.StatusConflict, &st)
+	if st.Details != nil {
+		sort.Slice(st.Details.Causes, func(i, j int) bool { return st.Details.Causes[i].Field < st.Details.Causes[j].Field })
+	}
+	want := metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusFailure, Message: message, Reason: metav1.StatusReasonConflict,
+		Details: &metav1.StatusDetails{Causes: causes}, Code: http.StatusConflict,
+	}
+	if !reflect.DeepEqual(st, want) {
+		t.Errorf("conflict\n got  %+v %+v\n want %+v %+v", st, st.Details, want, want.Details)
+	}
+}
+
+func TestApplyLeasePDBNodeNamespace(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := t.Context()
+
+	t.Run("Lease", func(t *testing.T) {
+		leases := cs.CoordinationV1().Leases(ns)
+		var l map[string]any
+		decodeInto(t, applyRaw(t, "/apis/coordination.k8s.io/v1/namespaces/"+ns+"/leases/l1?fieldManager=m1",
+			"apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: l1\nspec:\n  holderIdentity: a\n  leaseDurationSeconds: 10\n"),
+			http.StatusCreated, &l)
+		out, err := leases.Apply(ctx, coordinationv1ac.Lease("l1", ns).WithSpec(coordinationv1ac.LeaseSpec().WithHolderIdentity("a")), metav1.ApplyOptions{FieldManager: "m1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Spec.HolderIdentity == nil || *out.Spec.HolderIdentity != "a" || out.Spec.LeaseDurationSeconds != nil {
+			t.Errorf("lease spec after pruning leaseDurationSeconds: %+v", out.Spec)
+		}
+		e := mustEntry(t, out.ManagedFields, "m1", metav1.ManagedFieldsOperationApply, "", "coordination.k8s.io/v1")
+		if string(e.FieldsV1.Raw) != `{"f:spec":{"f:holderIdentity":{}}}` {
+			t.Errorf("m1's fields %s", e.FieldsV1.Raw)
+		}
+		_, err = leases.Apply(ctx, coordinationv1ac.Lease("l1", ns).WithSpec(coordinationv1ac.LeaseSpec().WithHolderIdentity("b")), metav1.ApplyOptions{FieldManager: "m2"})
+		checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "m1": .spec.holderIdentity`)
+	})
+
+	t.Run("PodDisruptionBudget", func(t *testing.T) {
+		pdbs := cs.PolicyV1().PodDisruptionBudgets(ns)
+		selector := metav1ac.LabelSelector().WithMatchLabels(map[string]string{"app": "web"})
+		out, err := pdbs.Apply(ctx, policyv1ac.PodDisruptionBudget("pdb", ns).
+			WithSpec(policyv1ac.PodDisruptionBudgetSpec().WithMinAvailable(intstr.FromInt32(1)).WithSelector(selector)),
+			metav1.ApplyOptions{FieldManager: "m1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Generation != 1 || out.Spec.MinAvailable == nil {
+			t.Errorf("created pdb: generation %d spec %+v", out.Generation, out.Spec)
+		}
+		// minAvailable pruned, maxUnavailable added: valid again (both is
+		// invalid), the generation moves.
+		out, err = pdbs.Apply(ctx, policyv1ac.PodDisruptionBudget("pdb", ns).
+			WithSpec(policyv1ac.PodDisruptionBudgetSpec().WithMaxUnavailable(intstr.FromInt32(1)).WithSelector(selector)),
+			metav1.ApplyOptions{FieldManager: "m1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Spec.MinAvailable != nil || out.Spec.MaxUnavailable == nil || out.Generation != 2 {
+			t.Errorf("pdb after switching to maxUnavailable: generation %d spec %+v", out.Generation, out.Spec)
+		}
+		e := mustEntry(t, out.ManagedFields, "m1", metav1.ManagedFieldsOperationApply, "", "policy/v1")
+		// The selector is an atomic struct (x-kubernetes-map-type):
+		// owned as a whole.
+		if string(e.FieldsV1.Raw) != `{"f:spec":{"f:maxUnavailable":{},"f:selector":{}}}` {
+			t.Errorf("m1's fields %s", e.FieldsV1.Raw)
+		}
+	})
+
+	t.Run("Node", func(t *testing.T) {
+		nodes := cs.CoreV1().Nodes()
+		name := uniqueName(t, "n")
+		t.Cleanup(func() { _ = nodes.Delete(ctx, name, metav1.DeleteOptions{}) })
+		var node v1.Node
+		decodeInto(t, applyRaw(t, "/api/v1/nodes/"+name+"?fieldManager=m1",
+			`{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+name+`","labels":{"zone":"a","rack":"1"}}}`), http.StatusCreated, &node)
+		mustEntry(t, node.ManagedFields, "m1", metav1.ManagedFieldsOperationApply, "", "v1")
+		out, err := nodes.Apply(ctx, corev1ac.Node(name).WithLabels(map[string]string{"zone": "b"}), metav1.ApplyOptions{FieldManager: "m1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(out.Labels, map[string]string{"zone": "b"}) || out.ResourceVersion == node.ResourceVersion {
+			t.Errorf("node after the second apply: labels %v rv %s (was %s)", out.Labels, out.ResourceVersion, node.ResourceVersion)
+		}
+	})
+
+	t.Run("Namespace", func(t *testing.T) {
+		namespaces := cs.CoreV1().Namespaces()
+		name := uniqueName(t, "ns")
+		t.Cleanup(func() { _ = namespaces.Delete(ctx, name, metav1.DeleteOptions{}) })
+		out, err := namespaces.Apply(ctx, corev1ac.Namespace(name).WithLabels(map[string]string{"team": "a"}), metav1.ApplyOptions{FieldManager: "m1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// kube's strategy adds kubernetes.io/metadata.name after the field
+		// manager ran: nobody owns it, and it is there.
+		e := mustEntry(t, out.ManagedFields, "m1", metav1.ManagedFieldsOperationApply, "", "v1")
+		if out.Labels["team"] != "a" || out.Labels[v1.LabelMetadataName] != name || string(e.FieldsV1.Raw) != `{"f:metadata":{"f:labels":{"f:team":{}}}}` {
+			t.Errorf("namespace labels %v, m1's fields %s", out.Labels, e.FieldsV1.Raw)
+		}
+		out, err = namespaces.Apply(ctx, corev1ac.Namespace(name).WithLabels(map[string]string{"team": "b"}), metav1.ApplyOptions{FieldManager: "m1"})
+		if err != nil || out.Labels["team"] != "b" || out.Labels[v1.LabelMetadataName] != name {
+			t.Errorf("second apply: %v, labels %v", err, out.Labels)
+		}
+	})
+}
+
+func TestApplyStatus(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := t.Context()
+
+	t.Run("Pod", func(t *testing.T) {
+		pods := cs.CoreV1().Pods(ns)
+		if _, err := pods.Apply(ctx, applyPod("st", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "spec-mgr"}); err != nil {
+			t.Fatal(err)
+		}
+		// The status apply also sends a spec field: it is neither applied
+		// nor owned.
+		cond := corev1ac.PodCondition().WithType("example.com/Ready").WithStatus(v1.ConditionTrue)
+		out, err := pods.ApplyStatus(ctx, corev1ac.Pod("st", ns).
+			WithSpec(corev1ac.PodSpec().WithActiveDeadlineSeconds(30)).
+			WithStatus(corev1ac.PodStatus().WithConditions(cond)), metav1.ApplyOptions{FieldManager: "status-mgr"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Status.Conditions) != 1 || out.Status.Conditions[0].Type != "example.com/Ready" || out.Spec.ActiveDeadlineSeconds != nil {
+			t.Errorf("after the status apply: conditions %+v activeDeadlineSeconds %v", out.Status.Conditions, out.Spec.ActiveDeadlineSeconds)
+		}
+		st := mustEntry(t, out.ManagedFields, "status-mgr", metav1.ManagedFieldsOperationApply, "status", "v1")
+		if !owns(t, st, "f:status", "f:conditions", `k:{"type":"example.com/Ready"}`, "f:status") || owns(t, st, "f:spec") {
+			t.Errorf("status-mgr's fields %s", st.FieldsV1.Raw)
+		}
+		mustEntry(t, out.ManagedFields, "spec-mgr", metav1.ManagedFieldsOperationApply, "", "v1")
+		if len(out.ManagedFields) != 2 {
+			t.Errorf("managedFields %s, want spec-mgr's and status-mgr's", managersOf(out.ManagedFields))
+		}
+		// The same manager applying the spec through the main resource
+		// has an entry of its own; the status entry is kept.
+		out, err = pods.Apply(ctx, corev1ac.Pod("st", ns).WithLabels(map[string]string{"by": "status-mgr"}), metav1.ApplyOptions{FieldManager: "status-mgr"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustEntry(t, out.ManagedFields, "status-mgr", metav1.ManagedFieldsOperationApply, "", "v1")
+		mustEntry(t, out.ManagedFields, "status-mgr", metav1.ManagedFieldsOperationApply, "status", "v1")
+		// A status apply dropping the condition removes it.
+		out, err = pods.ApplyStatus(ctx, corev1ac.Pod("st", ns).WithStatus(corev1ac.PodStatus().WithMessage("hello")), metav1.ApplyOptions{FieldManager: "status-mgr"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out.Status.Conditions) != 0 || out.Status.Message != "hello" {
+			t.Errorf("status after the second status apply: %+v", out.Status)
+		}
+		// An apply to the status of a missing pod is a 404, not a create.
+		_, err = pods.ApplyStatus(ctx, corev1ac.Pod("missing", ns).WithStatus(corev1ac.PodStatus().WithMessage("x")), metav1.ApplyOptions{FieldManager: "status-mgr"})
+		checkStatusErr(t, err, http.StatusNotFound, metav1.StatusReasonNotFound, `pods "missing" not found`)
+	})
+
+	t.Run("PodDisruptionBudget", func(t *testing.T) {
+		pdbs := cs.PolicyV1().PodDisruptionBudgets(ns)
+		if _, err := pdbs.Create(ctx, newPDB("pdb", nil), metav1.CreateOptions{FieldManager: "creator"}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := pdbs.ApplyStatus(ctx, policyv1ac.PodDisruptionBudget("pdb", ns).
+			WithSpec(policyv1ac.PodDisruptionBudgetSpec().WithMinAvailable(intstr.FromInt32(5))).
+			WithStatus(policyv1ac.PodDisruptionBudgetStatus().WithObservedGeneration(1).WithDesiredHealthy(1).WithExpectedPods(1)),
+			metav1.ApplyOptions{FieldManager: "disruption", Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Status.ObservedGeneration != 1 || out.Status.DesiredHealthy != 1 || out.Spec.MinAvailable.IntValue() != 1 || out.Generation != 1 {
+			t.Errorf("after the status apply: generation %d spec %+v status %+v", out.Generation, out.Spec, out.Status)
+		}
+		e := mustEntry(t, out.ManagedFields, "disruption", metav1.ManagedFieldsOperationApply, "status", "policy/v1")
+		if !owns(t, e, "f:status", "f:observedGeneration") || owns(t, e, "f:spec") {
+			t.Errorf("disruption's fields %s", e.FieldsV1.Raw)
+		}
+		creator := mustEntry(t, out.ManagedFields, "creator", metav1.ManagedFieldsOperationUpdate, "", "policy/v1")
+		if !owns(t, creator, "f:spec", "f:minAvailable") {
+			t.Errorf("creator's fields %s", creator.FieldsV1.Raw)
+		}
+		// The spec manager's apply does not touch the status.
+		var pdb policyv1.PodDisruptionBudget
+		decodeInto(t, doRaw(t, "GET", "/apis/policy/v1/namespaces/"+ns+"/poddisruptionbudgets/pdb", nil), http.StatusOK, &pdb)
+		if pdb.Status.DesiredHealthy != 1 || len(pdb.ManagedFields) != 2 {
+			t.Errorf("GET after the status apply: status %+v managedFields %s", pdb.Status, managersOf(pdb.ManagedFields))
+		}
+	})
+}
+
+func TestApplyDryRun(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	ctx := t.Context()
+
+	// A dry-run apply that would create answers 201 with the object and
+	// stores nothing.
+	var pod v1.Pod
+	decodeInto(t, applyRaw(t, "/api/v1/namespaces/"+ns+"/pods/dry?fieldManager=m&dryRun=All",
+		"apiVersion: v1\nkind: Pod\nmetadata:\n  name: dry\nspec:\n  containers:\n  - name: c\n    image: busybox\n"), http.StatusCreated, &pod)
+	if pod.Name != "dry" || pod.UID == "" || len(pod.ManagedFields) != 1 {
+		t.Errorf("dry-run create: name %q uid %q managedFields %s", pod.Name, pod.UID, managersOf(pod.ManagedFields))
+	}
+	_, err := pods.Get(ctx, "dry", metav1.GetOptions{})
+	checkStatusErr(t, err, http.StatusNotFound, metav1.StatusReasonNotFound, `pods "dry" not found`)
+
+	// On an existing object: the merged object, nothing stored.
+	created, err := pods.Apply(ctx, applyPod("dry", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pods.Apply(ctx, applyPod("dry", ns, map[string]string{"app": "api", "new": "1"}), metav1.ApplyOptions{FieldManager: "m", DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Labels["app"] != "api" || out.Labels["new"] != "1" || !owns(t, managedEntry(out.ManagedFields, "m", metav1.ManagedFieldsOperationApply, ""), labelPath("new")...) {
+		t.Errorf("dry-run apply answered labels %v managedFields %v", out.Labels, out.ManagedFields)
+	}
+	got, err := pods.Get(ctx, "dry", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != created.ResourceVersion || got.Labels["app"] != "web" || owns(t, managedEntry(got.ManagedFields, "m", metav1.ManagedFieldsOperationApply, ""), labelPath("new")...) {
+		t.Errorf("after the dry run: rv %s (was %s) labels %v", got.ResourceVersion, created.ResourceVersion, got.Labels)
+	}
+	// A dry-run conflict is still a conflict.
+	_, err = pods.Apply(ctx, applyPod("dry", ns, map[string]string{"app": "x"}), metav1.ApplyOptions{FieldManager: "other", DryRun: []string{metav1.DryRunAll}})
+	checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "m": .metadata.labels.app`)
+}
+
+// TestApplyNoOp: applying or updating to what is stored writes nothing,
+// though the field manager renews its entry's time (kube's
+// IgnoreManagedFieldsTimestampsTransformer).
+func TestApplyNoOp(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	ctx := t.Context()
+	first, err := pods.Apply(ctx, applyPod("noop", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := pods.Apply(ctx, applyPod("noop", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.ResourceVersion != first.ResourceVersion || !reflect.DeepEqual(again.ManagedFields, first.ManagedFields) {
+		t.Errorf("re-apply: rv %s (was %s), managedFields %v (were %v)", again.ResourceVersion, first.ResourceVersion, again.ManagedFields, first.ManagedFields)
+	}
+	// A PUT of the object as read (by another manager: it changes
+	// nothing, so it records nothing).
+	updated, err := pods.Update(ctx, again, metav1.UpdateOptions{FieldManager: "updater"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updated.ResourceVersion != first.ResourceVersion {
+		t.Errorf("no-op update: rv %s, want %s; managedFields %s", updated.ResourceVersion, first.ResourceVersion, managersOf(updated.ManagedFields))
+	}
+	// The same for a patch that changes nothing.
+	patched, err := pods.Patch(ctx, "noop", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"web"}}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if patched.ResourceVersion != first.ResourceVersion {
+		t.Errorf("no-op patch: rv %s, want %s; managedFields %s", patched.ResourceVersion, first.ResourceVersion, managersOf(patched.ManagedFields))
+	}
+}
+
+func TestApplyErrors(t *testing.T) {
+	ns := newNamespace(t)
+	path := "/api/v1/namespaces/" + ns + "/pods/"
+	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), newPod("exists", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  containers:\n  - name: c\n    image: busybox\n"
+	for _, tc := range []struct {
+		name, path, body string
+		code             int
+		reason           metav1.StatusReason
+		message          string
+	}{{
+		name: "wrong apiVersion", path: path + "e1?fieldManager=m",
+		body:    "apiVersion: v2\nkind: Pod\nmetadata:\n  name: e1\n",
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: "invalid object type: /v2, Kind=Pod",
+	}, {
+		name: "wrong apiVersion on an existing object", path: path + "exists?fieldManager=m",
+		body:    "apiVersion: apps/v1\nkind: Pod\nmetadata:\n  name: exists\n",
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: "invalid object type: apps/v1, Kind=Pod",
+	}, {
+		name: "no apiVersion", path: path + "e1?fieldManager=m",
+		body:    "kind: Pod\nmetadata:\n  name: e1\n",
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: "invalid object type: /, Kind=Pod",
+	}, {
+		name: "unknown kind", path: path + "e1?fieldManager=m",
+		body:    "apiVersion: v1\nkind: Pud\nmetadata:\n  name: e1\n",
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: "invalid object type: /v1, Kind=Pud",
+	}, {
+		name: "name mismatch", path: path + "e2?fieldManager=m",
+		body:    strings.ReplaceAll(pod, "%s", "other"),
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: "the name of the object (other) does not match the name on the URL (e2)",
+	}, {
+		name: "namespace mismatch", path: path + "e2?fieldManager=m",
+		body:    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: e2\n  namespace: elsewhere\n",
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: "the namespace of the provided object does not match the namespace sent on the request",
+	}, {
+		name: "unknown field", path: path + "e3?fieldManager=m",
+		body:    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: e3\nspec:\n  foo: bar\n",
+		// kube's answer for a plain error: 500, no reason, the bare
+		// message (its namespace is the patch's, here none).
+		code:    500,
+		reason:  metav1.StatusReasonUnknown,
+		message: `failed to create typed patch object (/e3; /v1, Kind=Pod): .spec.foo: field not declared in schema`,
+	}, {
+		name: "unknown field on an existing object", path: path + "exists?fieldManager=m",
+		body:    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: exists\n  namespace: " + ns + "\nspec:\n  containers:\n  - name: c\n    bar: 1\n",
+		code:    500,
+		reason:  metav1.StatusReasonUnknown,
+		message: `failed to create typed patch object (` + ns + `/exists; /v1, Kind=Pod): .spec.containers[name="c"].bar: field not declared in schema`,
+	}, {
+		name: "managedFields in the patch", path: path + "exists?fieldManager=m",
+		body:    `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"exists","managedFields":[{"manager":"x","operation":"Apply"}]}}`,
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: "metadata.managedFields must be nil",
+	}, {
+		name: "malformed YAML", path: path + "e4?fieldManager=m",
+		body:    "apiVersion: v1\nkind: [Pod\n",
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: "error decoding YAML: error converting YAML to JSON: yaml: line 2: did not find expected ',' or ']'",
+	}, {
+		name: "duplicate key, strict", path: path + "e5?fieldManager=m&fieldValidation=Strict",
+		body:    strings.ReplaceAll(pod, "%s", "e5") + "kind: Pod\n",
+		code:    400,
+		reason:  metav1.StatusReasonBadRequest,
+		message: `error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:` + "\n" + `  line 9: key "kind" already set in map`,
+	}, {
+		name: "uid on create", path: path + "e6?fieldManager=m",
+		body:    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: e6\n  uid: \"1234\"\nspec:\n  containers:\n  - name: c\n    image: busybox\n",
+		code:    409,
+		reason:  metav1.StatusReasonConflict,
+		message: `Operation cannot be fulfilled on pods "e6": uid mismatch: the provided object specified uid 1234, and no existing object was found`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := applyRaw(t, tc.path, tc.body)
+			st := statusMap(t, r.Body)
+			reason, _ := st["reason"].(string) // absent for kube's reasonless 500
+			if r.Code != tc.code || reason != string(tc.reason) || st["message"] != tc.message {
+				t.Errorf("got %d %v %q\nwant %d %s %q", r.Code, st["reason"], st["message"], tc.code, tc.reason, tc.message)
+			}
+		})
+	}
+	// None of them created anything.
+	list, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNames(t, "pods after the failed applies", names(t, list), "exists")
+
+	// A duplicate key without Strict is accepted (the last one wins), and
+	// Warn says why.
+	r := applyRaw(t, path+"e5?fieldManager=m&fieldValidation=Warn", strings.ReplaceAll(pod, "%s", "e5")+"kind: Pod\n")
+	if r.Code != http.StatusCreated || !strings.Contains(r.Header.Get("Warning"), `key \"kind\" already set in map`) {
+		t.Errorf("Warn: %d %q %s", r.Code, r.Header.Values("Warning"), r.Body)
+	}
+}
