@@ -557,7 +557,7 @@ func TestApplyErrors(t *testing.T) {
 		message: "the namespace of the provided object does not match the namespace sent on the request",
 	}, {
 		name: "unknown field", path: path + "e3?fieldManager=m",
-		body:    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: e3\nspec:\n  foo: bar\n",
+		body: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: e3\nspec:\n  foo: bar\n",
 		// kube's answer for a plain error: 500, no reason, the bare
 		// message (its namespace is the patch's, here none).
 		code:    500,
