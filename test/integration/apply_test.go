@@ -32,13 +32,15 @@ func applyRaw(t testing.TB, path, body string) rawResponse {
 	return doRaw(t, "PATCH", path, []byte(body), "Content-Type", applyPatchType)
 }
 
-// decodeInto decodes a JSON answer into obj, failing the test unless the
+// decodeInto decodes a JSON answer into obj (a pointer, zeroed first so
+// that nothing of an earlier answer stays), failing the test unless the
 // answer has the HTTP status code.
 func decodeInto(t testing.TB, r rawResponse, code int, obj any) {
 	t.Helper()
 	if r.Code != code {
 		t.Fatalf("HTTP %d, want %d: %s", r.Code, code, r.Body)
 	}
+	reflect.ValueOf(obj).Elem().SetZero()
 	if err := json.Unmarshal(r.Body, obj); err != nil {
 		t.Fatalf("decode %s: %v", r.Body, err)
 	}

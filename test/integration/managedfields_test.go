@@ -1,0 +1,500 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// The tests of this file check the managedFields every write records
+// (kube's field manager, operation Update for everything but apply), the
+// fieldManager parameter's validation, and that every read path carries
+// them.
+
+// referencePod is the pod of kube's 201-create-pod capture.
+const referencePod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"gp1","labels":{"app":"gold"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`
+
+// TestManagedFieldsReferenceCreate creates the pod of kube's capture as
+// its client did (User-Agent reference-client/1.0) and compares the
+// managedFields: the scheme's defaults are the creator's, what admission
+// added (the service account volume, the tolerations) nobody's.
+func TestManagedFieldsReferenceCreate(t *testing.T) {
+	ns := newNamespace(t)
+	var kube v1.Pod
+	data, err := os.ReadFile(filepath.Join("/work/shared/reference/kube-apiserver-1.32", "201-create-pod.json"))
+	if err != nil {
+		// The testdata copy of the goldens, where the shared directory is
+		// not mounted.
+		data = goldenBody(t, "201-create-pod")
+	}
+	if err := json.Unmarshal(data, &kube); err != nil {
+		t.Fatal(err)
+	}
+	var pod v1.Pod
+	decodeInto(t, doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods", []byte(referencePod), "User-Agent", "reference-client/1.0"), http.StatusCreated, &pod)
+	if len(pod.ManagedFields) != 1 || len(kube.ManagedFields) != 1 {
+		t.Fatalf("managedFields %s, kube's %s", managersOf(pod.ManagedFields), managersOf(kube.ManagedFields))
+	}
+	got, want := pod.ManagedFields[0], kube.ManagedFields[0]
+	if got.Time == nil || time.Since(got.Time.Time) > time.Minute || !got.Time.Equal(&pod.CreationTimestamp) {
+		t.Errorf("time %v, want the creation time %v", got.Time, pod.CreationTimestamp)
+	}
+	got.Time, want.Time = nil, nil
+	if !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("managedFields entry\n got  %+v %s\n want %+v %s", got, got.FieldsV1.Raw, want, want.FieldsV1.Raw)
+	}
+	if !bytes.Equal(got.FieldsV1.Raw, want.FieldsV1.Raw) {
+		t.Errorf("fieldsV1 bytes\n got  %s\n want %s", got.FieldsV1.Raw, want.FieldsV1.Raw)
+	}
+	if len(pod.Spec.Tolerations) == 0 {
+		t.Errorf("no tolerations: admission did not run")
+	}
+}
+
+// TestManagedFieldsEveryWrite: create, update and the three patch types
+// record their manager with operation Update: the fieldManager parameter,
+// else the User-Agent's product, else "unknown".
+func TestManagedFieldsEveryWrite(t *testing.T) {
+	ns := newNamespace(t)
+	pods := "/api/v1/namespaces/" + ns + "/pods"
+	create := func(t *testing.T, name, query string, headers ...string) v1.Pod {
+		t.Helper()
+		var pod v1.Pod
+		body := mustJSON(t, newPod(name, map[string]string{"app": "web"}))
+		decodeInto(t, doRaw(t, "POST", pods+query, body, headers...), http.StatusCreated, &pod)
+		return pod
+	}
+	for _, tc := range []struct {
+		name, query, userAgent, manager string
+	}{
+		{"fieldManager", "?fieldManager=creator", "kubectl/v1.32.0 (linux/amd64) kubernetes/abcdef", "creator"},
+		{"kubectl", "", "kubectl/v1.32.0 (linux/amd64) kubernetes/abcdef", "kubectl"},
+		{"no slash", "", "my controller", "my controller"},
+		{"non-printable", "", "a\tb/1.0", "ab"},
+		{"empty", "", "", "unknown"},
+		{"client-go", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := uniqueName(t, "p")
+			var pod v1.Pod
+			if tc.name == "client-go" {
+				// client-go's default User-Agent: the binary's name,
+				// integration.test.
+				out, err := cs.CoreV1().Pods(ns).Create(t.Context(), newPod(name, map[string]string{"app": "web"}), metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				pod, tc.manager = *out, "integration.test"
+			} else {
+				pod = create(t, name, tc.query, "User-Agent", tc.userAgent)
+			}
+			if len(pod.ManagedFields) != 1 {
+				t.Fatalf("managedFields %s, want one entry", managersOf(pod.ManagedFields))
+			}
+			e := mustEntry(t, pod.ManagedFields, tc.manager, metav1.ManagedFieldsOperationUpdate, "", "v1")
+			if e.Time == nil || !owns(t, e, labelApp...) || !owns(t, e, "f:spec", "f:restartPolicy") || owns(t, e, "f:spec", "f:tolerations") {
+				t.Errorf("%s's entry: time %v fields %s", tc.manager, e.Time, e.FieldsV1.Raw)
+			}
+		})
+	}
+
+	// Each kind of write adds its manager's entry with what it changed.
+	pod := create(t, "writes", "?fieldManager=creator")
+	pod.Labels["put"] = "1"
+	var out v1.Pod
+	decodeInto(t, doRaw(t, "PUT", pods+"/writes?fieldManager=putter", mustJSON(t, &pod)), http.StatusOK, &out)
+	for _, p := range []struct{ manager, contentType, patch, label string }{
+		{"json-patcher", "application/json-patch+json", `[{"op":"add","path":"/metadata/labels/json","value":"1"}]`, "json"},
+		{"merge-patcher", "application/merge-patch+json", `{"metadata":{"labels":{"merge":"1"}}}`, "merge"},
+		{"smp-patcher", "application/strategic-merge-patch+json", `{"metadata":{"labels":{"smp":"1"}}}`, "smp"},
+	} {
+		decodeInto(t, doRaw(t, "PATCH", pods+"/writes?fieldManager="+p.manager, []byte(p.patch), "Content-Type", p.contentType), http.StatusOK, &out)
+		e := mustEntry(t, out.ManagedFields, p.manager, metav1.ManagedFieldsOperationUpdate, "", "v1")
+		if string(e.FieldsV1.Raw) != `{"f:metadata":{"f:labels":{"f:`+p.label+`":{}}}}` {
+			t.Errorf("%s's fields %s", p.manager, e.FieldsV1.Raw)
+		}
+	}
+	// kube's field manager orders the entries by operation, time (in
+	// seconds) and name.
+	want := []string{"creator/Update/", "json-patcher/Update/", "merge-patcher/Update/", "putter/Update/", "smp-patcher/Update/"}
+	if got := sorted(managersOf(out.ManagedFields)...); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("managers %v, want %v", got, want)
+	}
+	if e := mustEntry(t, out.ManagedFields, "putter", metav1.ManagedFieldsOperationUpdate, "", "v1"); string(e.FieldsV1.Raw) != `{"f:metadata":{"f:labels":{"f:put":{}}}}` {
+		t.Errorf("putter's fields %s", e.FieldsV1.Raw)
+	}
+
+	// A status write is tracked apart, with its subresource.
+	out.Status.Message = "hello"
+	decodeInto(t, doRaw(t, "PUT", pods+"/writes/status?fieldManager=kubelet", mustJSON(t, &out)), http.StatusOK, &out)
+	e := mustEntry(t, out.ManagedFields, "kubelet", metav1.ManagedFieldsOperationUpdate, "status", "v1")
+	if string(e.FieldsV1.Raw) != `{"f:status":{"f:message":{}}}` {
+		t.Errorf("kubelet's status fields %s", e.FieldsV1.Raw)
+	}
+	// A write by a manager that already has an entry adds to it.
+	decodeInto(t, doRaw(t, "PATCH", pods+"/writes?fieldManager=putter", []byte(`{"metadata":{"labels":{"put2":"1"}}}`), "Content-Type", "application/merge-patch+json"), http.StatusOK, &out)
+	e = mustEntry(t, out.ManagedFields, "putter", metav1.ManagedFieldsOperationUpdate, "", "v1")
+	if string(e.FieldsV1.Raw) != `{"f:metadata":{"f:labels":{"f:put":{},"f:put2":{}}}}` || len(out.ManagedFields) != 6 {
+		t.Errorf("putter's fields %s, managers %s", e.FieldsV1.Raw, managersOf(out.ManagedFields))
+	}
+}
+
+// TestManagedFieldsFieldManagerValidation: the fieldManager parameter is
+// validated as kube's ValidateXxxOptions: a 422 on the options kind.
+func TestManagedFieldsFieldManagerValidation(t *testing.T) {
+	ns := newNamespace(t)
+	pods := "/api/v1/namespaces/" + ns + "/pods"
+	if _, err := cs.CoreV1().Pods(ns).Create(t.Context(), newPod("v", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("m", 129)
+	tooLong := "fieldManager: Too long: may not be more than 128 bytes"
+	podJSON := string(mustJSON(t, newPod("v", nil)))
+	for _, tc := range []struct {
+		name, method, path, contentType, body, kind, message string
+		causes                                               []metav1.StatusCause
+	}{
+		{"create too long", "POST", pods + "?fieldManager=" + long, "application/json", podJSON, "CreateOptions", tooLong,
+			[]metav1.StatusCause{{Type: metav1.CauseTypeTooLong, Message: "Too long: may not be more than 128 bytes", Field: "fieldManager"}}},
+		{"update too long", "PUT", pods + "/v?fieldManager=" + long, "application/json", podJSON, "UpdateOptions", tooLong,
+			[]metav1.StatusCause{{Type: metav1.CauseTypeTooLong, Message: "Too long: may not be more than 128 bytes", Field: "fieldManager"}}},
+		{"patch too long", "PATCH", pods + "/v?fieldManager=" + long, "application/merge-patch+json", `{}`, "PatchOptions", tooLong,
+			[]metav1.StatusCause{{Type: metav1.CauseTypeTooLong, Message: "Too long: may not be more than 128 bytes", Field: "fieldManager"}}},
+		{"apply too long", "PATCH", pods + "/v?fieldManager=" + long, applyPatchType, `{}`, "PatchOptions", tooLong,
+			[]metav1.StatusCause{{Type: metav1.CauseTypeTooLong, Message: "Too long: may not be more than 128 bytes", Field: "fieldManager"}}},
+		{"apply without fieldManager", "PATCH", pods + "/v", applyPatchType, `{}`, "PatchOptions",
+			"fieldManager: Required value: is required for apply patch",
+			[]metav1.StatusCause{{Type: metav1.CauseTypeFieldValueRequired, Message: "Required value: is required for apply patch", Field: "fieldManager"}}},
+		{"force on a merge patch", "PATCH", pods + "/v?force=true", "application/merge-patch+json", `{}`, "PatchOptions",
+			"force: Forbidden: may not be specified for non-apply patch",
+			[]metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Message: "Forbidden: may not be specified for non-apply patch", Field: "force"}}},
+		{"force=false on a strategic patch", "PATCH", pods + "/v?force=false", "application/strategic-merge-patch+json", `{}`, "PatchOptions",
+			"force: Forbidden: may not be specified for non-apply patch",
+			[]metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Message: "Forbidden: may not be specified for non-apply patch", Field: "force"}}},
+		{"non-printable", "POST", pods + "?fieldManager=" + url.QueryEscape("a\x01b\nc"), "application/json", podJSON, "CreateOptions",
+			`[fieldManager: Invalid value: "a\x01b\nc": invalid character U+0001 (at position 1), fieldManager: Invalid value: "a\x01b\nc": invalid character U+000A (at position 3)]`,
+			[]metav1.StatusCause{
+				{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "a\x01b\nc": invalid character U+0001 (at position 1)`, Field: "fieldManager"},
+				{Type: metav1.CauseTypeFieldValueInvalid, Message: `Invalid value: "a\x01b\nc": invalid character U+000A (at position 3)`, Field: "fieldManager"},
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := doRaw(t, tc.method, tc.path, []byte(tc.body), "Content-Type", tc.contentType)
+			var st metav1.Status
+			decodeInto(t, r, http.StatusUnprocessableEntity, &st)
+			want := metav1.Status{
+				TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+				Status:   metav1.StatusFailure,
+				Message:  tc.kind + `.meta.k8s.io "" is invalid: ` + tc.message,
+				Reason:   metav1.StatusReasonInvalid,
+				Details:  &metav1.StatusDetails{Group: "meta.k8s.io", Kind: tc.kind, Causes: tc.causes},
+				Code:     http.StatusUnprocessableEntity,
+			}
+			if !apiequality.Semantic.DeepEqual(st, want) {
+				t.Errorf("\n got  %+v %+v\n want %+v %+v", st, st.Details, want, want.Details)
+			}
+		})
+	}
+	// 128 bytes is fine.
+	out, err := cs.CoreV1().Pods(ns).Patch(t.Context(), "v", types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{FieldManager: long[:128]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEntry(t, out.ManagedFields, long[:128], metav1.ManagedFieldsOperationUpdate, "", "v1")
+}
+
+// TestManagedFieldsClientSent: what a client sends in managedFields.
+func TestManagedFieldsClientSent(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	ctx := t.Context()
+
+	t.Run("empty list stops tracking", func(t *testing.T) {
+		// kube: a non-nil empty list resets managedFields; the field
+		// manager then tracks nothing (it never starts tracking an
+		// existing object whose managedFields are empty), so the object
+		// keeps none, through later writes too (kube's
+		// TestClearManagedFieldsWithUpdateEmptyList).
+		if _, err := pods.Apply(ctx, applyPod("clear", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "applier"}); err != nil {
+			t.Fatal(err)
+		}
+		path := "/api/v1/namespaces/" + ns + "/pods/clear"
+		var pod v1.Pod
+		decodeInto(t, doRaw(t, "GET", path, nil), http.StatusOK, &pod)
+		raw := map[string]any{}
+		if err := json.Unmarshal(mustJSON(t, &pod), &raw); err != nil {
+			t.Fatal(err)
+		}
+		md := raw["metadata"].(map[string]any)
+		md["managedFields"] = []any{}
+		md["labels"].(map[string]any)["more"] = "1"
+		var cleared v1.Pod
+		decodeInto(t, doRaw(t, "PUT", path+"?fieldManager=clearer", mustJSON(t, raw)), http.StatusOK, &cleared)
+		if cleared.ManagedFields != nil || cleared.Labels["more"] != "1" {
+			t.Errorf("after the PUT with managedFields []: managedFields %s labels %v", managersOf(cleared.ManagedFields), cleared.Labels)
+		}
+		out, err := pods.Patch(ctx, "clear", types.MergePatchType, []byte(`{"metadata":{"labels":{"again":"1"}}}`), metav1.PatchOptions{FieldManager: "later"})
+		if err != nil || out.ManagedFields != nil {
+			t.Errorf("a later patch: %v, managedFields %s", err, managersOf(out.ManagedFields))
+		}
+		// An apply starts tracking again.
+		out, err = pods.Apply(ctx, corev1acPodLabels("clear", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "applier"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustEntry(t, out.ManagedFields, "applier", metav1.ManagedFieldsOperationApply, "", "v1")
+	})
+
+	t.Run("a list of one empty entry", func(t *testing.T) {
+		// kube's documented way to strip managedFields with a patch.
+		if _, err := pods.Create(ctx, newPod("strip", map[string]string{"app": "web"}), metav1.CreateOptions{FieldManager: "creator"}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := pods.Patch(ctx, "strip", types.JSONPatchType, []byte(`[{"op":"replace","path":"/metadata/managedFields","value":[{}]}]`), metav1.PatchOptions{FieldManager: "stripper"})
+		if err != nil || out.ManagedFields != nil {
+			t.Errorf("after stripping: %v, managedFields %s", err, managersOf(out.ManagedFields))
+		}
+	})
+
+	t.Run("invalid entries are ignored", func(t *testing.T) {
+		created, err := pods.Create(ctx, newPod("invalid", map[string]string{"app": "web"}), metav1.CreateOptions{FieldManager: "creator"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An unknown operation does not decode: the live managedFields
+		// stay, and the writer is added to them.
+		out, err := pods.Patch(ctx, "invalid", types.MergePatchType,
+			[]byte(`{"metadata":{"labels":{"x":"1"},"managedFields":[{"manager":"evil","operation":"Bogus","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]}}`),
+			metav1.PatchOptions{FieldManager: "patcher"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := managersOf(out.ManagedFields); strings.Join(got, " ") != "creator/Update/ patcher/Update/" {
+			t.Errorf("managers %v, want creator's and patcher's", got)
+		}
+		if !apiequality.Semantic.DeepEqual(out.ManagedFields[0], created.ManagedFields[0]) {
+			t.Errorf("creator's entry changed:\n %+v\n %+v", out.ManagedFields[0], created.ManagedFields[0])
+		}
+		// An unsupported fieldsType, on create: the field manager starts
+		// from nothing.
+		bad := newPod("invalid2", nil)
+		bad.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "evil", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", FieldsType: "FieldsV2"}}
+		out, err = pods.Create(ctx, bad, metav1.CreateOptions{FieldManager: "creator"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := managersOf(out.ManagedFields); strings.Join(got, " ") != "creator/Update/" {
+			t.Errorf("managers %v, want creator's only", got)
+		}
+	})
+
+	t.Run("valid entries are taken", func(t *testing.T) {
+		if _, err := pods.Create(ctx, newPod("valid", map[string]string{"app": "web"}), metav1.CreateOptions{FieldManager: "creator"}); err != nil {
+			t.Fatal(err)
+		}
+		out, err := pods.Patch(ctx, "valid", types.MergePatchType,
+			[]byte(`{"metadata":{"managedFields":[{"manager":"someone","operation":"Apply","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{"f:app":{}}}}}]}}`),
+			metav1.PatchOptions{FieldManager: "patcher"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The patch changed nothing else: patcher owns nothing, has no
+		// entry.
+		if got := managersOf(out.ManagedFields); strings.Join(got, " ") != "someone/Apply/" {
+			t.Errorf("managers %v, want someone's only", got)
+		}
+		_, err = pods.Apply(ctx, corev1acPodLabels("valid", ns, map[string]string{"app": "other"}), metav1.ApplyOptions{FieldManager: "x"})
+		checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "someone": .metadata.labels.app`)
+	})
+
+	t.Run("at most 10 update managers", func(t *testing.T) {
+		if _, err := pods.Create(ctx, newPod("cap", map[string]string{"app": "web"}), metav1.CreateOptions{FieldManager: "mgr-00"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pods.Apply(ctx, corev1acPodLabels("cap", ns, map[string]string{"applied": "1"}), metav1.ApplyOptions{FieldManager: "applier"}); err != nil {
+			t.Fatal(err)
+		}
+		var out *v1.Pod
+		for i := 1; i <= 10; i++ {
+			var err error
+			out, err = pods.Patch(ctx, "cap", types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{"l%02d":"1"}}}`, i)),
+				metav1.PatchOptions{FieldManager: fmt.Sprintf("mgr-%02d", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		// 11 update managers: the two oldest (mgr-00, mgr-01) are merged
+		// into ancient-changes; apply entries do not count.
+		updates := 0
+		for _, e := range out.ManagedFields {
+			if e.Operation == metav1.ManagedFieldsOperationUpdate {
+				updates++
+			}
+		}
+		if updates != 10 || managedEntry(out.ManagedFields, "mgr-00", metav1.ManagedFieldsOperationUpdate, "") != nil ||
+			managedEntry(out.ManagedFields, "mgr-01", metav1.ManagedFieldsOperationUpdate, "") != nil {
+			t.Fatalf("managers %v, want 10 update entries without mgr-00 and mgr-01", managersOf(out.ManagedFields))
+		}
+		ancient := mustEntry(t, out.ManagedFields, "ancient-changes", metav1.ManagedFieldsOperationUpdate, "", "v1")
+		if !owns(t, ancient, labelApp...) || !owns(t, ancient, labelPath("l01")...) || !owns(t, ancient, "f:spec", "f:containers") || owns(t, ancient, labelPath("l02")...) {
+			t.Errorf("ancient-changes' fields %s", ancient.FieldsV1.Raw)
+		}
+		mustEntry(t, out.ManagedFields, "applier", metav1.ManagedFieldsOperationApply, "", "v1")
+		mustEntry(t, out.ManagedFields, "mgr-10", metav1.ManagedFieldsOperationUpdate, "", "v1")
+	})
+}
+
+// corev1acPodLabels is a pod's applied configuration of labels only.
+func corev1acPodLabels(name, ns string, labels map[string]string) *corev1ac.PodApplyConfiguration {
+	return corev1ac.Pod(name, ns).WithLabels(labels)
+}
+
+// TestManagedFieldsReadPaths: GET, LIST (from the watch cache, JSON and
+// protobuf), WATCH, PartialObjectMetadata and Tables all carry the
+// managedFields the write recorded.
+func TestManagedFieldsReadPaths(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := t.Context()
+	pbCfg := rest.CopyConfig(cfg)
+	pbCfg.ContentType = protobufType
+	pb, err := kubernetes.NewForConfig(pbCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods(ns).Apply(ctx, applyPod("r", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "applier"}); err != nil {
+		t.Fatal(err)
+	}
+	created, err := cs.CoreV1().Pods(ns).Patch(ctx, "r", types.MergePatchType, []byte(`{"metadata":{"labels":{"tier":"front"}}}`), metav1.PatchOptions{FieldManager: "patcher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := created.ManagedFields
+	if len(want) != 2 {
+		t.Fatalf("managedFields %s", managersOf(want))
+	}
+	check := func(t *testing.T, what string, got []metav1.ManagedFieldsEntry) {
+		t.Helper()
+		if !apiequality.Semantic.DeepEqual(got, want) {
+			t.Errorf("%s: managedFields\n got  %v\n want %v", what, got, want)
+		}
+	}
+	path := "/api/v1/namespaces/" + ns + "/pods"
+
+	t.Run("GET", func(t *testing.T) {
+		var pod v1.Pod
+		decodeInto(t, doRaw(t, "GET", path+"/r", nil), http.StatusOK, &pod)
+		check(t, "JSON", pod.ManagedFields)
+		out, err := pb.CoreV1().Pods(ns).Get(ctx, "r", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "protobuf", out.ManagedFields)
+		out, err = pb.CoreV1().Pods(ns).Get(ctx, "r", metav1.GetOptions{ResourceVersion: "0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, "protobuf, resourceVersion=0", out.ManagedFields)
+	})
+
+	t.Run("LIST", func(t *testing.T) {
+		for _, query := range []string{"", "?resourceVersion=0", "?limit=1", "?labelSelector=app%3Dweb"} {
+			var list v1.PodList
+			decodeInto(t, doRaw(t, "GET", path+query, nil), http.StatusOK, &list)
+			if len(list.Items) != 1 {
+				t.Fatalf("list%s: %d items", query, len(list.Items))
+			}
+			check(t, "JSON list"+query, list.Items[0].ManagedFields)
+		}
+		for _, opts := range []metav1.ListOptions{{}, {ResourceVersion: "0"}, {Limit: 1}, {LabelSelector: "app=web"}} {
+			list, err := pb.CoreV1().Pods(ns).List(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 1 {
+				t.Fatalf("protobuf list %+v: %d items", opts, len(list.Items))
+			}
+			check(t, fmt.Sprintf("protobuf list %+v", opts), list.Items[0].ManagedFields)
+		}
+	})
+
+	t.Run("WATCH", func(t *testing.T) {
+		for _, client := range []struct {
+			name string
+			cs   kubernetes.Interface
+		}{{"JSON", cs}, {"protobuf", pb}} {
+			w, err := client.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev := nextEvent(t, w)
+			w.Stop()
+			if ev.Type != watch.Added {
+				t.Fatalf("%s: first event %s", client.name, ev.Type)
+			}
+			check(t, client.name+" initial ADDED", ev.Object.(*v1.Pod).ManagedFields)
+		}
+		// A live MODIFIED event carries the new entry.
+		w, err := pb.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: created.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if _, err := cs.CoreV1().Pods(ns).Patch(ctx, "r", types.MergePatchType, []byte(`{"metadata":{"labels":{"watched":"1"}}}`), metav1.PatchOptions{FieldManager: "watcher"}); err != nil {
+			t.Fatal(err)
+		}
+		ev := nextEvent(t, w)
+		pod := ev.Object.(*v1.Pod)
+		if ev.Type != watch.Modified || len(pod.ManagedFields) != 3 || pod.ManagedFields[2].Manager != "watcher" {
+			t.Errorf("event %s with managedFields %s", ev.Type, managersOf(pod.ManagedFields))
+		}
+		want = pod.ManagedFields
+	})
+
+	t.Run("PartialObjectMetadata", func(t *testing.T) {
+		var m metav1.PartialObjectMetadata
+		decodeInto(t, doRaw(t, "GET", path+"/r", nil, "Accept", "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"), http.StatusOK, &m)
+		check(t, "PartialObjectMetadata", m.ManagedFields)
+		var list metav1.PartialObjectMetadataList
+		decodeInto(t, doRaw(t, "GET", path, nil, "Accept", "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io"), http.StatusOK, &list)
+		if len(list.Items) != 1 {
+			t.Fatalf("%d items", len(list.Items))
+		}
+		check(t, "PartialObjectMetadataList", list.Items[0].ManagedFields)
+	})
+
+	t.Run("Table", func(t *testing.T) {
+		for _, include := range []string{"Object", "Metadata"} {
+			for _, p := range []string{path, path + "/r"} {
+				var table struct {
+					Rows []struct {
+						Object struct {
+							Kind     string            `json:"kind"`
+							Metadata metav1.ObjectMeta `json:"metadata"`
+						} `json:"object"`
+					} `json:"rows"`
+				}
+				decodeInto(t, doRaw(t, "GET", p+"?includeObject="+include, nil, "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io"), http.StatusOK, &table)
+				if len(table.Rows) != 1 {
+					t.Fatalf("%s includeObject=%s: %d rows", p, include, len(table.Rows))
+				}
+				check(t, p+" includeObject="+include+" ("+table.Rows[0].Object.Kind+")", table.Rows[0].Object.Metadata.ManagedFields)
+			}
+		}
+	})
+}
