@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -618,4 +619,180 @@ func TestApplyErrors(t *testing.T) {
 	if r.Code != http.StatusCreated || !strings.Contains(r.Header.Get("Warning"), `key \"kind\" already set in map`) {
 		t.Errorf("Warn: %d %q %s", r.Code, r.Header.Values("Warning"), r.Body)
 	}
+}
+
+// TestApplyEveryResource: every served resource takes a server-side
+// apply (201 creating, 200 updating) and records its manager.
+func TestApplyEveryResource(t *testing.T) {
+	ns := newNamespace(t)
+	request := base64.StdEncoding.EncodeToString(csrRequest(t, "apply-test"))
+	for _, tc := range []struct {
+		resource, prefix, apiVersion, kind, rest string
+		clusterScoped                            bool
+	}{
+		{"namespaces", "/api/v1", "v1", "Namespace", "", true},
+		{"nodes", "/api/v1", "v1", "Node", "", true},
+		{"pods", "/api/v1", "v1", "Pod", `"spec":{"containers":[{"name":"c","image":"busybox"}]}`, false},
+		{"serviceaccounts", "/api/v1", "v1", "ServiceAccount", "", false},
+		{"events", "/api/v1", "v1", "Event", `"involvedObject":{"kind":"Pod","name":"p","namespace":"` + ns + `","apiVersion":"v1"},"reason":"R","message":"M","type":"Normal","source":{"component":"apply-test"}`, false},
+		{"leases", "/apis/coordination.k8s.io/v1", "coordination.k8s.io/v1", "Lease", `"spec":{"holderIdentity":"h"}`, false},
+		{"poddisruptionbudgets", "/apis/policy/v1", "policy/v1", "PodDisruptionBudget", `"spec":{"minAvailable":1,"selector":{"matchLabels":{"app":"x"}}}`, false},
+		{"roles", "/apis/rbac.authorization.k8s.io/v1", "rbac.authorization.k8s.io/v1", "Role", `"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get"]}]`, false},
+		{"clusterroles", "/apis/rbac.authorization.k8s.io/v1", "rbac.authorization.k8s.io/v1", "ClusterRole", `"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get"]}]`, true},
+		{"rolebindings", "/apis/rbac.authorization.k8s.io/v1", "rbac.authorization.k8s.io/v1", "RoleBinding", `"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"r"},"subjects":[{"kind":"User","name":"u","apiGroup":"rbac.authorization.k8s.io"}]`, false},
+		{"clusterrolebindings", "/apis/rbac.authorization.k8s.io/v1", "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", `"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"r"},"subjects":[{"kind":"User","name":"u","apiGroup":"rbac.authorization.k8s.io"}]`, true},
+		{"mutatingwebhookconfigurations", "/apis/admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", "", true},
+		{"validatingwebhookconfigurations", "/apis/admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", true},
+		{"certificatesigningrequests", "/apis/certificates.k8s.io/v1", "certificates.k8s.io/v1", "CertificateSigningRequest", `"spec":{"request":"` + request + `","signerName":"example.com/apply-test","usages":["client auth"]}`, true},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			name := uniqueName(t, "a")
+			path := tc.prefix + "/namespaces/" + ns + "/" + tc.resource + "/" + name
+			if tc.clusterScoped {
+				path = tc.prefix + "/" + tc.resource + "/" + name
+				t.Cleanup(func() { doRaw(t, "DELETE", path, nil) })
+			}
+			body := func(label string) string {
+				s := `{"apiVersion":"` + tc.apiVersion + `","kind":"` + tc.kind + `","metadata":{"name":"` + name + `","labels":{"l":"` + label + `"}}`
+				if tc.rest != "" {
+					s += "," + tc.rest
+				}
+				return s + "}"
+			}
+			var obj metav1.PartialObjectMetadata
+			decodeInto(t, applyRaw(t, path+"?fieldManager=applier", body("1")), http.StatusCreated, &obj)
+			e := mustEntry(t, obj.ManagedFields, "applier", metav1.ManagedFieldsOperationApply, "", tc.apiVersion)
+			if !owns(t, e, labelPath("l")...) || len(obj.ManagedFields) != 1 || obj.UID == "" {
+				t.Errorf("created: uid %q managedFields %v", obj.UID, obj.ManagedFields)
+			}
+			decodeInto(t, applyRaw(t, path+"?fieldManager=applier", body("2")), http.StatusOK, &obj)
+			if obj.Labels["l"] != "2" || len(obj.ManagedFields) != 1 {
+				t.Errorf("updated: labels %v managedFields %v", obj.Labels, managersOf(obj.ManagedFields))
+			}
+			// Another manager's different value conflicts.
+			r := applyRaw(t, path+"?fieldManager=other", body("3"))
+			if st := statusMap(t, r.Body); r.Code != http.StatusConflict || !strings.HasPrefix(st["message"].(string), `Apply failed with `) {
+				t.Errorf("other manager: %d %s", r.Code, r.Body)
+			}
+		})
+	}
+}
+
+// TestApplyListSemantics: lists merge as their schema says: containers
+// by name, ports by containerPort and protocol (defaulted), conditions by
+// type; tolerations are atomic.
+func TestApplyListSemantics(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := t.Context()
+
+	t.Run("pod", func(t *testing.T) {
+		var pod v1.Pod
+		decodeInto(t, applyRaw(t, "/api/v1/namespaces/"+ns+"/pods/lists?fieldManager=m1", `apiVersion: v1
+kind: Pod
+metadata:
+  name: lists
+spec:
+  containers:
+  - name: c
+    image: busybox
+    ports:
+    - containerPort: 80
+    env:
+    - name: A
+      value: "1"
+  tolerations:
+  - key: a
+    operator: Exists
+`), http.StatusCreated, &pod)
+		m1 := mustEntry(t, pod.ManagedFields, "m1", metav1.ManagedFieldsOperationApply, "", "v1")
+		c := []string{"f:spec", "f:containers", `k:{"name":"c"}`}
+		for _, path := range [][]string{
+			append(c, "f:ports", `k:{"containerPort":80,"protocol":"TCP"}`, "f:containerPort"),
+			append(c, "f:env", `k:{"name":"A"}`, "f:value"),
+			{"f:spec", "f:tolerations"},
+		} {
+			if !owns(t, m1, path...) {
+				t.Errorf("m1 does not own %v: %s", path, m1.FieldsV1.Raw)
+			}
+		}
+		if !strings.Contains(string(m1.FieldsV1.Raw), `"f:tolerations":{}`) {
+			t.Errorf("tolerations are not owned atomically: %s", m1.FieldsV1.Raw)
+		}
+		// Admission appended two tolerations to m1's atomic list; another
+		// manager's list conflicts with it as a whole.
+		_, err := cs.CoreV1().Pods(ns).Apply(ctx, corev1ac.Pod("lists", ns).WithSpec(corev1ac.PodSpec().
+			WithTolerations(corev1ac.Toleration().WithKey("b").WithOperator(v1.TolerationOpExists))), metav1.ApplyOptions{FieldManager: "m2"})
+		checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "m1": .spec.tolerations`)
+		// The same container and port by another manager, same values:
+		// shared, no conflict.
+		out, err := cs.CoreV1().Pods(ns).Apply(ctx, corev1ac.Pod("lists", ns).WithSpec(corev1ac.PodSpec().
+			WithContainers(corev1ac.Container().WithName("c").WithPorts(corev1ac.ContainerPort().WithContainerPort(80).WithProtocol(v1.ProtocolTCP)))),
+			metav1.ApplyOptions{FieldManager: "m2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2 := mustEntry(t, out.ManagedFields, "m2", metav1.ManagedFieldsOperationApply, "", "v1")
+		if !owns(t, m2, append(c, "f:ports", `k:{"containerPort":80,"protocol":"TCP"}`, "f:protocol")...) || owns(t, m2, append(c, "f:image")...) {
+			t.Errorf("m2's fields %s", m2.FieldsV1.Raw)
+		}
+	})
+
+	t.Run("node conditions", func(t *testing.T) {
+		nodes := cs.CoreV1().Nodes()
+		name := uniqueName(t, "n")
+		if _, err := nodes.Create(ctx, newNode(name, nil), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = nodes.Delete(ctx, name, metav1.DeleteOptions{}) })
+		cond := func(typ string) *corev1ac.NodeConditionApplyConfiguration {
+			return corev1ac.NodeCondition().WithType(v1.NodeConditionType(typ)).WithStatus(v1.ConditionTrue).WithReason("R")
+		}
+		apply := func(manager string, conds ...*corev1ac.NodeConditionApplyConfiguration) *v1.Node {
+			t.Helper()
+			out, err := nodes.ApplyStatus(ctx, corev1ac.Node(name).WithStatus(corev1ac.NodeStatus().WithConditions(conds...)), metav1.ApplyOptions{FieldManager: manager})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		types := func(n *v1.Node) []string {
+			var out []string
+			for _, c := range n.Status.Conditions {
+				out = append(out, string(c.Type))
+			}
+			return out
+		}
+		apply("kubelet", cond("Ready"), cond("MemoryPressure"))
+		out := apply("npd", cond("KernelDeadlock"))
+		if got := types(out); !reflect.DeepEqual(got, []string{"Ready", "MemoryPressure", "KernelDeadlock"}) {
+			t.Errorf("conditions %v", got)
+		}
+		// kubelet drops MemoryPressure: only its own item goes.
+		out = apply("kubelet", cond("Ready"))
+		if got := types(out); !reflect.DeepEqual(got, []string{"Ready", "KernelDeadlock"}) {
+			t.Errorf("conditions after kubelet dropped MemoryPressure: %v", got)
+		}
+		npd := mustEntry(t, out.ManagedFields, "npd", metav1.ManagedFieldsOperationApply, "status", "v1")
+		if !owns(t, npd, "f:status", "f:conditions", `k:{"type":"KernelDeadlock"}`, "f:status") {
+			t.Errorf("npd's fields %s", npd.FieldsV1.Raw)
+		}
+		// A status manager's field in a conflict names the subresource.
+		_, err := nodes.ApplyStatus(ctx, corev1ac.Node(name).WithStatus(corev1ac.NodeStatus().WithConditions(
+			corev1ac.NodeCondition().WithType("KernelDeadlock").WithStatus(v1.ConditionFalse))), metav1.ApplyOptions{FieldManager: "kubelet"})
+		checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict,
+			`Apply failed with 1 conflict: conflict with "npd" with subresource "status": .status.conditions[type="KernelDeadlock"].status`)
+		// An apply of the node itself does not touch the status (the
+		// strategy resets it): no conflict, nothing changes there.
+		out, err = nodes.Apply(ctx, corev1ac.Node(name).WithStatus(corev1ac.NodeStatus().WithConditions(
+			corev1ac.NodeCondition().WithType("KernelDeadlock").WithStatus(v1.ConditionFalse))), metav1.ApplyOptions{FieldManager: "spec-applier"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := types(out); !reflect.DeepEqual(got, []string{"Ready", "KernelDeadlock"}) || out.Status.Conditions[1].Status != v1.ConditionTrue {
+			t.Errorf("conditions after a main-resource apply of status: %+v", out.Status.Conditions)
+		}
+		if e := managedEntry(out.ManagedFields, "spec-applier", metav1.ManagedFieldsOperationApply, ""); owns(t, e, "f:status") {
+			t.Errorf("spec-applier owns status: %s", e.FieldsV1.Raw)
+		}
+	})
 }
