@@ -94,25 +94,47 @@ func (q *request) apply(body []byte, fv fieldValidation, opts writeOptions) {
 		q.fail(badRequest("error decoding YAML: %v", err))
 		return
 	}
+	// Duplicate keys: kube looks for them only once the merge succeeded,
+	// so an apply that fails otherwise fails with that error.
+	var strictErr, failAfterMerge error
 	if fv == validationStrict || fv == validationWarn {
-		if err := yaml.UnmarshalStrict(body, &map[string]any{}); err != nil {
-			if fv == validationStrict {
-				q.fail(badRequest("error strict decoding YAML: %v", err))
-				return
-			}
-			addWarning(q.w, err.Error())
+		strictErr = yaml.UnmarshalStrict(body, &map[string]any{})
+		if strictErr != nil && fv == validationStrict {
+			failAfterMerge = badRequest("error strict decoding YAML: %v", strictErr)
 		}
 	}
 	force := opts.force != nil && *opts.force
 	out, created, err := q.store.Apply(q.ctx(), q.info.Namespace, q.info.Name, patch,
-		registry.ApplyOptions{DryRun: opts.dryRun, FieldManager: opts.fieldManager, Force: force})
+		registry.ApplyOptions{DryRun: opts.dryRun, FieldManager: opts.fieldManager, Force: force, FailAfterMerge: failAfterMerge})
 	if err != nil {
 		q.fail(err)
 		return
+	}
+	if strictErr != nil {
+		for _, w := range yamlWarnings(strictErr.Error()) {
+			addWarning(q.w, w)
+		}
 	}
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
 	}
 	q.respond(code, out)
+}
+
+// yamlWarnings splits a YAML strict decoding error into one warning per
+// problem, as kube's parseYAMLWarnings: without the decoder's prefix, one
+// line each (a warning may hold no newline). Other errors stay whole.
+func yamlWarnings(text string) []string {
+	rest, ok := strings.CutPrefix(text, "yaml: unmarshal errors:\n")
+	if !ok {
+		if rest, ok = strings.CutPrefix(text, "error converting YAML to JSON: yaml: unmarshal errors:\n"); !ok {
+			return []string{text}
+		}
+	}
+	lines := strings.Split(rest, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return lines
 }

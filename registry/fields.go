@@ -113,6 +113,10 @@ type ApplyOptions struct {
 	// Force takes fields other managers own instead of failing with a
 	// conflict.
 	Force bool
+	// FailAfterMerge, when set, fails the apply once the merge succeeded
+	// (kube's fieldValidation=Strict check of the patch, which comes
+	// after the merge: a conflict or a schema error is answered first).
+	FailAfterMerge error
 }
 
 // Apply merges the applied configuration patch (a partial object, as
@@ -139,6 +143,9 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		obj, err := fm.Apply(live, patch.DeepCopy(), opts.FieldManager, opts.Force)
 		if err != nil {
 			return nil, applyError(err)
+		}
+		if opts.FailAfterMerge != nil {
+			return nil, opts.FailAfterMerge
 		}
 		m := accessor(obj)
 		if current == nil {

@@ -613,11 +613,32 @@ func TestApplyErrors(t *testing.T) {
 	}
 	checkNames(t, "pods after the failed applies", names(t, list), "exists")
 
-	// A duplicate key without Strict is accepted (the last one wins), and
-	// Warn says why.
-	r := applyRaw(t, path+"e5?fieldManager=m&fieldValidation=Warn", strings.ReplaceAll(pod, "%s", "e5")+"kind: Pod\n")
-	if r.Code != http.StatusCreated || !strings.Contains(r.Header.Get("Warning"), `key \"kind\" already set in map`) {
-		t.Errorf("Warn: %d %q %s", r.Code, r.Header.Values("Warning"), r.Body)
+	// A duplicate key without Strict is accepted (the last one wins);
+	// Warn (the default) says why, one warning per problem without the
+	// decoder's prefix (kube's parseYAMLWarnings).
+	dup := strings.ReplaceAll(pod, "%s", "e5") + "kind: Pod\nmetadata:\n  name: e5\n"
+	for _, query := range []string{"&fieldValidation=Warn", ""} {
+		r := applyRaw(t, path+"e5?fieldManager=m"+query, dup)
+		want := []string{`299 - "line 9: key \"kind\" already set in map"`, `299 - "line 11: key \"metadata\" already set in map"`}
+		if r.Code != http.StatusCreated && r.Code != http.StatusOK || !reflect.DeepEqual(r.Header.Values("Warning"), want) {
+			t.Errorf("Warn%s: %d %q, want %q", query, r.Code, r.Header.Values("Warning"), want)
+		}
+	}
+	r := applyRaw(t, path+"e5?fieldManager=m&fieldValidation=Ignore", dup)
+	if r.Code != http.StatusOK || len(r.Header.Values("Warning")) != 0 {
+		t.Errorf("Ignore: %d %q", r.Code, r.Header.Values("Warning"))
+	}
+	// Strict checks the patch only once the merge succeeded: a conflict
+	// is answered first, and a failed apply warns about nothing.
+	conflicting := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: e5\n  labels:\n    a: b\n  labels:\n    a: c\n"
+	if r := applyRaw(t, path+"e5?fieldManager=m2", conflicting); r.Code != http.StatusOK {
+		t.Fatalf("m2's labels: %d %s", r.Code, r.Body)
+	}
+	for _, fv := range []string{"Strict", "Warn"} {
+		r = applyRaw(t, path+"e5?fieldManager=other&fieldValidation="+fv, strings.ReplaceAll(conflicting, "a: c", "a: d"))
+		if st := statusMap(t, r.Body); r.Code != http.StatusConflict || st["message"] != `Apply failed with 1 conflict: conflict with "m2": .metadata.labels.a` || len(r.Header.Values("Warning")) != 0 {
+			t.Errorf("%s with a conflict: %d %q %s", fv, r.Code, r.Header.Values("Warning"), r.Body)
+		}
 	}
 }
 
