@@ -13,6 +13,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -499,4 +500,76 @@ func TestManagedFieldsReadPaths(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestManagedFieldsEvictionBudget: an eviction takes its disruption from
+// the budget as kube-apiserver's loopback client does (UpdateStatus): the
+// fields it changes are recorded for "kube-apiserver" on the status
+// subresource, as in kube's capture (evict-B4).
+func TestManagedFieldsEvictionBudget(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := t.Context()
+	golden := func(name, manager string) metav1.ManagedFieldsEntry {
+		t.Helper()
+		var pdb policyv1.PodDisruptionBudget
+		if err := json.Unmarshal(goldenBody(t, name), &pdb); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range pdb.ManagedFields {
+			if e.Manager == manager {
+				e.Time = nil
+				return e
+			}
+		}
+		t.Fatalf("%s has no entry of %s", name, manager)
+		return metav1.ManagedFieldsEntry{}
+	}
+	checkEntry := func(t *testing.T, entries []metav1.ManagedFieldsEntry, want metav1.ManagedFieldsEntry) {
+		t.Helper()
+		e := managedEntry(entries, want.Manager, want.Operation, want.Subresource)
+		if e == nil {
+			t.Fatalf("no entry of %s in %s", want.Manager, managersOf(entries))
+		}
+		got := *e
+		got.Time = nil
+		if !apiequality.Semantic.DeepEqual(got, want) {
+			t.Errorf("entry of %s\n got  %+v %s\n want %+v %s", want.Manager, got, got.FieldsV1.Raw, want, want.FieldsV1.Raw)
+		}
+	}
+
+	createRunningPods(t, cs, ns, true, "web-0", "web-1", "web-2")
+	pdbPath := "/apis/policy/v1/namespaces/" + ns + "/poddisruptionbudgets"
+	var pdb policyv1.PodDisruptionBudget
+	decodeInto(t, doRaw(t, "POST", pdbPath, []byte(`{"apiVersion":"policy/v1","kind":"PodDisruptionBudget","metadata":{"name":"web-pdb"},"spec":{"minAvailable":2,"selector":{"matchLabels":{"app":"web"}}}}`),
+		"User-Agent", "reference-client/1.0"), http.StatusCreated, &pdb)
+	checkEntry(t, pdb.ManagedFields, golden("evict-A0-201-create-pdb", "reference-client"))
+
+	// The disruption controller's status (as kube's capture's, written
+	// long enough ago that the eviction's condition change moves its
+	// transition time).
+	pdb.Status = policyv1.PodDisruptionBudgetStatus{
+		ObservedGeneration: 1, DisruptionsAllowed: 1, CurrentHealthy: 3, DesiredHealthy: 2, ExpectedPods: 3,
+		Conditions: []metav1.Condition{{Type: policyv1.DisruptionAllowedCondition, Status: metav1.ConditionTrue, ObservedGeneration: 1,
+			LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour)), Reason: policyv1.SufficientPodsReason}},
+	}
+	observed, err := cs.PolicyV1().PodDisruptionBudgets(ns).UpdateStatus(ctx, &pdb, metav1.UpdateOptions{FieldManager: "mini-kcm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkEntry(t, observed.ManagedFields, golden("evict-B0-200-get-pdb-observed", "mini-kcm"))
+
+	if r := doRaw(t, "POST", evictionPath(ns, "web-0"), evictionBody(ns, "web-0")); r.Code != http.StatusCreated {
+		t.Fatalf("eviction: %d %s", r.Code, r.Body)
+	}
+	after, err := cs.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web-pdb", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Status.DisruptionsAllowed != 0 || len(after.Status.DisruptedPods) != 1 {
+		t.Fatalf("budget after the eviction: %+v", after.Status)
+	}
+	checkEntry(t, after.ManagedFields, golden("evict-B4-200-get-pdb-after-failed-precondition", "kube-apiserver"))
+	if got := sorted(managersOf(after.ManagedFields)...); strings.Join(got, " ") != "kube-apiserver/Update/status mini-kcm/Update/status reference-client/Update/" {
+		t.Errorf("managers %v", got)
+	}
 }
