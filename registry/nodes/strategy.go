@@ -58,6 +58,13 @@ func (*Strategy) New() runtime.Object { return &v1.Node{} }
 // NewList returns an empty NodeList.
 func (*Strategy) NewList() runtime.Object { return &v1.NodeList{} }
 
+// Default applies the conversion normalisation of podCIDR and podCIDRs,
+// which kube applies when it decodes a request: before the field manager,
+// so the writer owns spec.podCIDRs.
+func (*Strategy) Default(obj runtime.Object) {
+	normalizePodCIDRs(&obj.(*v1.Node).Spec)
+}
+
 // PrepareForCreate applies the v1 defaults and conversion normalisation.
 // Nodes may set status on create; the removed dynamic kubelet config fields
 // (spec.configSource, status.config) are dropped.

@@ -94,6 +94,17 @@ func (*ValidatingStrategy) NewList() runtime.Object {
 	return &admissionregistrationv1.ValidatingWebhookConfigurationList{}
 }
 
+// Default applies kube's defaults, which kube's scheme applies when it
+// decodes a request: before the field manager, so the writer owns them.
+func (*MutatingStrategy) Default(obj runtime.Object) {
+	DefaultMutating(obj.(*admissionregistrationv1.MutatingWebhookConfiguration))
+}
+
+// Default applies kube's defaults, as the scheme does on decode.
+func (*ValidatingStrategy) Default(obj runtime.Object) {
+	DefaultValidating(obj.(*admissionregistrationv1.ValidatingWebhookConfiguration))
+}
+
 // PrepareForCreate applies kube's defaults.
 func (*MutatingStrategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	DefaultMutating(obj.(*admissionregistrationv1.MutatingWebhookConfiguration))

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,13 +36,7 @@ const referencePod = `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"gp1","
 func TestManagedFieldsReferenceCreate(t *testing.T) {
 	ns := newNamespace(t)
 	var kube v1.Pod
-	data, err := os.ReadFile(filepath.Join("/work/shared/reference/kube-apiserver-1.32", "201-create-pod.json"))
-	if err != nil {
-		// The testdata copy of the goldens, where the shared directory is
-		// not mounted.
-		data = goldenBody(t, "201-create-pod")
-	}
-	if err := json.Unmarshal(data, &kube); err != nil {
+	if err := json.Unmarshal(goldenBody(t, "201-create-pod"), &kube); err != nil {
 		t.Fatal(err)
 	}
 	var pod v1.Pod
@@ -67,6 +59,52 @@ func TestManagedFieldsReferenceCreate(t *testing.T) {
 	}
 	if len(pod.Spec.Tolerations) == 0 {
 		t.Errorf("no tolerations: admission did not run")
+	}
+
+	// kube's next capture: a PUT of the pod as read, with a new label.
+	pod.Labels["v"] = "1"
+	var put v1.Pod
+	decodeInto(t, doRaw(t, "PUT", "/api/v1/namespaces/"+ns+"/pods/gp1", mustJSON(t, &pod), "User-Agent", "reference-client/1.0"), http.StatusOK, &put)
+	checkReferenceEntries(t, "200-put-pod-current-resourceVersion", put.ManagedFields)
+
+	// A dry-run create records the same as a create.
+	var dry v1.Pod
+	decodeInto(t, doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods?dryRun=All",
+		[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"dry"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`),
+		"User-Agent", "reference-client/1.0"), http.StatusCreated, &dry)
+	checkReferenceEntries(t, "201-create-pod-dry-run", dry.ManagedFields)
+
+	// A node: its scheme defaults (spec.podCIDRs from spec.podCIDR) are
+	// the creator's.
+	name := uniqueName(t, "node")
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(t.Context(), name, metav1.DeleteOptions{}) })
+	var node v1.Node
+	decodeInto(t, doRaw(t, "POST", "/api/v1/nodes",
+		[]byte(`{"apiVersion":"v1","kind":"Node","metadata":{"name":"`+name+`","labels":{"kubernetes.io/hostname":"node-1"}},"spec":{"podCIDR":"10.244.0.0/24"}}`),
+		"User-Agent", "reference-client/1.0"), http.StatusCreated, &node)
+	checkReferenceEntries(t, "201-create-node", node.ManagedFields)
+}
+
+// checkReferenceEntries compares entries, times aside, with the
+// managedFields of kube's answer golden.
+func checkReferenceEntries(t *testing.T, golden string, entries []metav1.ManagedFieldsEntry) {
+	t.Helper()
+	var kube metav1.PartialObjectMetadata
+	if err := json.Unmarshal(goldenBody(t, golden), &kube); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(kube.ManagedFields) {
+		t.Fatalf("%s: managedFields %s, kube's %s", golden, managersOf(entries), managersOf(kube.ManagedFields))
+	}
+	for i := range entries {
+		got, want := entries[i], kube.ManagedFields[i]
+		if got.Time == nil {
+			t.Errorf("%s: entry %d has no time", golden, i)
+		}
+		got.Time, want.Time = nil, nil
+		if !apiequality.Semantic.DeepEqual(got, want) || !bytes.Equal(got.FieldsV1.Raw, want.FieldsV1.Raw) {
+			t.Errorf("%s: entry %d\n got  %+v %s\n want %+v %s", golden, i, got, got.FieldsV1.Raw, want, want.FieldsV1.Raw)
+		}
 	}
 }
 
@@ -571,5 +609,42 @@ func TestManagedFieldsEvictionBudget(t *testing.T) {
 	checkEntry(t, after.ManagedFields, golden("evict-B4-200-get-pdb-after-failed-precondition", "kube-apiserver"))
 	if got := sorted(managersOf(after.ManagedFields)...); strings.Join(got, " ") != "kube-apiserver/Update/status mini-kcm/Update/status reference-client/Update/" {
 		t.Errorf("managers %v", got)
+	}
+}
+
+// TestManagedFieldsSchemeDefaults: the defaults kube's scheme applies
+// when it decodes a request are the writer's (the field manager runs
+// after decoding), unlike what strategies and admission add later.
+func TestManagedFieldsSchemeDefaults(t *testing.T) {
+	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
+		t.Run(kind, func(t *testing.T) {
+			name := uniqueName(t, "wh")
+			path := "/apis/admissionregistration.k8s.io/v1/" + strings.ToLower(kind) + "s"
+			t.Cleanup(func() { doRaw(t, "DELETE", path+"/"+name, nil) })
+			// No rules: the webhook is never called.
+			body := `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"` + kind + `","metadata":{"name":"` + name + `"},"webhooks":[{"name":"x.example.com",` +
+				`"clientConfig":{"url":"https://127.0.0.1:1/hook"},"sideEffects":"None","admissionReviewVersions":["v1"]}]}`
+			var obj metav1.PartialObjectMetadata
+			decodeInto(t, doRaw(t, "POST", path+"?fieldManager=creator", []byte(body)), http.StatusCreated, &obj)
+			e := mustEntry(t, obj.ManagedFields, "creator", metav1.ManagedFieldsOperationUpdate, "", "admissionregistration.k8s.io/v1")
+			hook := []string{"f:webhooks", `k:{"name":"x.example.com"}`}
+			defaults := []string{"f:failurePolicy", "f:matchPolicy", "f:namespaceSelector", "f:objectSelector", "f:timeoutSeconds"}
+			if kind == "MutatingWebhookConfiguration" {
+				defaults = append(defaults, "f:reinvocationPolicy")
+			}
+			for _, f := range defaults {
+				if !owns(t, e, append(hook, f)...) {
+					t.Errorf("creator does not own the defaulted %s: %s", f, e.FieldsV1.Raw)
+				}
+			}
+			// A re-apply of the same configuration by its applier changes
+			// nothing.
+			decodeInto(t, applyRaw(t, path+"/"+name+"?fieldManager=creator", body), http.StatusOK, &obj)
+			rv := obj.ResourceVersion
+			decodeInto(t, applyRaw(t, path+"/"+name+"?fieldManager=creator", body), http.StatusOK, &obj)
+			if obj.ResourceVersion != rv {
+				t.Errorf("re-apply changed the resourceVersion %s to %s", rv, obj.ResourceVersion)
+			}
+		})
 	}
 }
