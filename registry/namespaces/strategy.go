@@ -70,6 +70,11 @@ func (*Strategy) New() runtime.Object { return &v1.Namespace{} }
 // NewList returns an empty NamespaceList.
 func (*Strategy) NewList() runtime.Object { return &v1.NamespaceList{} }
 
+// Default sets the metadata.name label, which kube's scheme does when it
+// decodes a request (SetDefaults_Namespace): before the field manager, so
+// the writer owns it.
+func (*Strategy) Default(obj runtime.Object) { SetNameLabel(obj.(*v1.Namespace)) }
+
 // PrepareForCreate sets status.phase Active, appends the "kubernetes"
 // finalizer when missing and sets the metadata.name label.
 func (*Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {

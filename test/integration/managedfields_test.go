@@ -616,6 +616,24 @@ func TestManagedFieldsEvictionBudget(t *testing.T) {
 // when it decodes a request are the writer's (the field manager runs
 // after decoding), unlike what strategies and admission add later.
 func TestManagedFieldsSchemeDefaults(t *testing.T) {
+	t.Run("Namespace", func(t *testing.T) {
+		// SetDefaults_Namespace's label is the creator's (kube:
+		// f:kubernetes.io/metadata.name under the creator, as
+		// kubectl get ns -o yaml --show-managed-fields shows); the
+		// strategy's finalizer and the status are nobody's.
+		name := uniqueName(t, "ns")
+		t.Cleanup(func() { _ = cs.CoreV1().Namespaces().Delete(t.Context(), name, metav1.DeleteOptions{}) })
+		var ns v1.Namespace
+		decodeInto(t, doRaw(t, "POST", "/api/v1/namespaces", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+name+`"}}`),
+			"User-Agent", "kubectl-create/v1.32.0 (linux/amd64) kubernetes/abcdef"), http.StatusCreated, &ns)
+		e := mustEntry(t, ns.ManagedFields, "kubectl-create", metav1.ManagedFieldsOperationUpdate, "", "v1")
+		if got := string(e.FieldsV1.Raw); got != `{"f:metadata":{"f:labels":{".":{},"f:kubernetes.io/metadata.name":{}}}}` {
+			t.Errorf("kubectl-create's fields %s", got)
+		}
+		if len(ns.Spec.Finalizers) != 1 || ns.Status.Phase != v1.NamespaceActive {
+			t.Errorf("namespace %+v %+v", ns.Spec, ns.Status)
+		}
+	})
 	for _, kind := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"} {
 		t.Run(kind, func(t *testing.T) {
 			name := uniqueName(t, "wh")
