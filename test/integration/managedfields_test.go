@@ -364,6 +364,26 @@ func TestManagedFieldsClientSent(t *testing.T) {
 		checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "someone": .metadata.labels.app`)
 	})
 
+	t.Run("a status write ignores them", func(t *testing.T) {
+		// kube's field manager of a subresource takes the live
+		// managedFields, whatever the request says.
+		created, err := pods.Create(ctx, newPod("status", map[string]string{"app": "web"}), metav1.CreateOptions{FieldManager: "creator"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created.Status.Message = "hi"
+		raw := map[string]any{}
+		if err := json.Unmarshal(mustJSON(t, created), &raw); err != nil {
+			t.Fatal(err)
+		}
+		raw["metadata"].(map[string]any)["managedFields"] = []any{}
+		var out v1.Pod
+		decodeInto(t, doRaw(t, "PUT", "/api/v1/namespaces/"+ns+"/pods/status/status?fieldManager=kubelet", mustJSON(t, raw)), http.StatusOK, &out)
+		if got := sorted(managersOf(out.ManagedFields)...); strings.Join(got, " ") != "creator/Update/ kubelet/Update/status" {
+			t.Errorf("managers %v, want creator's and kubelet's", got)
+		}
+	})
+
 	t.Run("at most 10 update managers", func(t *testing.T) {
 		if _, err := pods.Create(ctx, newPod("cap", map[string]string{"app": "web"}), metav1.CreateOptions{FieldManager: "mgr-00"}); err != nil {
 			t.Fatal(err)
