@@ -1,16 +1,20 @@
 package integration
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -816,4 +820,50 @@ spec:
 			t.Errorf("spec-applier owns status: %s", e.FieldsV1.Raw)
 		}
 	})
+}
+
+// TestApplyAggregatedClusterRole: the ClusterRole aggregation controller
+// applies (forced) the rules it computes as its own field manager, as
+// kube's does: a client applying rules to an aggregated role then
+// conflicts with it.
+func TestApplyAggregatedClusterRole(t *testing.T) {
+	ctx := t.Context()
+	roles := cs.RbacV1().ClusterRoles()
+	name := uniqueName(t, "agg")
+	label := "example.com/aggregate-to-" + name
+	t.Cleanup(func() {
+		_ = roles.Delete(ctx, name, metav1.DeleteOptions{})
+		_ = roles.Delete(ctx, name+"-part", metav1.DeleteOptions{})
+	})
+	aggregated := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"` + name + `"},` +
+		`"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{"` + label + `":"true"}}]}%s}`
+	path := "/apis/rbac.authorization.k8s.io/v1/clusterroles/" + name + "?fieldManager=helm"
+	if r := applyRaw(t, path, fmt.Sprintf(aggregated, `,"rules":[]`)); r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	if _, err := roles.Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-part", Labels: map[string]string{label: "true"}},
+		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"get"}, APIGroups: []string{"example.com"}, Resources: []string{"widgets"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var role *rbacv1.ClusterRole
+	eventually(t, 10*time.Second, "aggregated rules", func(ctx context.Context) (bool, error) {
+		var err error
+		role, err = roles.Get(ctx, name, metav1.GetOptions{})
+		return err == nil && len(role.Rules) == 1, err
+	})
+	e := mustEntry(t, role.ManagedFields, "clusterrole-aggregation-controller", metav1.ManagedFieldsOperationApply, "", "rbac.authorization.k8s.io/v1")
+	if string(e.FieldsV1.Raw) != `{"f:rules":{}}` {
+		t.Errorf("the controller's fields %s", e.FieldsV1.Raw)
+	}
+	if owns(t, managedEntry(role.ManagedFields, "helm", metav1.ManagedFieldsOperationApply, ""), "f:rules") {
+		t.Errorf("helm still owns the rules: %v", role.ManagedFields)
+	}
+	r := applyRaw(t, path, fmt.Sprintf(aggregated, `,"rules":[]`))
+	checkApplyConflict(t, r, `Apply failed with 1 conflict: conflict with "clusterrole-aggregation-controller": .rules`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "clusterrole-aggregation-controller"`, Field: ".rules"})
+	if r := applyRaw(t, path, fmt.Sprintf(aggregated, "")); r.Code != http.StatusOK {
+		t.Errorf("apply without rules: %d %s", r.Code, r.Body)
+	}
 }
