@@ -135,13 +135,14 @@ func TestManagedFieldsEveryWrite(t *testing.T) {
 			name := uniqueName(t, "p")
 			var pod v1.Pod
 			if tc.name == "client-go" {
-				// client-go's default User-Agent: the binary's name,
-				// integration.test.
+				// client-go's default User-Agent starts with the binary's
+				// name (integration.test).
 				out, err := cs.CoreV1().Pods(ns).Create(t.Context(), newPod(name, map[string]string{"app": "web"}), metav1.CreateOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				pod, tc.manager = *out, "integration.test"
+				pod = *out
+				tc.manager, _, _ = strings.Cut(rest.DefaultKubernetesUserAgent(), "/")
 			} else {
 				pod = create(t, name, tc.query, "User-Agent", tc.userAgent)
 			}
