@@ -867,3 +867,54 @@ func TestApplyAggregatedClusterRole(t *testing.T) {
 		t.Errorf("apply without rules: %d %s", r.Code, r.Body)
 	}
 }
+
+// TestApplyUpgradeFromClientSideApply: kubectl's migration of a
+// client-side applied object: a server-side apply by "kubectl" may take
+// the fields whose live value is still the last-applied-configuration's
+// (no conflict with kubectl-client-side-apply), and keeps that annotation
+// up to date; any other manager conflicts.
+func TestApplyUpgradeFromClientSideApply(t *testing.T) {
+	ns := newNamespace(t)
+	const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+	create := func(name string) {
+		t.Helper()
+		config := `{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{},"labels":{"app":"web"},"name":"` + name + `","namespace":"` + ns + `"},"spec":{"containers":[{"image":"busybox","name":"c"}]}}`
+		pod := newPod(name, map[string]string{"app": "web"})
+		pod.Annotations = map[string]string{lastApplied: config + "\n"}
+		if r := doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods?fieldManager=kubectl-client-side-apply", mustJSON(t, pod)); r.Code != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", name, r.Code, r.Body)
+		}
+	}
+	apply := func(name, manager string) rawResponse {
+		t.Helper()
+		return applyRaw(t, "/api/v1/namespaces/"+ns+"/pods/"+name+"?fieldManager="+manager,
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"`+name+`","labels":{"app":"api"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`)
+	}
+
+	create("csa")
+	var pod v1.Pod
+	decodeInto(t, apply("csa", "kubectl"), http.StatusOK, &pod)
+	want := `{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"app":"api"},"name":"csa"},"spec":{"containers":[{"image":"busybox","name":"c"}]}}` + "\n"
+	if pod.Labels["app"] != "api" || pod.Annotations[lastApplied] != want {
+		t.Errorf("after kubectl's server-side apply: labels %v, last-applied\n got  %q\n want %q", pod.Labels, pod.Annotations[lastApplied], want)
+	}
+	kubectl := mustEntry(t, pod.ManagedFields, "kubectl", metav1.ManagedFieldsOperationApply, "", "v1")
+	if !owns(t, kubectl, labelApp...) || owns(t, managedEntry(pod.ManagedFields, "kubectl-client-side-apply", metav1.ManagedFieldsOperationUpdate, ""), labelApp...) {
+		t.Errorf("managedFields after the upgrade: %v", pod.ManagedFields)
+	}
+
+	// Another manager gets the conflict.
+	create("csa2")
+	checkApplyConflict(t, apply("csa2", "someone"), `Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .metadata.labels.app`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "kubectl-client-side-apply" using v1`, Field: ".metadata.labels.app"})
+
+	// A field changed since the last client-side apply is a conflict for
+	// kubectl too.
+	create("csa3")
+	if _, err := cs.CoreV1().Pods(ns).Patch(t.Context(), "csa3", types.MergePatchType, []byte(`{"metadata":{"labels":{"app":"edited"}}}`),
+		metav1.PatchOptions{FieldManager: "kubectl-client-side-apply"}); err != nil {
+		t.Fatal(err)
+	}
+	checkApplyConflict(t, apply("csa3", "kubectl"), `Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .metadata.labels.app`,
+		metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "kubectl-client-side-apply" using v1`, Field: ".metadata.labels.app"})
+}
