@@ -253,6 +253,20 @@ func TestManagedFieldsFieldManagerValidation(t *testing.T) {
 			}
 		})
 	}
+	// Creates that store nothing validate it too (kube's createHandler).
+	for _, c := range []struct{ path, body string }{
+		{"/api/v1/namespaces/" + ns + "/pods/v/binding", `{"apiVersion":"v1","kind":"Binding","metadata":{"name":"v"},"target":{"kind":"Node","name":"n1"}}`},
+		{"/api/v1/namespaces/" + ns + "/pods/v/eviction", string(evictionBody(ns, "v"))},
+		{"/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"get","resource":"pods"}}}`},
+	} {
+		r := doRaw(t, "POST", c.path+"?fieldManager="+long, []byte(c.body))
+		if st := statusMap(t, r.Body); r.Code != http.StatusUnprocessableEntity || st["message"] != `CreateOptions.meta.k8s.io "" is invalid: `+tooLong {
+			t.Errorf("POST %s: %d %s", c.path, r.Code, r.Body)
+		}
+	}
+	if _, err := cs.CoreV1().Pods(ns).Get(t.Context(), "v", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod after the refused eviction: %v", err)
+	}
 	// 128 bytes is fine.
 	out, err := cs.CoreV1().Pods(ns).Patch(t.Context(), "v", types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`), metav1.PatchOptions{FieldManager: long[:128]})
 	if err != nil {
