@@ -542,6 +542,20 @@ func TestManagedFieldsReadPaths(t *testing.T) {
 		want = pod.ManagedFields
 	})
 
+	t.Run("protobuf apply", func(t *testing.T) {
+		// An apply from a protobuf client: the patch is YAML, the answer
+		// protobuf.
+		out, err := pb.CoreV1().Pods(ns).Apply(ctx, corev1ac.Pod("r", ns).WithLabels(map[string]string{"pb": "1"}), metav1.ApplyOptions{FieldManager: "pb-applier"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := mustEntry(t, out.ManagedFields, "pb-applier", metav1.ManagedFieldsOperationApply, "", "v1")
+		if string(e.FieldsV1.Raw) != `{"f:metadata":{"f:labels":{"f:pb":{}}}}` || len(out.ManagedFields) != 4 {
+			t.Errorf("pb-applier's fields %s, managers %s", e.FieldsV1.Raw, managersOf(out.ManagedFields))
+		}
+		want = out.ManagedFields
+	})
+
 	t.Run("PartialObjectMetadata", func(t *testing.T) {
 		var m metav1.PartialObjectMetadata
 		decodeInto(t, doRaw(t, "GET", path+"/r", nil, "Accept", "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"), http.StatusOK, &m)
