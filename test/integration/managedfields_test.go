@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,34 @@ func TestManagedFieldsReferenceCreate(t *testing.T) {
 		"User-Agent", "reference-client/1.0"), http.StatusCreated, &node)
 	checkReferenceEntries(t, "201-create-node", node.ManagedFields)
 }
+
+// TestManagedFieldsYAML: a pod created as kube's capture did reads back
+// as YAML with kube's managedFields block (yaml-get-pod), time aside.
+func TestManagedFieldsYAML(t *testing.T) {
+	ns := newNamespace(t)
+	body := strings.ReplaceAll(referencePod, `"gp1"`, `"gk1"`)
+	if r := doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods", []byte(body), "User-Agent", "reference-client/1.0"); r.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	r := doRaw(t, "GET", "/api/v1/namespaces/"+ns+"/pods/gk1", nil, "Accept", "application/yaml")
+	if r.Code != http.StatusOK {
+		t.Fatalf("GET: %d %s", r.Code, r.Body)
+	}
+	block := func(doc []byte) string {
+		text := string(doc)
+		start := strings.Index(text, "  managedFields:\n")
+		end := strings.Index(text, "  name: gk1\n")
+		if start < 0 || end < start {
+			t.Fatalf("no managedFields block in\n%s", doc)
+		}
+		return timeRE.ReplaceAllString(text[start:end], `time: "TIME"`)
+	}
+	if got, want := block(r.Body), block(goldenBody(t, "yaml-get-pod")); got != want {
+		t.Errorf("managedFields as YAML\n got\n%s\n want\n%s", got, want)
+	}
+}
+
+var timeRE = regexp.MustCompile(`time: "[^"]*"`)
 
 // checkReferenceEntries compares entries, times aside, with the
 // managedFields of kube's answer golden.
