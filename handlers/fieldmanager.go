@@ -40,8 +40,12 @@ func (q *request) writeOptions(kind string, patchType types.PatchType) (writeOpt
 	}
 	query := q.r.URL.Query()
 	o := writeOptions{dryRun: dryRun, fieldManager: query.Get("fieldManager")}
+	// fieldValidation is one of the options too: a value kube does not
+	// know is a 422 here, with the others' errors.
+	fv := query.Get("fieldValidation")
 	var errs field.ErrorList
-	if kind == "PatchOptions" {
+	switch kind {
+	case "PatchOptions":
 		if query.Has("force") {
 			// kube's query parameter conversion: anything but "0" and
 			// "false" (any case) is true, the empty value too.
@@ -49,9 +53,11 @@ func (q *request) writeOptions(kind string, patchType types.PatchType) (writeOpt
 			force := v != "0" && !strings.EqualFold(v, "false")
 			o.force = &force
 		}
-		errs = metav1validation.ValidatePatchOptions(&metav1.PatchOptions{FieldManager: o.fieldManager, Force: o.force}, patchType)
-	} else {
-		errs = metav1validation.ValidateFieldManager(o.fieldManager, field.NewPath("fieldManager"))
+		errs = metav1validation.ValidatePatchOptions(&metav1.PatchOptions{FieldManager: o.fieldManager, Force: o.force, FieldValidation: fv}, patchType)
+	case "UpdateOptions":
+		errs = metav1validation.ValidateUpdateOptions(&metav1.UpdateOptions{FieldManager: o.fieldManager, FieldValidation: fv})
+	default:
+		errs = metav1validation.ValidateCreateOptions(&metav1.CreateOptions{FieldManager: o.fieldManager, FieldValidation: fv})
 	}
 	if len(errs) > 0 {
 		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)

@@ -258,6 +258,18 @@ func TestManagedFieldsFieldManagerValidation(t *testing.T) {
 		{"force=false on a strategic patch", "PATCH", pods + "/v?force=false", "application/strategic-merge-patch+json", `{}`, "PatchOptions",
 			"force: Forbidden: may not be specified for non-apply patch",
 			[]metav1.StatusCause{{Type: metav1.CauseTypeForbidden, Message: "Forbidden: may not be specified for non-apply patch", Field: "force"}}},
+		{"fieldValidation on a create", "POST", pods + "?fieldValidation=Loud", "application/json", podJSON, "CreateOptions",
+			`fieldValidation: Unsupported value: "Loud": supported values: "", "Ignore", "Strict", "Warn"`,
+			[]metav1.StatusCause{{Type: metav1.CauseTypeFieldValueNotSupported, Message: `Unsupported value: "Loud": supported values: "", "Ignore", "Strict", "Warn"`, Field: "fieldValidation"}}},
+		{"fieldValidation on an apply", "PATCH", pods + "/v?fieldManager=m&fieldValidation=strict", applyPatchType, `{}`, "PatchOptions",
+			`fieldValidation: Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"`,
+			[]metav1.StatusCause{{Type: metav1.CauseTypeFieldValueNotSupported, Message: `Unsupported value: "strict": supported values: "", "Ignore", "Strict", "Warn"`, Field: "fieldValidation"}}},
+		{"fieldManager and fieldValidation on an update", "PUT", pods + "/v?fieldManager=" + long + "&fieldValidation=Loud", "application/json", podJSON, "UpdateOptions",
+			`[` + tooLong + `, fieldValidation: Unsupported value: "Loud": supported values: "", "Ignore", "Strict", "Warn"]`,
+			[]metav1.StatusCause{
+				{Type: metav1.CauseTypeTooLong, Message: "Too long: may not be more than 128 bytes", Field: "fieldManager"},
+				{Type: metav1.CauseTypeFieldValueNotSupported, Message: `Unsupported value: "Loud": supported values: "", "Ignore", "Strict", "Warn"`, Field: "fieldValidation"},
+			}},
 		{"non-printable", "POST", pods + "?fieldManager=" + url.QueryEscape("a\x01b\nc"), "application/json", podJSON, "CreateOptions",
 			`[fieldManager: Invalid value: "a\x01b\nc": invalid character U+0001 (at position 1), fieldManager: Invalid value: "a\x01b\nc": invalid character U+000A (at position 3)]`,
 			[]metav1.StatusCause{
