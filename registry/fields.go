@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 )
 
@@ -166,9 +167,29 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		if m.GetName() != name {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
 		}
+		if err := s.CheckPatchedUID(current, obj); err != nil {
+			return nil, err
+		}
 		return obj, nil
 	}
 	return s.write(ctx, namespace, name, apply, UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, true)
+}
+
+// CheckPatchedUID is kube's answer to a patch (of any type, apply too)
+// whose result has another metadata.uid than current's: a patch carries
+// no uid precondition (only a PUT's body is one, a 409 Conflict), so the
+// update's validation refuses the immutable field, a 422.
+func (s *Store) CheckPatchedUID(current, patched runtime.Object) error {
+	if current == nil {
+		return nil
+	}
+	uid := accessor(patched).GetUID()
+	if uid == "" || uid == accessor(current).GetUID() {
+		return nil
+	}
+	return apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), accessor(current).GetName(), field.ErrorList{
+		field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable"),
+	})
 }
 
 // applyError is kube's answer to an error of the field manager's Apply:

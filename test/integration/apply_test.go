@@ -602,6 +602,14 @@ func TestApplyErrors(t *testing.T) {
 		code:    409,
 		reason:  metav1.StatusReasonConflict,
 		message: `Operation cannot be fulfilled on pods "e6": uid mismatch: the provided object specified uid 1234, and no existing object was found`,
+	}, {
+		// No uid precondition for a patch (only a PUT's body is one): the
+		// update's validation refuses the immutable field.
+		name: "uid mismatch", path: path + "exists?fieldManager=m",
+		body:    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: exists\n  uid: abc\n",
+		code:    422,
+		reason:  metav1.StatusReasonInvalid,
+		message: `Pod "exists" is invalid: metadata.uid: Invalid value: "abc": field is immutable`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := applyRaw(t, tc.path, tc.body)
@@ -612,6 +620,34 @@ func TestApplyErrors(t *testing.T) {
 			}
 		})
 	}
+	// The other patch types check the same.
+	for _, ct := range []string{"application/merge-patch+json", "application/strategic-merge-patch+json"} {
+		for _, c := range []struct {
+			patch, reason, message string
+			code                   int
+		}{
+			{`{"metadata":{"name":"renamed"}}`, "BadRequest", "the name of the object (renamed) does not match the name on the URL (exists)", 400},
+			{`{"metadata":{"uid":"abc"}}`, "Invalid", `Pod "exists" is invalid: metadata.uid: Invalid value: "abc": field is immutable`, 422},
+		} {
+			r := doRaw(t, "PATCH", path+"exists", []byte(c.patch), "Content-Type", ct)
+			if st := statusMap(t, r.Body); r.Code != c.code || st["reason"] != c.reason || st["message"] != c.message {
+				t.Errorf("%s %s: %d %s", ct, c.patch, r.Code, r.Body)
+			}
+		}
+	}
+	r := doRaw(t, "PATCH", path+"exists", []byte(`[{"op":"remove","path":"/metadata/name"}]`), "Content-Type", "application/json-patch+json")
+	if st := statusMap(t, r.Body); r.Code != 400 || st["message"] != "the name of the object () does not match the name on the URL (exists)" {
+		t.Errorf("json patch removing the name: %d %s", r.Code, r.Body)
+	}
+	// A PUT's uid is a precondition: 409.
+	existing, err := cs.CoreV1().Pods(ns).Get(t.Context(), "exists", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	existing.UID = "abc"
+	_, err = cs.CoreV1().Pods(ns).Update(t.Context(), existing, metav1.UpdateOptions{})
+	checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, "")
+
 	// None of them created anything.
 	list, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -630,7 +666,7 @@ func TestApplyErrors(t *testing.T) {
 			t.Errorf("Warn%s: %d %q, want %q", query, r.Code, r.Header.Values("Warning"), want)
 		}
 	}
-	r := applyRaw(t, path+"e5?fieldManager=m&fieldValidation=Ignore", dup)
+	r = applyRaw(t, path+"e5?fieldManager=m&fieldValidation=Ignore", dup)
 	if r.Code != http.StatusOK || len(r.Header.Values("Warning")) != 0 {
 		t.Errorf("Ignore: %d %q", r.Code, r.Header.Values("Warning"))
 	}
