@@ -175,6 +175,25 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 	return s.write(ctx, namespace, name, apply, UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, true)
 }
 
+// createAuthorizerKey keys a request's create authorizer in its context.
+type createAuthorizerKey struct{}
+
+// WithCreateAuthorizer returns ctx carrying authorize, which decides
+// whether the request (a patch or an update, authorized for that verb)
+// may also create: kube asks the authorizer for "create" when a
+// server-side apply or a PUT to a missing name creates the object.
+func WithCreateAuthorizer(ctx context.Context, authorize func(context.Context) error) context.Context {
+	return context.WithValue(ctx, createAuthorizerKey{}, authorize)
+}
+
+// authorizeCreate runs the create authorizer of ctx, if it has one.
+func authorizeCreate(ctx context.Context) error {
+	if authorize, ok := ctx.Value(createAuthorizerKey{}).(func(context.Context) error); ok {
+		return authorize(ctx)
+	}
+	return nil
+}
+
 // CheckPatchedUID is kube's answer to a patch (of any type, apply too)
 // whose result has another metadata.uid than current's: a patch carries
 // no uid precondition (only a PUT's body is one, a 409 Conflict), so the

@@ -434,6 +434,9 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		}
 		if d == authorizer.DecisionAllow {
 			audit.AddAnnotation(r.Context(), "authorization.k8s.io/decision", "allow")
+			if attrs.ResourceRequest && (attrs.Verb == "patch" || attrs.Verb == "update") {
+				r = r.WithContext(registry.WithCreateAuthorizer(r.Context(), s.createAuthorizer(attrs)))
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -446,6 +449,24 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		handlers.WriteError(w, r, forbidden(attrs, reason))
 	})
+}
+
+// createAuthorizer is kube's check of a patch or an update that creates
+// (a server-side apply, a PUT to a missing name): the user must be
+// allowed to create as well, else a 403 with the authorizer's reason
+// (kube's withAuthorization of the create).
+func (s *Server) createAuthorizer(attrs authorizer.Attributes) func(context.Context) error {
+	attrs.Verb = "create"
+	return func(ctx context.Context) error {
+		d, reason, err := s.authorization.authz.Authorize(ctx, attrs)
+		if d == authorizer.DecisionAllow {
+			return nil
+		}
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		return apierrors.NewForbidden(schema.GroupResource{Group: attrs.APIGroup, Resource: attrs.Resource}, attrs.Name, errors.New(reason))
+	}
 }
 
 func userName(u *user.Info) string {

@@ -15,6 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -955,4 +956,67 @@ func TestApplyUpgradeFromClientSideApply(t *testing.T) {
 	}
 	checkApplyConflict(t, apply("csa3", "kubectl"), `Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using v1: .metadata.labels.app`,
 		metav1.StatusCause{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "kubectl-client-side-apply" using v1`, Field: ".metadata.labels.app"})
+}
+
+// TestApplyCreateNeedsCreatePermission: a server-side apply (or a PUT)
+// that creates needs the create permission besides patch (update), as
+// kube's withAuthorization of the create asks; denied, a 403 with the
+// authorizer's reason (none from RBAC).
+func TestApplyCreateNeedsCreatePermission(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t)
+	name := uniqueName(t, "patcher")
+	ucs, _, _ := userClients(t, name)
+	grant := func(roleName string, verbs ...string) {
+		t.Helper()
+		if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: roleName},
+			Rules: []rbacv1.PolicyRule{{Verbs: verbs, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: roleName},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: roleName},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: name}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grant("lease-patcher", "get", "patch", "update")
+	leases := ucs.CoordinationV1().Leases(ns)
+	untilNoError(t, "the patcher's role", func() error {
+		_, err := leases.List(ctx, metav1.ListOptions{})
+		if apierrors.IsForbidden(err) {
+			// get only: list stays forbidden; a get of a missing lease
+			// says when the binding arrived.
+			_, err = leases.Get(ctx, "none", metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+		}
+		return err
+	})
+
+	config := coordinationv1ac.Lease("l1", ns).WithSpec(coordinationv1ac.LeaseSpec().WithHolderIdentity("a"))
+	forbidden := `leases.coordination.k8s.io "l1" is forbidden: `
+	_, err := leases.Apply(ctx, config, metav1.ApplyOptions{FieldManager: "m"})
+	checkStatusErr(t, err, http.StatusForbidden, metav1.StatusReasonForbidden, forbidden)
+	_, err = leases.Apply(ctx, config, metav1.ApplyOptions{FieldManager: "m", DryRun: []string{metav1.DryRunAll}})
+	checkStatusErr(t, err, http.StatusForbidden, metav1.StatusReasonForbidden, forbidden)
+	_, err = leases.Update(ctx, newLease("l1", nil), metav1.UpdateOptions{})
+	checkStatusErr(t, err, http.StatusForbidden, metav1.StatusReasonForbidden, forbidden)
+	if _, err := cs.CoordinationV1().Leases(ns).Get(ctx, "l1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the lease after the refused creates: %v", err)
+	}
+
+	// Once it exists, patch is enough.
+	if _, err := cs.CoordinationV1().Leases(ns).Create(ctx, newLease("l1", nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leases.Apply(ctx, config, metav1.ApplyOptions{FieldManager: "m", Force: true}); err != nil {
+		t.Errorf("apply to an existing lease: %v", err)
+	}
+	// With create, the apply creates.
+	grant("lease-creator", "create")
+	untilNoError(t, "the creator's role", func() error {
+		_, err := leases.Apply(ctx, coordinationv1ac.Lease("l2", ns).WithSpec(coordinationv1ac.LeaseSpec().WithHolderIdentity("a")), metav1.ApplyOptions{FieldManager: "m"})
+		return err
+	})
 }
