@@ -120,6 +120,8 @@ func applyPod(name, ns string, labels map[string]string) *corev1ac.PodApplyConfi
 		WithSpec(corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("c").WithImage("busybox")))
 }
 
+// TestApplyPod: create (201), update, pruning, shared ownership, kube's
+// conflicts (with Apply and Update managers) and force, on a pod.
 func TestApplyPod(t *testing.T) {
 	ns := newNamespace(t)
 	pods := cs.CoreV1().Pods(ns)
@@ -262,6 +264,8 @@ func checkApplyConflict(t testing.TB, r rawResponse, message string, causes ...m
 	}
 }
 
+// TestApplyLeasePDBNodeNamespace: typed Apply of other kinds, namespaced
+// and cluster-scoped.
 func TestApplyLeasePDBNodeNamespace(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := t.Context()
@@ -356,6 +360,8 @@ func TestApplyLeasePDBNodeNamespace(t *testing.T) {
 	})
 }
 
+// TestApplyStatus: ApplyStatus records its own entry (subresource
+// status); spec fields in it are neither applied nor owned.
 func TestApplyStatus(t *testing.T) {
 	ns := newNamespace(t)
 	ctx := t.Context()
@@ -438,6 +444,8 @@ func TestApplyStatus(t *testing.T) {
 	})
 }
 
+// TestApplyDryRun: dryRun=All answers the merged object and stores
+// nothing, creating or not.
 func TestApplyDryRun(t *testing.T) {
 	ns := newNamespace(t)
 	pods := cs.CoreV1().Pods(ns)
@@ -517,6 +525,8 @@ func TestApplyNoOp(t *testing.T) {
 	}
 }
 
+// TestApplyErrors: kube's answers to applies it refuses (most come from
+// apimachinery's field manager itself).
 func TestApplyErrors(t *testing.T) {
 	ns := newNamespace(t)
 	path := "/api/v1/namespaces/" + ns + "/pods/"

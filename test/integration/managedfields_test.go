@@ -351,7 +351,7 @@ func TestManagedFieldsClientSent(t *testing.T) {
 			t.Errorf("a later patch: %v, managedFields %s", err, managersOf(out.ManagedFields))
 		}
 		// An apply starts tracking again.
-		out, err = pods.Apply(ctx, corev1acPodLabels("clear", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "applier"})
+		out, err = pods.Apply(ctx, podLabelsApply("clear", ns, map[string]string{"app": "web"}), metav1.ApplyOptions{FieldManager: "applier"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,7 +416,7 @@ func TestManagedFieldsClientSent(t *testing.T) {
 		if got := managersOf(out.ManagedFields); strings.Join(got, " ") != "someone/Apply/" {
 			t.Errorf("managers %v, want someone's only", got)
 		}
-		_, err = pods.Apply(ctx, corev1acPodLabels("valid", ns, map[string]string{"app": "other"}), metav1.ApplyOptions{FieldManager: "x"})
+		_, err = pods.Apply(ctx, podLabelsApply("valid", ns, map[string]string{"app": "other"}), metav1.ApplyOptions{FieldManager: "x"})
 		checkStatusErr(t, err, http.StatusConflict, metav1.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "someone": .metadata.labels.app`)
 	})
 
@@ -444,7 +444,7 @@ func TestManagedFieldsClientSent(t *testing.T) {
 		if _, err := pods.Create(ctx, newPod("cap", map[string]string{"app": "web"}), metav1.CreateOptions{FieldManager: "mgr-00"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pods.Apply(ctx, corev1acPodLabels("cap", ns, map[string]string{"applied": "1"}), metav1.ApplyOptions{FieldManager: "applier"}); err != nil {
+		if _, err := pods.Apply(ctx, podLabelsApply("cap", ns, map[string]string{"applied": "1"}), metav1.ApplyOptions{FieldManager: "applier"}); err != nil {
 			t.Fatal(err)
 		}
 		var out *v1.Pod
@@ -477,8 +477,8 @@ func TestManagedFieldsClientSent(t *testing.T) {
 	})
 }
 
-// corev1acPodLabels is a pod's applied configuration of labels only.
-func corev1acPodLabels(name, ns string, labels map[string]string) *corev1ac.PodApplyConfiguration {
+// podLabelsApply is a pod's applied configuration of labels only.
+func podLabelsApply(name, ns string, labels map[string]string) *corev1ac.PodApplyConfiguration {
 	return corev1ac.Pod(name, ns).WithLabels(labels)
 }
 
