@@ -3,7 +3,6 @@ package handlers
 import (
 	"bytes"
 	"net/http"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -41,18 +40,24 @@ func (q *request) writeOptions(kind string, patchType types.PatchType) (writeOpt
 	}
 	query := q.r.URL.Query()
 	o := writeOptions{dryRun: dryRun, fieldManager: query.Get("fieldManager")}
+	// fieldValidation is one of the options too: a value kube does not
+	// know is a 422 here, with the others' errors.
+	fv := query.Get("fieldValidation")
 	var errs field.ErrorList
-	if kind == "PatchOptions" {
-		if v := query.Get("force"); query.Has("force") {
-			force, err := strconv.ParseBool(v)
-			if err != nil {
-				return writeOptions{}, badRequest("%v", err)
-			}
+	switch kind {
+	case "PatchOptions":
+		if query.Has("force") {
+			// kube's query parameter conversion: anything but "0" and
+			// "false" (any case) is true, the empty value too.
+			v := query.Get("force")
+			force := v != "0" && !strings.EqualFold(v, "false")
 			o.force = &force
 		}
-		errs = metav1validation.ValidatePatchOptions(&metav1.PatchOptions{FieldManager: o.fieldManager, Force: o.force}, patchType)
-	} else {
-		errs = metav1validation.ValidateFieldManager(o.fieldManager, field.NewPath("fieldManager"))
+		errs = metav1validation.ValidatePatchOptions(&metav1.PatchOptions{FieldManager: o.fieldManager, Force: o.force, FieldValidation: fv}, patchType)
+	case "UpdateOptions":
+		errs = metav1validation.ValidateUpdateOptions(&metav1.UpdateOptions{FieldManager: o.fieldManager, FieldValidation: fv})
+	default:
+		errs = metav1validation.ValidateCreateOptions(&metav1.CreateOptions{FieldManager: o.fieldManager, FieldValidation: fv})
 	}
 	if len(errs) > 0 {
 		return writeOptions{}, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: kind}, "", errs)
@@ -95,25 +100,47 @@ func (q *request) apply(body []byte, fv fieldValidation, opts writeOptions) {
 		q.fail(badRequest("error decoding YAML: %v", err))
 		return
 	}
+	// Duplicate keys: kube looks for them only once the merge succeeded,
+	// so an apply that fails otherwise fails with that error.
+	var strictErr, failAfterMerge error
 	if fv == validationStrict || fv == validationWarn {
-		if err := yaml.UnmarshalStrict(body, &map[string]any{}); err != nil {
-			if fv == validationStrict {
-				q.fail(badRequest("error strict decoding YAML: %v", err))
-				return
-			}
-			addWarning(q.w, err.Error())
+		strictErr = yaml.UnmarshalStrict(body, &map[string]any{})
+		if strictErr != nil && fv == validationStrict {
+			failAfterMerge = badRequest("error strict decoding YAML: %v", strictErr)
 		}
 	}
 	force := opts.force != nil && *opts.force
 	out, created, err := q.store.Apply(q.ctx(), q.info.Namespace, q.info.Name, patch,
-		registry.ApplyOptions{DryRun: opts.dryRun, FieldManager: opts.fieldManager, Force: force})
+		registry.ApplyOptions{DryRun: opts.dryRun, FieldManager: opts.fieldManager, Force: force, FailAfterMerge: failAfterMerge})
 	if err != nil {
 		q.fail(err)
 		return
+	}
+	if strictErr != nil {
+		for _, w := range yamlWarnings(strictErr.Error()) {
+			addWarning(q.w, w)
+		}
 	}
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
 	}
 	q.respond(code, out)
+}
+
+// yamlWarnings splits a YAML strict decoding error into one warning per
+// problem, as kube's parseYAMLWarnings: without the decoder's prefix, one
+// line each (a warning may hold no newline). Other errors stay whole.
+func yamlWarnings(text string) []string {
+	rest, ok := strings.CutPrefix(text, "yaml: unmarshal errors:\n")
+	if !ok {
+		if rest, ok = strings.CutPrefix(text, "error converting YAML to JSON: yaml: unmarshal errors:\n"); !ok {
+			return []string{text}
+		}
+	}
+	lines := strings.Split(rest, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+	}
+	return lines
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/corekube/corekube/registry"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,6 +71,18 @@ func (q *request) patch() {
 			if strictErr, strict := runtime.AsStrictDecodingError(err); strict {
 				return nil, strictPatchError(patchType, body, patched, strictErr.Errors())
 			}
+			return nil, err
+		}
+		// kube's checks of every patch's result (its patcher's checkName):
+		// the name is the URL's; a changed uid is refused as immutable.
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if m.GetName() != q.info.Name {
+			return nil, badRequest("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), q.info.Name)
+		}
+		if err := q.store.CheckPatchedUID(current, obj); err != nil {
 			return nil, err
 		}
 		return obj, nil

@@ -343,11 +343,14 @@ func (q *request) createSubresource(c Creater, admit func(ctx context.Context, o
 	if !q.acceptable() {
 		return
 	}
-	dryRun, err := q.dryRun("CreateOptions")
+	// Validated as every create's options are (kube's createHandler),
+	// though nothing is stored to record a manager for.
+	opts, err := q.writeOptions("CreateOptions", "")
 	if err != nil {
 		q.fail(err)
 		return
 	}
+	dryRun := opts.dryRun
 	obj := c.New()
 	var accepts func(schema.GroupVersion) bool
 	if a, ok := c.(GroupVersionAcceptor); ok {

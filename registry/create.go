@@ -65,6 +65,12 @@ func (s *Store) create(ctx context.Context, namespace string, obj runtime.Object
 	if errs := s.validateCreate(ctx, obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), m.GetName(), errs)
 	}
+	// A create on behalf of a patch or an update needs the create
+	// permission too, checked where kube does: before validating
+	// admission.
+	if err := authorizeCreate(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.admit(ctx, admission.Create, m.GetName(), m.GetNamespace(), obj, nil, opts.DryRun, createOptions(opts.DryRun), true); err != nil {
 		return nil, err
 	}

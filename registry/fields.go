@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v4/typed"
 )
@@ -138,6 +139,10 @@ type ApplyOptions struct {
 	// Force takes fields other managers own instead of failing with a
 	// conflict.
 	Force bool
+	// FailAfterMerge, when set, fails the apply once the merge succeeded
+	// (kube's fieldValidation=Strict check of the patch, which comes
+	// after the merge: a conflict or a schema error is answered first).
+	FailAfterMerge error
 }
 
 // Apply merges the applied configuration patch (a partial object, as
@@ -165,6 +170,9 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 		if err != nil {
 			return nil, applyError(err)
 		}
+		if opts.FailAfterMerge != nil {
+			return nil, opts.FailAfterMerge
+		}
 		m := accessor(obj)
 		if current == nil {
 			if uid := m.GetUID(); uid != "" {
@@ -178,28 +186,74 @@ func (s *Store) Apply(ctx context.Context, namespace, name string, patch *unstru
 			m.SetSelfLink("")
 		}
 		if s.info.Namespaced && m.GetNamespace() != "" && m.GetNamespace() != namespace {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the namespace of the object (%s) does not match the namespace on the URL (%s)", m.GetNamespace(), namespace))
+			// kube's EnsureObjectNamespaceMatchesRequestNamespace.
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
 		if m.GetName() != name {
 			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), name))
+		}
+		if err := s.CheckPatchedUID(current, obj); err != nil {
+			return nil, err
 		}
 		return obj, nil
 	}
 	return s.write(ctx, namespace, name, apply, UpdateOptions{DryRun: opts.DryRun, FieldManager: opts.FieldManager}, true)
 }
 
-// applyError is kube's answer to a failed apply: the field manager's own
-// Status (a conflict, a wrong apiVersion), or for any other error (a patch
-// that does not fit the schema) a 500 with the error's text and no
-// reason, as kube's handlers answer errors that are not Statuses; the
-// Store would otherwise wrap it as an InternalError.
+// createAuthorizerKey keys a request's create authorizer in its context.
+type createAuthorizerKey struct{}
+
+// WithCreateAuthorizer returns ctx carrying authorize, which decides
+// whether the request (a patch or an update, authorized for that verb)
+// may also create: kube asks the authorizer for "create" when a
+// server-side apply or a PUT to a missing name creates the object.
+func WithCreateAuthorizer(ctx context.Context, authorize func(context.Context) error) context.Context {
+	return context.WithValue(ctx, createAuthorizerKey{}, authorize)
+}
+
+// authorizeCreate runs the create authorizer of ctx, if it has one.
+func authorizeCreate(ctx context.Context) error {
+	if authorize, ok := ctx.Value(createAuthorizerKey{}).(func(context.Context) error); ok {
+		return authorize(ctx)
+	}
+	return nil
+}
+
+// CheckPatchedUID is kube's answer to a patch (of any type, apply too)
+// whose result has another metadata.uid than current's: a patch carries
+// no uid precondition (only a PUT's body is one, a 409 Conflict), so the
+// update's validation refuses the immutable field, a 422.
+func (s *Store) CheckPatchedUID(current, patched runtime.Object) error {
+	if current == nil {
+		return nil
+	}
+	uid := accessor(patched).GetUID()
+	if uid == "" || uid == accessor(current).GetUID() {
+		return nil
+	}
+	return apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), accessor(current).GetName(), field.ErrorList{
+		field.Invalid(field.NewPath("metadata", "uid"), uid, "field is immutable"),
+	})
+}
+
+// applyError is kube's answer to an error of the field manager's Apply:
+// Status errors (conflicts, a wrong apiVersion) as they are; any other
+// (the patch does not fit the schema: "failed to create typed patch
+// object ...") reaches kube's handler as a plain error, which it answers
+// as a 500 with the error's text and no reason, not as an internal error
+// ("Internal error occurred: ..."), as clients that print the message
+// see.
 func applyError(err error) error {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) {
 		return err
 	}
-	return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure,
-		Code: http.StatusInternalServerError, Reason: metav1.StatusReasonUnknown, Message: err.Error()}}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusInternalServerError,
+		Reason:  metav1.StatusReasonUnknown,
+		Message: err.Error(),
+	}}
 }
 
 // newObject is an empty object of the Store's kind, with its kind set.

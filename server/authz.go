@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
@@ -331,16 +332,41 @@ func (s *Server) aggregateClusterRoles(ctx context.Context, trigger <-chan struc
 			if !ok || equalRules(rules, role.Rules) {
 				continue
 			}
-			_, _, err := st.Update(pctx, "", role.Name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
-				cr := cur.(*rbacv1.ClusterRole)
-				cr.Rules = rules
-				return cr, nil
-			}, registry.UpdateOptions{FieldManager: "clusterrole-aggregation-controller"})
+			patch, err := aggregatedRulesApply(role.Name, rules)
+			if err == nil {
+				// kube's controller applies the rules, forced, as its own
+				// field manager: .rules is then its, and a client applying
+				// rules conflicts with it.
+				_, _, err = st.Apply(pctx, "", role.Name, patch, registry.ApplyOptions{FieldManager: "clusterrole-aggregation-controller", Force: true})
+			}
 			if err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 				s.log.Error("aggregate clusterrole", "name", role.Name, "err", err)
 			}
 		}
 	}
+}
+
+// aggregatedRulesApply is the applied configuration kube's aggregation
+// controller sends: the ClusterRole's name and rules, no rules field at
+// all when there are none.
+func aggregatedRulesApply(name string, rules []rbacv1.PolicyRule) (*unstructured.Unstructured, error) {
+	obj := map[string]any{
+		"apiVersion": rbacv1.SchemeGroupVersion.String(),
+		"kind":       "ClusterRole",
+		"metadata":   map[string]any{"name": name},
+	}
+	if len(rules) > 0 {
+		items := make([]any, len(rules))
+		for i := range rules {
+			rule, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&rules[i])
+			if err != nil {
+				return nil, fmt.Errorf("aggregated rules of %s: %w", name, err)
+			}
+			items[i] = rule
+		}
+		obj["rules"] = items
+	}
+	return &unstructured.Unstructured{Object: obj}, nil
 }
 
 func equalRules(a, b []rbacv1.PolicyRule) bool {
@@ -408,6 +434,9 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		}
 		if d == authorizer.DecisionAllow {
 			audit.AddAnnotation(r.Context(), "authorization.k8s.io/decision", "allow")
+			if attrs.ResourceRequest && (attrs.Verb == "patch" || attrs.Verb == "update") {
+				r = r.WithContext(registry.WithCreateAuthorizer(r.Context(), s.createAuthorizer(attrs)))
+			}
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -420,6 +449,24 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		handlers.WriteError(w, r, forbidden(attrs, reason))
 	})
+}
+
+// createAuthorizer is kube's check of a patch or an update that creates
+// (a server-side apply, a PUT to a missing name): the user must be
+// allowed to create as well, else a 403 with the authorizer's reason
+// (kube's withAuthorization of the create).
+func (s *Server) createAuthorizer(attrs authorizer.Attributes) func(context.Context) error {
+	attrs.Verb = "create"
+	return func(ctx context.Context) error {
+		d, reason, err := s.authorization.authz.Authorize(ctx, attrs)
+		if d == authorizer.DecisionAllow {
+			return nil
+		}
+		if err != nil {
+			return apierrors.NewInternalError(err)
+		}
+		return apierrors.NewForbidden(schema.GroupResource{Group: attrs.APIGroup, Resource: attrs.Resource}, attrs.Name, errors.New(reason))
+	}
 }
 
 func userName(u *user.Info) string {

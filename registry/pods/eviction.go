@@ -310,9 +310,15 @@ func (e *EvictionREST) checkAndDecrement(ctx context.Context, podName string, pd
 	// The budget as read, resourceVersion included: a concurrent change
 	// makes this a 409 Conflict and the caller reads the budget again.
 	write := func(context.Context, runtime.Object) (runtime.Object, error) { return pdb.DeepCopy(), nil }
-	_, _, err := e.pdbStatus.Update(ctx, pdb.Namespace, pdb.Name, write, registry.UpdateOptions{})
+	// kube writes it through its loopback client (UpdateStatus), so the
+	// fields changed are recorded for that client's manager.
+	_, _, err := e.pdbStatus.Update(ctx, pdb.Namespace, pdb.Name, write, registry.UpdateOptions{FieldManager: loopbackManager})
 	return err
 }
+
+// loopbackManager is the field manager kube derives from its loopback
+// client's User-Agent ("kube-apiserver/v1.32.x ...").
+const loopbackManager = "kube-apiserver"
 
 // budgetsFor returns copies of the budgets in the pod's namespace whose
 // selector matches the pod (a budget with an invalid selector matches
