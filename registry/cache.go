@@ -23,7 +23,7 @@ func (s *Store) Run(ctx context.Context) error {
 // attributes and the encoding). Objects decoded on demand skip the
 // attributes (s.decode).
 func (s *Store) decodeForCache(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
-	obj, err := s.decode(kv)
+	obj, err := s.decodeWithoutManagedFields(kv)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -48,6 +48,61 @@ func (s *Store) decode(kv storage.KV) (runtime.Object, error) {
 	return obj, nil
 }
 
+// decodeWithoutManagedFields is decode for readers that never look at
+// metadata.managedFields (the watch cache computing labels and fields, the
+// server's own caches): it leaves them out of the JSON it decodes, which
+// saves decoding a third of a pod's encoding.
+func (s *Store) decodeWithoutManagedFields(kv storage.KV) (runtime.Object, error) {
+	kv.Value = withoutManagedFields(kv.Value)
+	return s.decode(kv)
+}
+
+// withoutManagedFields returns the JSON of an object without its
+// metadata.managedFields member: data itself when it has none, else a copy
+// (data may be shared). It expects what encoding/json writes; anything it
+// cannot follow comes back unchanged.
+func withoutManagedFields(data []byte) []byte {
+	metadata, err := rawjson.Member(data, "metadata")
+	if err != nil || metadata == nil {
+		return data
+	}
+	it := rawjson.NewObject(metadata)
+	for it.Next() {
+		if string(it.Key()) != "managedFields" {
+			continue
+		}
+		// The member runs from the key's opening quote to the end of its
+		// value; one comma beside it goes too.
+		start := offsetIn(data, it.Key()) - 1
+		end := offsetIn(data, it.Value()) + len(it.Value())
+		if start < 0 || data[start] != '"' {
+			return data
+		}
+		after := end
+		for after < len(data) && isSpace(data[after]) {
+			after++
+		}
+		before := start - 1
+		for before >= 0 && isSpace(data[before]) {
+			before--
+		}
+		switch {
+		case after < len(data) && data[after] == ',':
+			end = after + 1
+		case before >= 0 && data[before] == ',':
+			start = before
+		}
+		out := make([]byte, 0, len(data)-(end-start))
+		return append(append(out, data[:start]...), data[end:]...)
+	}
+	return data
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// offsetIn is the offset in data of sub, a slice of data.
+func offsetIn(data, sub []byte) int { return cap(data) - cap(sub) }
+
 func (s *Store) setTypeMeta(obj runtime.Object) {
 	obj.GetObjectKind().SetGroupVersionKind(s.info.GroupVersion().WithKind(s.info.Kind))
 }

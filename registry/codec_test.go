@@ -56,3 +56,36 @@ func TestDecodeObjectMeta(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutManagedFields: the JSON without managedFields decodes to what
+// the whole JSON decodes to, managedFields aside, wherever they stand.
+func TestWithoutManagedFields(t *testing.T) {
+	mf := `[{"manager":"m","operation":"Update","apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{"f:a":{}}}}}]`
+	for name, doc := range map[string]string{
+		"last (encoding/json's order)": `{"kind":"Pod","metadata":{"name":"p","labels":{"a":"b"},"managedFields":` + mf + `},"spec":{}}`,
+		"first":                        `{"metadata":{"managedFields":` + mf + `,"name":"p","labels":{"a":"b"}},"spec":{}}`,
+		"middle":                       `{"metadata":{"name":"p","managedFields":` + mf + `,"labels":{"a":"b"}}}`,
+		"alone":                        `{"metadata":{"managedFields":` + mf + `},"spec":{}}`,
+		"spaces":                       `{ "metadata" : { "name" : "p" , "managedFields" : ` + mf + ` } }`,
+		"none":                         `{"metadata":{"name":"p"},"spec":{}}`,
+		"no metadata":                  `{"spec":{}}`,
+		"a label called managedFields": `{"metadata":{"labels":{"managedFields":"x"}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var whole, stripped map[string]any
+			if err := json.Unmarshal([]byte(doc), &whole); err != nil {
+				t.Fatal(err)
+			}
+			out := withoutManagedFields([]byte(doc))
+			if err := json.Unmarshal(out, &stripped); err != nil {
+				t.Fatalf("%s: %v", out, err)
+			}
+			if m, ok := whole["metadata"].(map[string]any); ok {
+				delete(m, "managedFields")
+			}
+			if !reflect.DeepEqual(whole, stripped) {
+				t.Errorf("got %s", out)
+			}
+		})
+	}
+}
