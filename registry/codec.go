@@ -155,7 +155,7 @@ func DecodeObjectMeta(data []byte, m *metav1.ObjectMeta) error {
 		case "ownerReferences":
 			err = json.Unmarshal(value, &m.OwnerReferences)
 		case "managedFields":
-			err = json.Unmarshal(value, &m.ManagedFields)
+			m.ManagedFields, err = decodeManagedFields(value)
 		default:
 			// Unknown fields are ignored, as encoding/json does.
 		}
@@ -164,6 +164,54 @@ func DecodeObjectMeta(data []byte, m *metav1.ObjectMeta) error {
 		}
 	}
 	return it.Err()
+}
+
+// decodeManagedFields decodes metadata.managedFields as json.Unmarshal
+// would, without validating and copying each entry's fieldsV1 twice (its
+// UnmarshalJSON keeps the raw bytes): they are half of a pod's encoding,
+// and Table rows and PartialObjectMetadata decode them for every item.
+func decodeManagedFields(value []byte) ([]metav1.ManagedFieldsEntry, error) {
+	if string(value) == "null" {
+		return nil, nil
+	}
+	out := []metav1.ManagedFieldsEntry{}
+	entries := rawjson.NewArray(value)
+	for entries.Next() {
+		var e metav1.ManagedFieldsEntry
+		it := rawjson.NewObject(entries.Value())
+		for it.Next() {
+			v := it.Value()
+			var err error
+			switch string(it.Key()) {
+			case "manager":
+				e.Manager, err = rawjson.String(v)
+			case "operation":
+				var op string
+				op, err = rawjson.String(v)
+				e.Operation = metav1.ManagedFieldsOperationType(op)
+			case "apiVersion":
+				e.APIVersion, err = rawjson.String(v)
+			case "time":
+				e.Time, err = decodeTimePtr(v)
+			case "fieldsType":
+				e.FieldsType, err = rawjson.String(v)
+			case "fieldsV1":
+				if string(v) != "null" {
+					e.FieldsV1 = &metav1.FieldsV1{Raw: append([]byte(nil), v...)}
+				}
+			case "subresource":
+				e.Subresource, err = rawjson.String(v)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("managedFields: %s: %w", it.Key(), err)
+			}
+		}
+		if err := it.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, entries.Err()
 }
 
 func decodeTimePtr(value []byte) (*metav1.Time, error) {

@@ -20,8 +20,14 @@ func TestDecodeObjectMeta(t *testing.T) {
 			Labels: map[string]string{"a": "b", `k"\`: "\u2028<>&\"", "e": ""}, Annotations: map[string]string{"x": "{\"y\":1}"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n", UID: "u"}},
 			Finalizers:      []string{"a/b", "c"},
-			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Time: &now, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}}},
+			ManagedFields: []metav1.ManagedFieldsEntry{
+				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply, Time: &now, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}},
+				{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1",
+					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:status":{}}}}}`)}, Subresource: "status"},
+				{},
+			},
 		},
+		"empty managedFields": {Name: "p", ManagedFields: []metav1.ManagedFieldsEntry{}},
 	}
 	for name, m := range metas {
 		data, err := json.Marshal(m)
@@ -49,7 +55,7 @@ func TestDecodeObjectMeta(t *testing.T) {
 			t.Errorf("%s: got %#v, %v; want %#v", data, got, err, want)
 		}
 	}
-	for _, bad := range []string{`[]`, `{"name":1}`, `{"creationTimestamp":"yesterday"}`, `{"labels":{"a":1}}`, `{"generation":"1"}`, `{"name":"x"`} {
+	for _, bad := range []string{`[]`, `{"name":1}`, `{"managedFields":{}}`, `{"managedFields":[{"manager":1}]}`, `{"creationTimestamp":"yesterday"}`, `{"labels":{"a":1}}`, `{"generation":"1"}`, `{"name":"x"`} {
 		var m metav1.ObjectMeta
 		if err := DecodeObjectMeta([]byte(bad), &m); err == nil {
 			t.Errorf("DecodeObjectMeta(%s) did not fail", bad)
