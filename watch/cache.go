@@ -155,6 +155,9 @@ type Config struct {
 	Storage storage.Interface
 	// Prefix is the resource's key prefix, ending in "/".
 	Prefix string
+	// Decode computes an object's labels and fields; the object it returns
+	// may lack what they do not need (the registry leaves managedFields
+	// out).
 	Decode DecodeFunc
 	// DecodeObject decodes an Object on demand (Object.Decode). It saves
 	// the attributes Decode computes, which a reader of the object does
@@ -317,6 +320,13 @@ func (c *Cache) decode(kv storage.KV) (*Object, error) {
 	}
 	data, ok := spliceResourceVersion(kv.Value, kv.Revision)
 	if !ok {
+		// Decode may leave out what attributes do not need: encode the
+		// whole object.
+		if c.cfg.DecodeObject != nil {
+			if obj, err = c.cfg.DecodeObject(kv); err != nil {
+				return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+			}
+		}
 		if data, err = json.Marshal(obj); err != nil {
 			return nil, fmt.Errorf("encode %s: %w", kv.Key, err)
 		}
