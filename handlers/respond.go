@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/registry"
 	"net/http"
 	"strconv"
 
@@ -42,7 +43,7 @@ func writeNegotiated(w http.ResponseWriter, r *http.Request, code int, obj runti
 			// kube's pretty JSON has no final newline, its compact
 			// JSON has one (json.Encoder's).
 			data, err = json.MarshalIndent(obj, "", "  ")
-		} else if data, err = json.Marshal(obj); err == nil {
+		} else if data, err = registry.MarshalJSON(obj); err == nil {
 			data = append(data, '\n')
 		}
 	}

@@ -26,7 +26,7 @@ func (s *Store) encode(obj runtime.Object) ([]byte, error) {
 	accessor.SetResourceVersion("")
 	defer accessor.SetResourceVersion(rv)
 	s.setTypeMeta(obj)
-	data, err := json.Marshal(obj)
+	data, err := MarshalJSON(obj)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", s.info.Kind, err)
 	}

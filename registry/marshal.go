@@ -1,0 +1,200 @@
+package registry
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/corekube/corekube/watch/rawjson"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// MarshalJSON is json.Marshal of an API object, byte for byte, but faster
+// for objects with managedFields. encoding/json validates and compacts
+// whatever a json.Marshaler returns, which for each managedFields entry's
+// fieldsV1 (kept as raw JSON) is a second pass over up to half of a pod's
+// encoding. The fieldsV1 the server holds are always compact JSON it
+// wrote itself (the field manager encodes them; stored ones were encoded
+// so), so they are copied as they are: the object is encoded without its
+// managedFields, which are spliced in at the end of its metadata, where
+// encoding/json writes them (the last field of ObjectMeta).
+func MarshalJSON(obj any) ([]byte, error) {
+	switch o := obj.(type) {
+	case *metav1.Table:
+		return marshalTable(o)
+	case runtime.Object:
+		m, err := meta.Accessor(o)
+		if err != nil || len(m.GetManagedFields()) == 0 {
+			return json.Marshal(obj)
+		}
+		managed := m.GetManagedFields()
+		// A shallow copy of the object without them: obj may be shared.
+		v := reflect.ValueOf(o)
+		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+			return json.Marshal(obj)
+		}
+		cp := reflect.New(v.Elem().Type())
+		cp.Elem().Set(v.Elem())
+		cm, err := meta.Accessor(cp.Interface())
+		if err != nil {
+			return json.Marshal(obj)
+		}
+		cm.SetManagedFields(nil)
+		data, err := json.Marshal(cp.Interface())
+		if err != nil {
+			return nil, err
+		}
+		return spliceManagedFields(data, managed)
+	default:
+		return json.Marshal(obj)
+	}
+}
+
+// spliceManagedFields adds "managedFields" as the last member of the
+// metadata of data, an object encoded without them.
+func spliceManagedFields(data []byte, managed []metav1.ManagedFieldsEntry) ([]byte, error) {
+	md, err := rawjson.Member(data, "metadata")
+	if err != nil || len(md) < 2 || md[len(md)-1] != '}' {
+		return nil, fmt.Errorf("encode managedFields: no metadata object in %.40q", data)
+	}
+	end := offsetIn(data, md) + len(md) - 1 // the metadata's closing brace
+	out := make([]byte, 0, len(data)+managedFieldsSize(managed))
+	out = append(out, data[:end]...)
+	if len(md) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"managedFields":[`...)
+	for i := range managed {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if out, err = appendManagedFieldsEntry(out, &managed[i]); err != nil {
+			return nil, err
+		}
+	}
+	out = append(out, ']')
+	return append(out, data[end:]...), nil
+}
+
+func managedFieldsSize(managed []metav1.ManagedFieldsEntry) int {
+	n := 20
+	for i := range managed {
+		n += 160
+		if managed[i].FieldsV1 != nil {
+			n += len(managed[i].FieldsV1.Raw)
+		}
+	}
+	return n
+}
+
+// appendManagedFieldsEntry appends e as encoding/json writes it, its
+// fieldsV1 copied raw.
+func appendManagedFieldsEntry(out []byte, e *metav1.ManagedFieldsEntry) ([]byte, error) {
+	rest := *e
+	rest.FieldsV1, rest.Subresource = nil, ""
+	head, err := json.Marshal(&rest)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, head[:len(head)-1]...)
+	members := len(head) > 2
+	if e.FieldsV1 != nil {
+		raw := e.FieldsV1.Raw
+		if raw == nil {
+			raw = []byte("null")
+		} else if !compactObject(raw) {
+			// Not what the server writes: let encoding/json check it.
+			var compacted, escaped bytes.Buffer
+			if err := json.Compact(&compacted, raw); err != nil {
+				return nil, fmt.Errorf("encode managedFields: %w", err)
+			}
+			json.HTMLEscape(&escaped, compacted.Bytes())
+			raw = escaped.Bytes()
+		}
+		if members {
+			out = append(out, ',')
+		}
+		out = append(append(out, `"fieldsV1":`...), raw...)
+		members = true
+	}
+	if e.Subresource != "" {
+		s, err := json.Marshal(e.Subresource)
+		if err != nil {
+			return nil, err
+		}
+		if members {
+			out = append(out, ',')
+		}
+		out = append(append(out, `"subresource":`...), s...)
+	}
+	return append(out, '}'), nil
+}
+
+// compactObject reports, cheaply, whether raw looks like the compact JSON
+// object the server writes: braces at both ends, no white space or
+// control characters outside strings, no characters encoding/json would
+// escape. The full check is what json.Compact does.
+func compactObject(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '{' || raw[len(raw)-1] != '}' {
+		return false
+	}
+	for _, c := range raw {
+		if c <= ' ' || c == '<' || c == '>' || c == '&' || c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// marshalTable is MarshalJSON of a Table: its rows' objects
+// (PartialObjectMetadata by default, each with managedFields) are encoded
+// by MarshalJSON.
+func marshalTable(t *metav1.Table) ([]byte, error) {
+	head := *t
+	head.Rows = nil
+	data, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
+	}
+	const nullRows = `"rows":null}`
+	if t.Rows == nil || !bytes.HasSuffix(data, []byte(nullRows)) {
+		return json.Marshal(t)
+	}
+	out := append(data[:len(data)-len(nullRows)], `"rows":[`...)
+	for i := range t.Rows {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		row := t.Rows[i]
+		object := row.Object
+		row.Object = runtime.RawExtension{}
+		r, err := json.Marshal(&row)
+		if err != nil {
+			return nil, err
+		}
+		const nullObject = `"object":null}`
+		if !bytes.HasSuffix(r, []byte(nullObject)) {
+			return json.Marshal(t)
+		}
+		out = append(out, r[:len(r)-len(nullObject)+len(`"object":`)]...)
+		switch {
+		case object.Object != nil:
+			o, err := MarshalJSON(object.Object)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, o...)
+		default:
+			o, err := json.Marshal(&object)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, o...)
+		}
+		out = append(out, '}')
+	}
+	return append(out, "]}"...), nil
+}
