@@ -23,7 +23,13 @@ func (s *Store) Run(ctx context.Context) error {
 // attributes and the encoding). Objects decoded on demand skip the
 // attributes (s.decode).
 func (s *Store) decodeForCache(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
-	obj, err := s.decodeWithoutManagedFields(kv)
+	var obj runtime.Object
+	var err error
+	if ad, ok := s.strategy.(AttrsDecoder); ok {
+		obj, err = ad.DecodeForAttrs(kv.Value)
+	} else {
+		obj, err = s.decodeWithoutManagedFields(kv)
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -114,6 +114,13 @@ type Defaulter interface {
 	Default(obj runtime.Object)
 }
 
+// AttrsDecoder is implemented by strategies that decode, of a stored
+// object, only what GetAttrs reads (pods: the watch cache decodes every
+// pod write for its labels and fields, and most of a pod is neither).
+type AttrsDecoder interface {
+	DecodeForAttrs(data []byte) (runtime.Object, error)
+}
+
 // StatusStrategy is the update strategy of a /status subresource: it keeps
 // everything of old except the status (PrepareForUpdate) and validates the
 // status.

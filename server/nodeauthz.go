@@ -69,13 +69,17 @@ func (s *Server) feedNodeGraph(ctx context.Context, st *registry.Store, graph *n
 		case apiwatch.Error:
 			return
 		}
-		obj, err := ev.Decoded()
-		if err != nil {
-			s.log.Error("decode a pod for the node authorizer", "err", err)
+		var p *v1.Pod
+		var err error
+		if data, ok := ev.JSON(); ok {
+			p, err = node.DecodePod(data) // what the graph reads, not the whole pod
+		} else if obj, derr := ev.Decoded(); derr != nil {
+			err = derr
+		} else if p, ok = obj.(*v1.Pod); !ok {
 			continue
 		}
-		p, ok := obj.(*v1.Pod)
-		if !ok {
+		if err != nil {
+			s.log.Error("decode a pod for the node authorizer", "err", err)
 			continue
 		}
 		switch {

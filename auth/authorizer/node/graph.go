@@ -1,6 +1,8 @@
 package node
 
 import (
+	"encoding/json"
+	"fmt"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -199,4 +201,60 @@ func (g *Graph) Related(node, kind, namespace, name string) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	return g.refs[node][ref{kind, namespace, name}] > 0
+}
+
+// graphPod is the part of a pod the graph reads.
+type graphPod struct {
+	Metadata struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName            string                    `json:"nodeName"`
+		ServiceAccountName  string                    `json:"serviceAccountName"`
+		ImagePullSecrets    []v1.LocalObjectReference `json:"imagePullSecrets"`
+		Volumes             []v1.Volume               `json:"volumes"`
+		InitContainers      []graphContainer          `json:"initContainers"`
+		Containers          []graphContainer          `json:"containers"`
+		EphemeralContainers []graphContainer          `json:"ephemeralContainers"`
+	} `json:"spec"`
+	Status struct {
+		Phase v1.PodPhase `json:"phase"`
+	} `json:"status"`
+}
+
+type graphContainer struct {
+	Env     []v1.EnvVar        `json:"env"`
+	EnvFrom []v1.EnvFromSource `json:"envFrom"`
+}
+
+// DecodePod decodes, of a pod's JSON, what the graph reads (Upsert):
+// every pod write is fed to the graph, and most of a pod (container
+// images, resources, probes, its status, managedFields) is not.
+func DecodePod(data []byte) (*v1.Pod, error) {
+	var g graphPod
+	if err := json.Unmarshal(data, &g); err != nil {
+		return nil, fmt.Errorf("decode a pod for the node graph: %w", err)
+	}
+	p := &v1.Pod{}
+	p.Name, p.Namespace = g.Metadata.Name, g.Metadata.Namespace
+	p.Spec.NodeName, p.Spec.ServiceAccountName = g.Spec.NodeName, g.Spec.ServiceAccountName
+	p.Spec.ImagePullSecrets, p.Spec.Volumes = g.Spec.ImagePullSecrets, g.Spec.Volumes
+	containers := func(cs []graphContainer) []v1.Container {
+		if cs == nil {
+			return nil
+		}
+		out := make([]v1.Container, len(cs))
+		for i, c := range cs {
+			out[i].Env, out[i].EnvFrom = c.Env, c.EnvFrom
+		}
+		return out
+	}
+	p.Spec.InitContainers, p.Spec.Containers = containers(g.Spec.InitContainers), containers(g.Spec.Containers)
+	for _, c := range g.Spec.EphemeralContainers {
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{
+			EphemeralContainerCommon: v1.EphemeralContainerCommon{Env: c.Env, EnvFrom: c.EnvFrom}})
+	}
+	p.Status.Phase = g.Status.Phase
+	return p, nil
 }

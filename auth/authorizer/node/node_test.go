@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -171,5 +173,45 @@ func BenchmarkAuthorize(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestDecodePod: the graph's partial decode of a pod gives the graph the
+// edges of the whole pod.
+func TestDecodePod(t *testing.T) {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Spec: v1.PodSpec{
+			NodeName: "n", ServiceAccountName: "sa",
+			ImagePullSecrets: []v1.LocalObjectReference{{Name: "pull"}},
+			Volumes: []v1.Volume{
+				{Name: "s", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "sec"}}},
+				{Name: "c", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}},
+				{Name: "p", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "pvc"}}},
+				{Name: "e", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{}}},
+				{Name: "pr", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+					{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "psec"}}}}}}},
+			},
+			InitContainers: []v1.Container{{Name: "i", Image: "x", EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "isec"}}}}}},
+			Containers: []v1.Container{{Name: "c", Image: "y", Env: []v1.EnvVar{{Name: "A", ValueFrom: &v1.EnvVarSource{
+				ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "ccm"}, Key: "k"}}}}}},
+			EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "d",
+				EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "ecm"}}}}}}},
+		},
+		Status: v1.PodStatus{Phase: v1.PodRunning},
+	}
+	data, err := json.Marshal(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := DecodePod(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := podRefs(decoded), podRefs(pod); !reflect.DeepEqual(got, want) || len(want) != 11 {
+		t.Errorf("refs of the decoded pod %v, of the pod %v", got, want)
+	}
+	if decoded.Spec.NodeName != "n" || decoded.Status.Phase != v1.PodRunning {
+		t.Errorf("decoded %+v", decoded)
 	}
 }
