@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -95,7 +96,7 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 		rc.QPS = -1
 	}
 	if rc.UserAgent == "" {
-		rc.UserAgent = "corekube-agent"
+		rc.UserAgent = useragent.For(useragent.Kubelet, "agent")
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

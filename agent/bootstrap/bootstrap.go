@@ -23,6 +23,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"math/big"
 	"net"
@@ -316,7 +317,7 @@ func (m *Manager) ClientConfig() (*rest.Config, error) {
 		MaxIdleConnsPerHost: 25,
 		ForceAttemptHTTP2:   true,
 	}
-	cfg.UserAgent = "corekube-agent/" + m.node
+	cfg.UserAgent = useragent.For(useragent.Kubelet, "agent/"+m.node)
 	return cfg, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -73,6 +74,8 @@ func upSigningCA(certDir string) (*pki.CA, error) {
 // other controllers' factory, so that `up` and `corekube controllers` add
 // them without changing the others.
 func certificatesLoops(cfg *rest.Config, ca *pki.CA, log *slog.Logger) ([]loop, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = useragent.For(useragent.KubeControllerManager, "certificate-controller")
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("certificates controller: %w", err)

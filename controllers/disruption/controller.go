@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"sort"
 	"sync"
@@ -56,7 +57,7 @@ func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFacto
 func newClient(restConfig *rest.Config) (kubernetes.Interface, error) {
 	rc := rest.CopyConfig(restConfig)
 	if rc.UserAgent == "" {
-		rc.UserAgent = "disruption-controller"
+		rc.UserAgent = useragent.For(useragent.KubeControllerManager, "disruption-controller")
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

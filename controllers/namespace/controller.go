@@ -7,6 +7,7 @@ package namespace
 import (
 	"context"
 	"fmt"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"slices"
 	"time"
@@ -45,6 +46,10 @@ type Controller struct {
 
 // New returns a controller for the server that cfg points at.
 func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
+	if cfg.UserAgent == "" {
+		cfg = rest.CopyConfig(cfg)
+		cfg.UserAgent = useragent.For(useragent.KubeControllerManager, "namespace-controller")
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("namespace controller: %w", err)

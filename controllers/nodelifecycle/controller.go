@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -152,7 +153,7 @@ func (c *Controller) shutDownQueues() {
 func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
 	rc := rest.CopyConfig(restConfig)
 	if rc.UserAgent == "" {
-		rc.UserAgent = "node-lifecycle-controller"
+		rc.UserAgent = useragent.For(useragent.KubeControllerManager, "node-lifecycle-controller")
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

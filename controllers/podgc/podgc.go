@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"sort"
 	"sync"
@@ -113,7 +114,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
 	rc := rest.CopyConfig(restConfig)
 	if rc.UserAgent == "" {
-		rc.UserAgent = "pod-garbage-collector"
+		rc.UserAgent = useragent.For(useragent.KubeControllerManager, "pod-garbage-collector")
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -75,7 +76,7 @@ func NewForConfig(restConfig *rest.Config, cfg Config) (*Scheduler, error) {
 		rc.QPS, rc.Burst = 1000, 2000
 	}
 	if rc.UserAgent == "" {
-		rc.UserAgent = DefaultSchedulerName
+		rc.UserAgent = useragent.For(useragent.KubeScheduler, DefaultSchedulerName)
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

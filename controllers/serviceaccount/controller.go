@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,7 @@ const DefaultName = "default"
 
 // UserAgent is the controller's user agent when built from a rest.Config,
 // kube-controller-manager's name for it.
-const UserAgent = "service-account-controller"
+var UserAgent = useragent.For(useragent.KubeControllerManager, "service-account-controller")
 
 // Config configures a Controller. Zero fields take kube's defaults.
 type Config struct {

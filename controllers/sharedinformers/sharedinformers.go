@@ -19,6 +19,7 @@ package sharedinformers
 import (
 	"context"
 	"fmt"
+	"github.com/corekube/corekube/controllers/useragent"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
@@ -31,7 +32,7 @@ import (
 
 // UserAgent is the user agent of the factory's client when built from a
 // rest.Config, kube-controller-manager's name for it.
-const UserAgent = "shared-informers"
+var UserAgent = useragent.For(useragent.KubeControllerManager, "shared-informers")
 
 // NewFactory returns a factory whose informers list and watch through
 // client, never resync, and store what Transform keeps.

@@ -301,7 +301,7 @@ func testSSAManagedFields(t *testing.T, k *kc) {
 	updates, ancient := 0, false
 	owned := map[string]bool{}
 	for _, e := range obj.Metadata.ManagedFields {
-		if e.Manager == "node-lifecycle-controller" {
+		if e.Manager == "kube-controller-manager" {
 			continue
 		}
 		if e.Operation == "Update" {
@@ -412,8 +412,9 @@ func testSSAClearManagedFields(t *testing.T, k *kc) {
 // subresource, each time written TIME. kubectl prints them in kube's
 // order, Apply entries first, each operation's by time; entries written
 // within the same second may come in either order, hence the sort. The
-// node lifecycle controller's entries are left out: it writes the nodes
-// here, and their pods, once its startup grace period is over.
+// node lifecycle controller's entries (manager kube-controller-manager,
+// as kube's) are left out: it writes the nodes here, and their pods, once
+// its startup grace period is over.
 func checkManagedFields(k *kc, args []string, want string) {
 	k.t.Helper()
 	var obj struct {
@@ -426,7 +427,7 @@ func checkManagedFields(k *kc, args []string, want string) {
 	}
 	var entries []map[string]any
 	for _, e := range obj.Metadata.ManagedFields {
-		if e["manager"] != "node-lifecycle-controller" {
+		if e["manager"] != "kube-controller-manager" {
 			entries = append(entries, e)
 		}
 	}
