@@ -83,9 +83,7 @@ func mustManaged(t *testing.T, obj any) []metav1.ManagedFieldsEntry {
 	switch o := obj.(type) {
 	case *v1.Pod:
 		return o.ManagedFields
-	case interface {
-		GetManagedFields() []metav1.ManagedFieldsEntry
-	}:
+	case interface{ GetManagedFields() []metav1.ManagedFieldsEntry }:
 		return o.GetManagedFields()
 	}
 	t.Fatalf("no managedFields in %T", obj)
