@@ -51,7 +51,7 @@ func (s *Store) create(ctx context.Context, namespace string, obj runtime.Object
 	}
 	if !applied {
 		var err error
-		if obj, err = s.trackCreate(obj, opts.FieldManager); err != nil {
+		if obj, err = s.trackUpdate(s.newObject(), obj, opts.FieldManager); err != nil {
 			return nil, err
 		}
 		m = accessor(obj)

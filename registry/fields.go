@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,9 +42,6 @@ type fieldTracker struct {
 	once sync.Once
 	fm   *managedfields.FieldManager
 	err  error
-	// tc and reset are what fm was built with, for trackCreate.
-	tc    managedfields.TypeConverter
-	reset fieldpath.Filter
 }
 
 // fieldManager returns the field manager of the Store's resource or
@@ -89,7 +85,6 @@ func (s *Store) fieldManager() (*managedfields.FieldManager, error) {
 				reset[v] = fieldpath.NewExcludeSetFilter(set)
 			}
 		}
-		s.fields.tc, s.fields.reset = tc, reset[fieldpath.APIVersion(s.info.APIVersion())]
 		s.fields.fm, s.fields.err = managedfields.NewDefaultFieldManager(tc, objects, objects, objects,
 			gvk, s.info.GroupVersion(), s.subresource, reset)
 	})
@@ -118,79 +113,6 @@ func (s *Store) trackUpdate(live, obj runtime.Object, manager string) (runtime.O
 	}
 	s.setTypeMeta(obj)
 	return fm.UpdateNoErrors(live, obj, manager), nil
-}
-
-// strippedFields are the fields kube's field manager never records as
-// owned (its stripMetaManager's set).
-var strippedFields = fieldpath.NewSet(
-	fieldpath.MakePathOrDie("apiVersion"),
-	fieldpath.MakePathOrDie("kind"),
-	fieldpath.MakePathOrDie("metadata"),
-	fieldpath.MakePathOrDie("metadata", "name"),
-	fieldpath.MakePathOrDie("metadata", "namespace"),
-	fieldpath.MakePathOrDie("metadata", "creationTimestamp"),
-	fieldpath.MakePathOrDie("metadata", "selfLink"),
-	fieldpath.MakePathOrDie("metadata", "uid"),
-	fieldpath.MakePathOrDie("metadata", "clusterName"),
-	fieldpath.MakePathOrDie("metadata", "generation"),
-	fieldpath.MakePathOrDie("metadata", "managedFields"),
-	fieldpath.MakePathOrDie("metadata", "resourceVersion"),
-)
-
-// trackCreate is trackUpdate for a create (the live object is empty):
-// when the new object carries no managedFields, kube's field manager
-// records one Update entry of manager owning what the object sets beyond
-// the empty object's values, less the reset and stripped fields. That is
-// computed here directly, without the field manager's chain of decoding,
-// reconciling, identifying and encoding managers (a quarter of a create's
-// CPU went to it); objects with managedFields of their own go through it.
-// TestFieldsCreateFastPath checks both give the same entry.
-func (s *Store) trackCreate(obj runtime.Object, manager string) (runtime.Object, error) {
-	fm, err := s.fieldManager()
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	m := accessor(obj)
-	if fm == nil || manager == "" || len(m.GetManagedFields()) > 0 {
-		return s.trackUpdate(s.newObject(), obj, manager)
-	}
-	s.setTypeMeta(obj)
-	tc := s.fields.tc
-	fresh, err := tc.ObjectToTyped(obj, typed.AllowDuplicates)
-	if err != nil {
-		return s.trackUpdate(s.newObject(), obj, manager) // its error handling: logged, no managedFields
-	}
-	empty, err := tc.ObjectToTyped(s.newObject(), typed.AllowDuplicates)
-	if err != nil {
-		return s.trackUpdate(s.newObject(), obj, manager)
-	}
-	cmp, err := empty.Compare(fresh)
-	if err != nil {
-		return s.trackUpdate(s.newObject(), obj, manager)
-	}
-	set := cmp.Modified.Union(cmp.Added)
-	if s.fields.reset != nil {
-		set = s.fields.reset.Filter(set)
-	}
-	set = set.Difference(strippedFields)
-	if set.Empty() {
-		m.SetManagedFields(nil)
-		return obj, nil
-	}
-	raw, err := set.ToJSON()
-	if err != nil {
-		return s.trackUpdate(s.newObject(), obj, manager)
-	}
-	m.SetManagedFields([]metav1.ManagedFieldsEntry{{
-		Manager:     manager,
-		Operation:   metav1.ManagedFieldsOperationUpdate,
-		APIVersion:  s.info.APIVersion(),
-		Time:        &metav1.Time{Time: time.Now().UTC()},
-		FieldsType:  "FieldsV1",
-		FieldsV1:    &metav1.FieldsV1{Raw: raw},
-		Subresource: s.subresource,
-	}})
-	return obj, nil
 }
 
 // keepValidManagedFields undoes a mutating admission plugin's or
