@@ -22,6 +22,21 @@ import (
 	sigsjson "sigs.k8s.io/json"
 )
 
+// kube-apiserver's bounds on the work a JSON patch may ask for: at most
+// 10,000 operations (413), and "copy" operations adding at most the
+// largest request body (3 MiB) between them (422), so that a short patch
+// cannot double an array into gigabytes.
+const (
+	maxJSONPatchOperations = 10000
+	jsonPatchMaxCopyBytes  = MaxRequestBodyBytes
+)
+
+func init() {
+	// The library has only this process-wide setting; kube-apiserver sets
+	// it the same way when it builds its server.
+	jsonpatch.AccumulatedCopySizeLimit = jsonPatchMaxCopyBytes
+}
+
 // patch applies a JSON, merge or strategic merge patch to the stored
 // object inside the Store's compare-and-swap loop, so a concurrent write
 // makes it re-apply to the new state rather than lose either change.
@@ -122,6 +137,10 @@ func applyPatch(pt types.PatchType, original, patch []byte, schemaObj runtime.Ob
 		p, err := jsonpatch.DecodePatch(patch)
 		if err != nil {
 			return nil, badRequest("the server rejected our request due to an error in our request: %v", err)
+		}
+		if len(p) > maxJSONPatchOperations {
+			return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+				"The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(p)))
 		}
 		out, err := p.Apply(original)
 		if err != nil {

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -166,4 +168,59 @@ func TestJSONPatch(t *testing.T) {
 	_, err = pods.Patch(t.Context(), "jp", types.JSONPatchType, []byte(`[{"op":"add","path":"/metadata/labels/bad key","value":"1"}]`), metav1.PatchOptions{})
 	st := checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, "")
 	checkCauses(t, st, map[string]metav1.CauseType{"metadata.labels": metav1.CauseTypeFieldValueInvalid})
+}
+
+// TestJSONPatchLimits: kube-apiserver's bounds on a JSON patch's work.
+// More than 10,000 operations is a 413; "copy" operations that add more
+// than 3 MiB between them are a 422 (a 40-op patch doubling an array would
+// otherwise grow to gigabytes); neither changes the pod.
+func TestJSONPatchLimits(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	pod, err := pods.Create(t.Context(), twoContainers("limits"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := func(n int, op string) []byte {
+		var b strings.Builder
+		b.WriteString(`[{"op":"add","path":"/metadata/annotations","value":{"zz":"x"}}`)
+		for range n - 1 {
+			b.WriteString("," + op)
+		}
+		b.WriteString("]")
+		return []byte(b.String())
+	}
+	// 10,000 operations are allowed (an annotation added, then tests).
+	pod, err = pods.Patch(t.Context(), "limits", types.JSONPatchType,
+		ops(10000, `{"op":"test","path":"/metadata/name","value":"limits"}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatalf("10,000 operations: %v", err)
+	}
+	_, err = pods.Patch(t.Context(), "limits", types.JSONPatchType,
+		ops(10001, `{"op":"test","path":"/metadata/name","value":"limits"}`), metav1.PatchOptions{})
+	checkStatusErr(t, err, 413, metav1.StatusReasonRequestEntityTooLarge,
+		"Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001")
+
+	// Each copy doubles the annotations: 13 of them add 8 MiB. (Without the
+	// limit the patched pod would fail validation instead, with a cause on
+	// metadata.annotations; 30 copies would ask for a terabyte.)
+	doubling := `[{"op":"add","path":"/metadata/annotations","value":{"zz":"` + strings.Repeat("x", 1024) + `"}},` +
+		`{"op":"add","path":"/metadata/labels/l","value":"v"}`
+	for i := range 13 {
+		doubling += fmt.Sprintf(`,{"op":"copy","from":"/metadata/annotations","path":"/metadata/annotations/d%d"}`, i)
+	}
+	doubling += "]"
+	_, err = pods.Patch(t.Context(), "limits", types.JSONPatchType, []byte(doubling), metav1.PatchOptions{})
+	// kube's generic 422, which keeps the library's words out.
+	st := checkStatusErr(t, err, 422, metav1.StatusReasonInvalid, "the server rejected our request due to an error in our request")
+	if st.Details != nil && len(st.Details.Causes) > 0 {
+		t.Errorf("copy limit: refused by validation, not by the limit: %+v", st.Details.Causes)
+	}
+	got, err := pods.Get(t.Context(), "limits", metav1.GetOptions{})
+	if err != nil || got.Labels["l"] != "" || len(got.Annotations) != 1 {
+		t.Errorf("refused patches changed the pod: %v, labels %v, %d annotations", err, got.Labels, len(got.Annotations))
+	}
+	if got.ResourceVersion != pod.ResourceVersion {
+		t.Errorf("resourceVersion %s after refused patches, was %s", got.ResourceVersion, pod.ResourceVersion)
+	}
 }
