@@ -130,13 +130,25 @@ func runElected(ctx context.Context, cfg *rest.Config, o leaderElection, identit
 	}()
 	log.Info("attempting to acquire leader lease", "lease", o.namespace+"/"+o.name, "identity", identity)
 	elector.Run(electCtx)
+	if ctx.Err() != nil {
+		// A clean stop: the loops returned before the lease was released.
+		return nil
+	}
+	// Lost: the loops' context ended with the lease. Give them a moment
+	// to return, but exit regardless: the process must not outlive its
+	// lease for long, whatever a loop is blocked on.
 	select {
 	case <-started:
-		<-loopsDone
+		select {
+		case <-loopsDone:
+		case <-time.After(lostLeaseGrace):
+			log.Error("loops still running after the lease was lost; exiting", "grace", lostLeaseGrace)
+		}
 	default:
 	}
-	if ctx.Err() == nil {
-		return errLeaderElectionLost
-	}
-	return nil
+	return errLeaderElectionLost
 }
+
+// lostLeaseGrace bounds how long a process that lost its lease waits for
+// its loops to return before it exits anyway.
+const lostLeaseGrace = 5 * time.Second
