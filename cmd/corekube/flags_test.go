@@ -113,7 +113,7 @@ func TestLeaderElectFlags(t *testing.T) {
 		want := map[string]string{
 			"leader-elect": "true", "leader-elect-lease-duration": "15s", "leader-elect-renew-deadline": "10s",
 			"leader-elect-retry-period": "2s", "leader-elect-resource-namespace": "kube-system",
-			"leader-elect-resource-name": tc.lease,
+			"leader-elect-resource-name": tc.lease, "leader-elect-resource-lock": "leases",
 		}
 		for flag, def := range want {
 			f := sub.Flags().Lookup(flag)

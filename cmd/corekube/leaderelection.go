@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -30,6 +28,7 @@ type leaderElection struct {
 	leaseDuration time.Duration
 	renewDeadline time.Duration
 	retryPeriod   time.Duration
+	resourceLock  string
 	namespace     string
 	name          string
 }
@@ -41,6 +40,7 @@ func (o *leaderElection) addFlags(fs *pflag.FlagSet, name string) {
 	fs.DurationVar(&o.leaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long non-leader candidates wait after observing a leadership renewal before trying to acquire leadership")
 	fs.DurationVar(&o.renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the acting leader retries refreshing leadership before it stops leading; at most the lease duration")
 	fs.DurationVar(&o.retryPeriod, "leader-elect-retry-period", 2*time.Second, "How long clients wait between attempts to acquire and renew leadership")
+	fs.StringVar(&o.resourceLock, "leader-elect-resource-lock", resourcelock.LeasesResourceLock, "The type of resource object used for locking during leader election; only leases is supported, as in kube 1.32")
 	fs.StringVar(&o.namespace, "leader-elect-resource-namespace", "kube-system", "Namespace of the Lease used for leader election")
 	fs.StringVar(&o.name, "leader-elect-resource-name", name, "Name of the Lease used for leader election")
 }
@@ -62,14 +62,13 @@ func electionIdentity() (string, error) {
 // (ReleaseOnCancel), so that a successor takes over at once and never
 // runs beside a loop still finishing its work.
 func runElected(ctx context.Context, cfg *rest.Config, o leaderElection, identity string, loops []loop, log *slog.Logger) error {
-	client, err := kubernetes.NewForConfig(rest.AddUserAgent(rest.CopyConfig(cfg), "leader-election"))
+	// A client of its own whose requests time out well within the renew
+	// deadline, so that one hung request does not cost the lease.
+	lock, err := resourcelock.NewFromKubeconfig(o.resourceLock, o.namespace, o.name,
+		resourcelock.ResourceLockConfig{Identity: identity},
+		cfg, o.renewDeadline)
 	if err != nil {
-		return fmt.Errorf("leader election client: %w", err)
-	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: o.namespace, Name: o.name},
-		Client:     client.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+		return fmt.Errorf("--leader-elect-resource-lock: %w", err)
 	}
 	// The elector runs on a context of its own, ended only once the
 	// loops have returned (or before it ever led, when ctx ends first):

@@ -58,7 +58,7 @@ type candidate struct {
 // fastElection is the test's lease timing: kube's shape, shorter.
 func fastElection(name string) leaderElection {
 	return leaderElection{enabled: true, leaseDuration: 2 * time.Second, renewDeadline: time.Second,
-		retryPeriod: 250 * time.Millisecond, namespace: "kube-system", name: name}
+		retryPeriod: 250 * time.Millisecond, resourceLock: "leases", namespace: "kube-system", name: name}
 }
 
 func startCandidate(t *testing.T, electCfg, loopsCfg *rest.Config, set loopSet, o leaderElection, id string, log *slog.Logger) *candidate {
