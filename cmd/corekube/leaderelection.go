@@ -9,10 +9,15 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 )
 
 // errLeaderElectionLost is what a leader returns once its lease is gone:
@@ -64,8 +69,19 @@ func electionIdentity() (string, error) {
 func runElected(ctx context.Context, cfg *rest.Config, o leaderElection, identity string, loops []loop, log *slog.Logger) error {
 	// A client of its own whose requests time out well within the renew
 	// deadline, so that one hung request does not cost the lease.
+	// Like kube's components, record "<identity> became leader" (and
+	// "stopped leading") as LeaderElection events on the Lease, which is
+	// how an admin sees a takeover with kubectl get events.
+	events, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("leader election events: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: o.name})
 	lock, err := resourcelock.NewFromKubeconfig(o.resourceLock, o.namespace, o.name,
-		resourcelock.ResourceLockConfig{Identity: identity},
+		resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: recorder},
 		cfg, o.renewDeadline)
 	if err != nil {
 		return fmt.Errorf("--leader-elect-resource-lock: %w", err)

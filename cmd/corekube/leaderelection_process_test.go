@@ -146,6 +146,7 @@ func TestLeaderElectionProcesses(t *testing.T) {
 		t.Fatalf("leader after SIGKILL: not the other process")
 	}
 	t.Logf("takeover %v after SIGKILL (lease duration %v)", time.Since(killed), leaseDuration)
+	waitLeaderEvent(t, c, leaseHolder(c, "kube-scheduler")+" became leader")
 	createBoundPod(t, c, "q2")
 
 	// SIGTERM: the leader releases its lease and exits 0; a third

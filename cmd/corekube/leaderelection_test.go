@@ -206,6 +206,7 @@ func TestLeaderElection(t *testing.T) {
 		}
 		first := waitHolder(t, c, "kube-scheduler", 10*time.Second, "host_a", "host_b")
 		createBoundPod(t, c, "p1")
+		waitLeaderEvent(t, c, first+" became leader")
 		if got := logs.identities(); len(got) != 1 || got[0] != first {
 			t.Fatalf("leading: %v, want only %s (the lease's holder)", got, first)
 		}
@@ -289,4 +290,28 @@ func TestLeaderElection(t *testing.T) {
 			t.Fatalf("leading: %v, want %s then %s", got, first, second)
 		}
 	})
+}
+
+// waitLeaderEvent polls for the LeaderElection event with message msg on
+// a Lease in kube-system, as kube's components record.
+func waitLeaderEvent(t *testing.T, c kubernetes.Interface, msg string) {
+	t.Helper()
+	var seen []string
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := c.CoreV1().Events("kube-system").List(ctx, metav1.ListOptions{FieldSelector: "reason=LeaderElection"})
+		if err != nil {
+			return false, err
+		}
+		seen = seen[:0]
+		for _, ev := range evs.Items {
+			seen = append(seen, ev.InvolvedObject.Kind+" "+ev.Message)
+			if ev.Message == msg && ev.InvolvedObject.Kind == "Lease" && ev.Type == v1.EventTypeNormal {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("no LeaderElection event %q on a Lease: %v (seen %v)", msg, err, seen)
+	}
 }
