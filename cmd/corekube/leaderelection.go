@@ -67,8 +67,6 @@ func electionIdentity() (string, error) {
 // (ReleaseOnCancel), so that a successor takes over at once and never
 // runs beside a loop still finishing its work.
 func runElected(ctx context.Context, cfg *rest.Config, o leaderElection, identity string, loops []loop, log *slog.Logger) error {
-	// A client of its own whose requests time out well within the renew
-	// deadline, so that one hung request does not cost the lease.
 	// Like kube's components, record "<identity> became leader" (and
 	// "stopped leading") as LeaderElection events on the Lease, which is
 	// how an admin sees a takeover with kubectl get events.
@@ -80,6 +78,9 @@ func runElected(ctx context.Context, cfg *rest.Config, o leaderElection, identit
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: events.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: o.name})
+	// The lock has a client of its own whose requests time out well
+	// within the renew deadline, so that one hung request does not cost
+	// the lease.
 	lock, err := resourcelock.NewFromKubeconfig(o.resourceLock, o.namespace, o.name,
 		resourcelock.ResourceLockConfig{Identity: identity, EventRecorder: recorder},
 		cfg, o.renewDeadline)
