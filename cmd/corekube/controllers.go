@@ -24,10 +24,14 @@ func restConfigFrom(path string) (*rest.Config, error) {
 
 // newLoopsCommand is a command that runs the control loops of set against
 // the API server a kubeconfig names, until SIGINT/SIGTERM.
-func newLoopsCommand(use, short string, set loopSet) *cobra.Command {
+// With --leader-elect (the default, as kube-scheduler's and
+// kube-controller-manager's), only the holder of the Lease leaseName in
+// kube-system runs them; `up` runs the same loops in-process without.
+func newLoopsCommand(use, short string, set loopSet, leaseName string) *cobra.Command {
 	var (
 		kubeconfig string
 		signing    signingOptions
+		election   leaderElection
 	)
 	cmd := &cobra.Command{
 		Use:   use,
@@ -53,6 +57,13 @@ func newLoopsCommand(use, short string, set loopSet) *cobra.Command {
 				}
 				loops = append(loops, certs...)
 			}
+			if election.enabled {
+				id, err := electionIdentity()
+				if err != nil {
+					return err
+				}
+				return runElected(cmd.Context(), cfg, election, id, loops, slog.Default())
+			}
 			wait := runLoops(cmd.Context(), loops)
 			<-cmd.Context().Done()
 			wait()
@@ -60,6 +71,7 @@ func newLoopsCommand(use, short string, set loopSet) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
+	election.addFlags(cmd.Flags(), leaseName)
 	if set&controllerLoops != 0 {
 		signing.addFlags(cmd.Flags())
 	}
@@ -67,10 +79,10 @@ func newLoopsCommand(use, short string, set loopSet) *cobra.Command {
 }
 
 func newSchedulerCommand() *cobra.Command {
-	return newLoopsCommand("scheduler", "Run the scheduler against an API server", schedulerLoop)
+	return newLoopsCommand("scheduler", "Run the scheduler against an API server", schedulerLoop, "kube-scheduler")
 }
 
 func newControllersCommand() *cobra.Command {
 	return newLoopsCommand("controllers", "Run the controllers (namespace, service account, node lifecycle, pod GC, ...) against an API server",
-		namespaceLoop|controllerLoops)
+		namespaceLoop|controllerLoops, "kube-controller-manager")
 }

@@ -97,3 +97,33 @@ func TestUpServiceAccountKey(t *testing.T) {
 		t.Errorf("given keys were not kept: %+v", cfg)
 	}
 }
+
+// TestLeaderElectFlags: `scheduler` and `controllers` have kube's
+// leader election flags and defaults, each with its component's lease.
+func TestLeaderElectFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lease string
+	}{{"scheduler", "kube-scheduler"}, {"controllers", "kube-controller-manager"}} {
+		cmd := newRootCommand()
+		sub, _, err := cmd.Find([]string{tc.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"leader-elect": "true", "leader-elect-lease-duration": "15s", "leader-elect-renew-deadline": "10s",
+			"leader-elect-retry-period": "2s", "leader-elect-resource-namespace": "kube-system",
+			"leader-elect-resource-name": tc.lease, "leader-elect-resource-lock": "leases",
+		}
+		for flag, def := range want {
+			f := sub.Flags().Lookup(flag)
+			if f == nil {
+				t.Errorf("%s: no --%s", tc.name, flag)
+				continue
+			}
+			if f.DefValue != def {
+				t.Errorf("%s --%s: default %q, want %q", tc.name, flag, f.DefValue, def)
+			}
+		}
+	}
+}

@@ -45,6 +45,16 @@ func TestControllerPolicy(t *testing.T) {
 		{[]string{"system:kube-scheduler", "system:authenticated"}, res("update", "", "persistentvolumeclaims", "", "ns", "c"), true}, // system:volume-scheduler
 		{[]string{"system:kube-scheduler", "system:authenticated"}, res("patch", "", "persistentvolumes", "", "", "v"), true},
 		{[]string{"system:kube-scheduler", "system:authenticated"}, res("create", "", "pods", "", "ns", ""), false},
+		// Leader election, as kube's: create any lease, get and update
+		// only the component's own.
+		{[]string{"system:kube-scheduler", "system:authenticated"}, res("create", "coordination.k8s.io", "leases", "", "kube-system", ""), true},
+		{[]string{"system:kube-scheduler", "system:authenticated"}, res("get", "coordination.k8s.io", "leases", "", "kube-system", "kube-scheduler"), true},
+		{[]string{"system:kube-scheduler", "system:authenticated"}, res("update", "coordination.k8s.io", "leases", "", "kube-system", "kube-scheduler"), true},
+		{[]string{"system:kube-scheduler", "system:authenticated"}, res("update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"), false},
+		{[]string{"system:kube-controller-manager", "system:authenticated"}, res("create", "coordination.k8s.io", "leases", "", "kube-system", ""), true},
+		{[]string{"system:kube-controller-manager", "system:authenticated"}, res("get", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"), true},
+		{[]string{"system:kube-controller-manager", "system:authenticated"}, res("update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"), true},
+		{[]string{"system:kube-controller-manager", "system:authenticated"}, res("update", "coordination.k8s.io", "leases", "", "kube-system", "kube-scheduler"), false},
 		{[]string{"system:kube-controller-manager", "system:authenticated"}, res("list", "apps", "deployments", "", "", ""), true},
 		{[]string{"system:kube-controller-manager", "system:authenticated"}, res("delete", "", "pods", "", "ns", "p"), false},
 		{ctrl("pod-garbage-collector"), res("delete", "", "pods", "", "ns", "p"), true},
