@@ -81,6 +81,9 @@ type container struct {
 	env           *shell.Env
 	stopRequested bool
 	termAt        time.Time
+	// termDelivered: SIGTERM reached a program that ignores it (a shell,
+	// like PID 1 in a container); only killAt is still to come.
+	termDelivered bool
 	killAt        time.Time
 	exited        bool
 	finished      time.Time
@@ -147,7 +150,7 @@ func (c *container) advance(now time.Time) {
 		}
 	}
 	if c.stopRequested {
-		if !now.Before(c.termAt) {
+		if !c.termDelivered && !now.Before(c.termAt) {
 			step(c.termAt)
 			if c.exited {
 				return
@@ -157,6 +160,7 @@ func (c *container) advance(now time.Time) {
 				c.exit(c.termAt, 0, false)
 				return
 			}
+			c.termDelivered = true
 		}
 		if !now.Before(c.killAt) {
 			step(c.killAt)
@@ -291,7 +295,9 @@ func (c *container) nextChange() time.Time {
 	}
 	next := c.proc.WakeAt()
 	if c.stopRequested {
-		next = earliest(next, c.termAt)
+		if !c.termDelivered {
+			next = earliest(next, c.termAt)
+		}
 		next = earliest(next, c.killAt)
 	}
 	return next

@@ -312,3 +312,30 @@ func TestVolumeFilesSeenAndReplaced(t *testing.T) {
 		t.Errorf("SetVolume of an unknown pod: %v", err)
 	}
 }
+
+// TestNextChangeAfterIgnoredSIGTERM: once a program that ignores SIGTERM
+// (sleep, a shell) got it, the container's next change is the SIGKILL at
+// the end of the grace period, not the SIGTERM instant already past: the
+// pod worker sleeps until then instead of waking at once, again and again
+// (it spun a whole CPU for a deleted pod's 30 s).
+func TestNextChangeAfterIgnoredSIGTERM(t *testing.T) {
+	r, clk := setup(t)
+	id := start(t, r, []string{"sleep", "3600"}, 0)
+	clk.Step(time.Second)
+	if err := r.StopContainer(context.Background(), id, runtime.StopOptions{Timeout: 30 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{time.Second, 2 * time.Second, 20 * time.Second} {
+		clk.SetTime(t0.Add(at))
+		if cs := status(t, r, id); cs.State != runtime.ContainerStateRunning {
+			t.Fatalf("at %v: %s, want running until the grace period ends", at, cs.State)
+		}
+		if next := r.NextChange("u1"); !next.Equal(t0.Add(31 * time.Second)) {
+			t.Errorf("at %v: next change at %v, want the SIGKILL at %v", at, next.Sub(t0), 31*time.Second)
+		}
+	}
+	clk.SetTime(t0.Add(31 * time.Second))
+	if cs := status(t, r, id); cs.State != runtime.ContainerStateExited || cs.ExitCode != 137 {
+		t.Errorf("after the grace period: %s %d, want exited 137", cs.State, cs.ExitCode)
+	}
+}
