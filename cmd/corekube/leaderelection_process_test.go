@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"k8s.io/client-go/util/retry"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,14 +172,20 @@ func TestLeaderElectionProcesses(t *testing.T) {
 	createBoundPod(t, c, "q3")
 
 	// Lost lease: another holder takes it; the leader exits 1.
+	// The leader renews every 250ms: an overwrite may lose that race
+	// (409) and is retried on the newer lease.
 	ctx := context.Background()
-	lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	intruder, hour, now := "intruder", int32(3600), metav1.NowMicro()
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &intruder, &hour, &now
-	if _, err := c.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+	intruder, hour := "intruder", int32(3600)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NowMicro()
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &intruder, &hour, &now
+		_, err = c.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	var exit *exec.ExitError
