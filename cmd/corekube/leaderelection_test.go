@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"k8s.io/client-go/util/retry"
 	"log/slog"
 	"sync"
 	"testing"
@@ -233,14 +234,19 @@ func TestLeaderElection(t *testing.T) {
 
 		// Another holder takes the lease (as a successor would after a
 		// partition): the leader cannot renew, stops and fails.
+		// The overwrite may lose a race with a renewal (409): retried.
 		ctx := context.Background()
-		lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		intruder, hour, now := "intruder", int32(3600), metav1.NowMicro()
-		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &intruder, &hour, &now
-		if _, err := c.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		intruder, hour := "intruder", int32(3600)
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			now := metav1.NowMicro()
+			lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &intruder, &hour, &now
+			_, err = c.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if err := cands[second].wait(t, 10*time.Second); !errors.Is(err, errLeaderElectionLost) {
