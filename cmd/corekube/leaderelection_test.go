@@ -49,6 +49,19 @@ func (h *leadingLog) identities() []string {
 	return append([]string(nil), h.leading...)
 }
 
+// waitIdentities returns the identities once at least n have logged
+// leading (or after 10 s): a candidate logs it just after it took the
+// lease, so the lease can name it an instant earlier.
+func (h *leadingLog) waitIdentities(t *testing.T, n int) []string {
+	t.Helper()
+	var got []string
+	_ = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		got = h.identities()
+		return len(got) >= n, nil
+	})
+	return got
+}
+
 // candidate is one process's worth of runElected.
 type candidate struct {
 	id   string
@@ -208,7 +221,7 @@ func TestLeaderElection(t *testing.T) {
 		first := waitHolder(t, c, "kube-scheduler", 10*time.Second, "host_a", "host_b")
 		createBoundPod(t, c, "p1")
 		waitLeaderEvent(t, c, first+" became leader")
-		if got := logs.identities(); len(got) != 1 || got[0] != first {
+		if got := logs.waitIdentities(t, 1); len(got) != 1 || got[0] != first {
 			t.Fatalf("leading: %v, want only %s (the lease's holder)", got, first)
 		}
 
@@ -228,7 +241,7 @@ func TestLeaderElection(t *testing.T) {
 			t.Errorf("%s took over %v after %s released, want within the lease duration %v", second, d, first, o.leaseDuration)
 		}
 		createBoundPod(t, c, "p2")
-		if got := logs.identities(); len(got) != 2 || got[1] != second {
+		if got := logs.waitIdentities(t, 2); len(got) != 2 || got[1] != second {
 			t.Fatalf("leading: %v, want %s then %s", got, first, second)
 		}
 
@@ -280,7 +293,7 @@ func TestLeaderElection(t *testing.T) {
 			cands[id] = startCandidate(t, electCfg, srv.Config, namespaceLoop|controllerLoops, o, id, log)
 		}
 		first := waitHolder(t, c, "kube-controller-manager", 10*time.Second, "host_a", "host_b")
-		if got := logs.identities(); len(got) != 1 || got[0] != first {
+		if got := logs.waitIdentities(t, 1); len(got) != 1 || got[0] != first {
 			t.Fatalf("leading: %v, want only %s (the lease's holder)", got, first)
 		}
 		second := "host_a"
@@ -292,7 +305,7 @@ func TestLeaderElection(t *testing.T) {
 			t.Fatalf("%s after SIGTERM: %v, want nil", first, err)
 		}
 		waitHolder(t, c, "kube-controller-manager", 10*time.Second, second)
-		if got := logs.identities(); len(got) != 2 || got[1] != second {
+		if got := logs.waitIdentities(t, 2); len(got) != 2 || got[1] != second {
 			t.Fatalf("leading: %v, want %s then %s", got, first, second)
 		}
 	})
