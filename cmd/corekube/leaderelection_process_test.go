@@ -196,14 +196,13 @@ func TestLeaderElectionProcesses(t *testing.T) {
 		t.Errorf("stderr lacks %q:\n%s", "leaderelection lost", third.stderr.String())
 	}
 
+	// No pod was bound twice: at most one Scheduled event each. (At
+	// least one is not certain: a leader killed or stopped right after a
+	// binding may not have flushed its event; createBoundPod saw each
+	// pod bound.)
 	for _, pod := range []string{"q1", "q2", "q3"} {
-		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-			return scheduledEvents(t, c, pod) > 0, nil
-		}); err != nil {
-			t.Fatalf("no Scheduled event for %s", pod)
-		}
-		if n := scheduledEvents(t, c, pod); n != 1 {
-			t.Errorf("%s: %d Scheduled events, want 1", pod, n)
+		if n := scheduledEvents(t, c, pod); n > 1 {
+			t.Errorf("%s: %d Scheduled events, want at most 1", pod, n)
 		}
 	}
 }
