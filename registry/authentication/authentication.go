@@ -8,9 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/registry/internal/aggregate"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/corekube/corekube/auth/authenticator"
@@ -89,7 +89,7 @@ func (r *TokenReviewREST) Create(ctx context.Context, namespace, _ string, obj r
 	resp, ok, err := r.authn.AuthenticateRequest(fake)
 	review.Status = authenticationv1.TokenReviewStatus{Authenticated: ok}
 	if err != nil {
-		review.Status.Error = aggregate(err)
+		review.Status.Error = aggregate.Message(err)
 	}
 	if len(auds) > 0 && resp != nil && len(authenticator.IntersectAudiences(auds, resp.Audiences)) == 0 {
 		return nil, errAudiences
@@ -100,27 +100,6 @@ func (r *TokenReviewREST) Create(ctx context.Context, namespace, _ string, obj r
 	}
 	review.TypeMeta = metav1.TypeMeta{Kind: tokenReviewKind.Kind, APIVersion: tokenReviewKind.GroupVersion().String()}
 	return review, nil
-}
-
-// aggregate writes err as kube's aggregate errors read: one error alone,
-// several as "[a, b]".
-func aggregate(err error) string {
-	var flat []string
-	var walk func(error)
-	walk = func(e error) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, inner := range j.Unwrap() {
-				walk(inner)
-			}
-			return
-		}
-		flat = append(flat, e.Error())
-	}
-	walk(err)
-	if len(flat) == 1 {
-		return flat[0]
-	}
-	return "[" + strings.Join(flat, ", ") + "]"
 }
 
 // userInfo is u as the authentication API shows a user.

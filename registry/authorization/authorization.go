@@ -10,6 +10,7 @@ package authorization
 import (
 	"context"
 	"fmt"
+	"github.com/corekube/corekube/registry/internal/aggregate"
 	"slices"
 	"strings"
 
@@ -212,30 +213,9 @@ func decide(ctx context.Context, z authorizer.Authorizer, a authorizer.Attribute
 		Reason:  reason,
 	}
 	if err != nil {
-		st.EvaluationError = aggregate(err)
+		st.EvaluationError = aggregate.Message(err)
 	}
 	return st
-}
-
-// aggregate writes err as kube's aggregate errors read: one error alone,
-// several (errors.Join, nested or not) as "[a, b]".
-func aggregate(err error) string {
-	var flat []string
-	var walk func(error)
-	walk = func(e error) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			for _, inner := range j.Unwrap() {
-				walk(inner)
-			}
-			return
-		}
-		flat = append(flat, e.Error())
-	}
-	walk(err)
-	if len(flat) == 1 {
-		return flat[0]
-	}
-	return "[" + strings.Join(flat, ", ") + "]"
 }
 
 func requester(ctx context.Context) (*user.Info, error) {
@@ -421,7 +401,7 @@ func (r *SelfSubjectRulesReviewREST) Create(ctx context.Context, _, _ string, ob
 	}
 	out.Status.Incomplete = incomplete
 	if err != nil {
-		out.Status.EvaluationError = aggregate(err)
+		out.Status.EvaluationError = aggregate.Message(err)
 	}
 	return out, nil
 }
