@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"k8s.io/client-go/util/retry"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,22 +171,7 @@ func TestLeaderElectionProcesses(t *testing.T) {
 	createBoundPod(t, c, "q3")
 
 	// Lost lease: another holder takes it; the leader exits 1.
-	// The leader renews every 250ms: an overwrite may lose that race
-	// (409) and is retried on the newer lease.
-	ctx := context.Background()
-	intruder, hour := "intruder", int32(3600)
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		now := metav1.NowMicro()
-		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &intruder, &hour, &now
-		_, err = c.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	takeLease(t, c, "kube-scheduler", "intruder")
 	var exit *exec.ExitError
 	if err := third.wait(t, 10*time.Second); !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("scheduler after losing its lease: %v, want exit status 1", err)

@@ -186,6 +186,28 @@ func createBoundPod(t *testing.T, c kubernetes.Interface, name string) {
 }
 
 // scheduledEvents counts the Scheduled events of pod name.
+// takeLease makes holder the holder of the Lease kube-system/name for an
+// hour, as a successor would after a partition. The leader renews every
+// few hundred milliseconds: an overwrite that loses that race (409) is
+// retried on the newer lease.
+func takeLease(t *testing.T, c kubernetes.Interface, name, holder string) {
+	t.Helper()
+	ctx, leases := context.Background(), c.CoordinationV1().Leases("kube-system")
+	hour := int32(3600)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NowMicro()
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &holder, &hour, &now
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatalf("take the lease %s: %v", name, err)
+	}
+}
+
 func scheduledEvents(t *testing.T, c kubernetes.Interface, name string) int {
 	t.Helper()
 	evs, err := c.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{
@@ -247,21 +269,7 @@ func TestLeaderElection(t *testing.T) {
 
 		// Another holder takes the lease (as a successor would after a
 		// partition): the leader cannot renew, stops and fails.
-		// The overwrite may lose a race with a renewal (409): retried.
-		ctx := context.Background()
-		intruder, hour := "intruder", int32(3600)
-		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			lease, err := c.CoordinationV1().Leases("kube-system").Get(ctx, "kube-scheduler", metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			now := metav1.NowMicro()
-			lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &intruder, &hour, &now
-			_, err = c.CoordinationV1().Leases("kube-system").Update(ctx, lease, metav1.UpdateOptions{})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
+		takeLease(t, c, "kube-scheduler", "intruder")
 		if err := cands[second].wait(t, 10*time.Second); !errors.Is(err, errLeaderElectionLost) {
 			t.Fatalf("%s after losing its lease: %v, want %v", second, err, errLeaderElectionLost)
 		}
