@@ -378,14 +378,19 @@ func testTLSConfig() *tls.Config {
 	return c
 }
 
-// post sends body to url and reads the whole answer; a status other than
-// want is an error that quotes the answer.
+// post sends a JSON body to url and reads the whole answer; a status
+// other than want is an error that quotes the answer.
 func post(ctx context.Context, c *http.Client, url string, body []byte, want int) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	return send(ctx, c, http.MethodPost, url, "application/json", body, want)
+}
+
+// send is post for any method and body type.
+func send(ctx context.Context, c *http.Client, method, url, contentType string, body []byte, want int) error {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
@@ -394,7 +399,7 @@ func post(ctx context.Context, c *http.Client, url string, body []byte, want int
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return fmt.Errorf("POST %s: %d, want %d: %s", url, resp.StatusCode, want, msg)
+		return fmt.Errorf("%s %s: %d, want %d: %s", method, url, resp.StatusCode, want, msg)
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	return err

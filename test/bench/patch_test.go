@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -76,21 +74,5 @@ func benchPatch(b *testing.B, client *http.Client, url, contentType string, body
 
 // patch sends one PATCH and checks its status code.
 func patch(ctx context.Context, c *http.Client, url, contentType string, body []byte, want int) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != want {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return fmt.Errorf("PATCH %s: %d, want %d: %s", url, resp.StatusCode, want, msg)
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err
+	return send(ctx, c, http.MethodPatch, url, contentType, body, want)
 }
