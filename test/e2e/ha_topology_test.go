@@ -97,6 +97,7 @@ func TestHATopology(t *testing.T) {
 	startHAProc(t, "agent", "agent", "--kubeconfig", filepath.Join(dir, "agent.kubeconfig"), "--nodes", "3",
 		"--kubelet-listen", freeAddr(t))
 
+	k.waitNodes(t, 3)
 	k.ok("wait", "--for=condition=Ready", "node/node-1", "node/node-2", "node/node-3", "--timeout=60s")
 	activeScheduler := leaseHolderProc(t, k, "kube-scheduler", schedulers)
 	leaseHolderProc(t, k, "kube-controller-manager", controllers)
@@ -213,6 +214,23 @@ func (k *haKubectl) ok(args ...string) string {
 		k.t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return strings.TrimSpace(out.String())
+}
+
+// waitNodes polls until n nodes are registered (kubectl wait fails at
+// once on a node that does not exist yet).
+func (k *haKubectl) waitNodes(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out := k.ok("get", "nodes", "-o", "name")
+		if strings.Count(out, "node/") >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d nodes after 60s, want %d:\n%s", strings.Count(out, "node/"), n, out)
+		}
+		time.Sleep(100 * time.Millisecond) // polling another process's registrations, with a deadline
+	}
 }
 
 // apply writes manifest to a file and applies it.
