@@ -22,6 +22,9 @@ import (
 
 	"github.com/corekube/corekube/test/etcdcluster"
 	"github.com/corekube/corekube/test/testserver"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -121,6 +124,16 @@ func TestHATopology(t *testing.T) {
 	}
 	t.Logf("after the drain: %v", survivors)
 
+	// A client writing through the balancer all along: what it sees of the
+	// faults (failed requests, longest time without a successful write)
+	// and, at the end, that every write it was answered for is there.
+	writer := startLeaseWriter(t, adminConfig)
+	select {
+	case <-writer.warm:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer had no 10 writes acknowledged in 30s")
+	}
+
 	// The faults, at once: one API server, one etcd member and the
 	// active scheduler are SIGKILLed.
 	killed := time.Now()
@@ -156,6 +169,39 @@ func TestHATopology(t *testing.T) {
 	// A graceful delete still completes (agent, API server and etcd).
 	k.ok("delete", "pod", "after-1", "--wait=true", "--timeout=60s")
 
+	// The writer: every acknowledged write is stored (objects lost: 0).
+	acked, failed, longest := writer.stop()
+	stored := map[string]bool{}
+	for _, name := range strings.Fields(k.ok("get", "leases", "-l", "writer=ha", "-o", "jsonpath={range .items[*]}{.metadata.name} {end}")) {
+		stored[name] = true
+	}
+	lost := 0
+	for _, name := range acked {
+		if !stored[name] {
+			lost++
+		}
+	}
+	t.Logf("writer through the balancer: %d writes acknowledged, %d failed, longest time without a successful write %v, acknowledged writes lost %d",
+		len(acked), failed, longest.Round(time.Millisecond), lost)
+	if lost > 0 {
+		t.Errorf("%d acknowledged writes lost", lost)
+	}
+	if len(acked) == 0 {
+		t.Error("the writer had no write acknowledged")
+	}
+
+	// No pod was bound twice across the scheduler handover: at most one
+	// Scheduled event each.
+	scheduled := map[string]int{}
+	for _, name := range strings.Fields(k.ok("get", "events", "--field-selector", "reason=Scheduled", "-o", "jsonpath={range .items[*]}{.involvedObject.name} {end}")) {
+		scheduled[name]++
+	}
+	for name, n := range scheduled {
+		if n > 1 {
+			t.Errorf("pod %s: %d Scheduled events, want at most 1", name, n)
+		}
+	}
+
 	// The killed API server and etcd member rejoin.
 	if err := etcd.Members()[0].Restart(); err != nil {
 		t.Fatal(err)
@@ -173,6 +219,67 @@ func TestHATopology(t *testing.T) {
 	if t.Failed() {
 		t.Logf("etcd:\n%s", etcd.Logs())
 	}
+}
+
+// leaseWriter creates Leases labelled writer=ha through the balancer, one
+// every 20 ms, until stopped.
+type leaseWriter struct {
+	done    chan struct{}
+	stopped chan struct{}
+	warm    chan struct{} // closed once 10 writes were acknowledged
+	acked   []string
+	failed  int
+	longest time.Duration
+}
+
+func startLeaseWriter(t *testing.T, admin *rest.Config) *leaseWriter {
+	t.Helper()
+	cfg := rest.CopyConfig(admin)
+	cfg.QPS = -1
+	cfg.Timeout = 10 * time.Second
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &leaseWriter{done: make(chan struct{}), stopped: make(chan struct{}), warm: make(chan struct{})}
+	go func() {
+		defer close(w.stopped)
+		lastOK := time.Now()
+		for i := 0; ; i++ {
+			select {
+			case <-w.done:
+				return
+			case <-time.After(20 * time.Millisecond): // the writer's pace
+			}
+			name := fmt.Sprintf("w-%d", i)
+			lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"writer": "ha"}}}
+			if _, err := client.CoordinationV1().Leases("default").Create(context.Background(), lease, metav1.CreateOptions{}); err != nil {
+				w.failed++
+				continue
+			}
+			w.acked = append(w.acked, name)
+			if len(w.acked) == 10 {
+				close(w.warm)
+			}
+			if gap := time.Since(lastOK); gap > w.longest {
+				w.longest = gap
+			}
+			lastOK = time.Now()
+		}
+	}()
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+// stop ends the writer (once) and returns what it saw.
+func (w *leaseWriter) stop() (acked []string, failed int, longest time.Duration) {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+	<-w.stopped
+	return w.acked, w.failed, w.longest
 }
 
 // repoRoot is the repository's top directory.
