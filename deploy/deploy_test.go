@@ -3,16 +3,23 @@
 // environment) is static and runs; every flag compose.yaml and the systemd
 // units give corekube or etcd exists in that binary's (or etcd's own)
 // --help; the compose topology is consistent (etcd members, API servers
-// behind the balancer, the etcd image at go.mod's version); and
-// systemd-analyze verify accepts the units.
+// behind the balancer, the etcd image at go.mod's version); systemd-analyze
+// verify accepts the units; and haproxy, run with compose/haproxy.cfg in
+// front of two real API servers, balances them and takes a dead one out.
+// The tools that are not installed (systemd-analyze, haproxy) skip their
+// part with a message.
 package deploy_test
 
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"debug/elf"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,8 +29,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/corekube/corekube/test/etcdcluster"
+	"github.com/corekube/corekube/test/testserver"
 	"sigs.k8s.io/yaml"
 )
 
@@ -665,4 +674,178 @@ func TestSystemdUnits(t *testing.T) {
 	if err != nil || len(problems) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, strings.Join(problems, "\n"))
 	}
+}
+
+// TestHaproxyBalancesAPIServers runs haproxy (when installed) with
+// compose/haproxy.cfg, its server addresses pointed at two real `corekube
+// apiserver` processes sharing a CA (--cert-dir), so that the file is
+// proven as it is: TLS passes through (the client verifies the cluster
+// CA), the /readyz health checks over TLS pass without credentials, and an
+// API server that dies is taken out of the rotation, after which every
+// request succeeds.
+func TestHaproxyBalancesAPIServers(t *testing.T) {
+	haproxy, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy is not installed")
+	}
+	bin := imageBinary(t)
+	certDir := t.TempDir()
+	addrs := []string{freeAddr(t), freeAddr(t)}
+	var servers []*exec.Cmd
+	for i, addr := range addrs {
+		cmd := exec.Command(bin, "apiserver", "--listen", addr, "--data-dir", t.TempDir(), "--cert-dir", certDir)
+		out := &testserver.SyncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-done
+			if t.Failed() {
+				t.Logf("apiserver-%d:\n%s", i+1, out.String())
+			}
+		})
+		servers = append(servers, cmd)
+		// One at a time: the first makes the CA in certDir, the second
+		// loads it.
+		waitHTTPS(t, certDir, "https://"+addr+"/readyz", 30*time.Second)
+	}
+
+	cfg, err := os.ReadFile("compose/haproxy.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbAddr := freeAddr(t)
+	text := string(cfg)
+	// Docker's DNS is not here: the servers are addresses.
+	text = regexp.MustCompile(`(?m)^resolvers docker\n([ \t]+.*\n)*`).ReplaceAllString(text, "")
+	text = strings.ReplaceAll(text, " resolvers docker", "")
+	text = strings.Replace(text, "bind :6443", "bind "+lbAddr, 1)
+	text = strings.Replace(text, "apiserver-1:6443", addrs[0], 1)
+	text = strings.Replace(text, "apiserver-2:6443", addrs[1], 1)
+	cfgPath := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(cfgPath, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lb := exec.Command(haproxy, "-db", "-f", cfgPath)
+	lbOut := &testserver.SyncBuffer{}
+	lb.Stdout, lb.Stderr = lbOut, lbOut
+	if err := lb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lbDone := make(chan struct{})
+	go func() { _ = lb.Wait(); close(lbDone) }()
+	t.Cleanup(func() {
+		_ = lb.Process.Kill()
+		<-lbDone
+		if t.Failed() {
+			t.Logf("haproxy:\n%s", lbOut.String())
+		}
+	})
+
+	// Both servers come up in haproxy's checks; requests pass through.
+	url := "https://" + lbAddr + "/readyz"
+	waitHTTPS(t, certDir, url, 30*time.Second)
+
+	// Round robin: both servers get connections (tcplog names the
+	// backend server of each).
+	client := httpsClient(t, certDir)
+	for i := 0; i < 4; i++ {
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	waitLog(t, lbOut, "apiservers/apiserver-1 ", "apiservers/apiserver-2 ")
+
+	// One dies: haproxy's checks take it out (2 failures 2 s apart),
+	// then every new connection goes to the other.
+	if err := servers[0].Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waitLog(t, lbOut, "apiserver-1 is DOWN")
+	t.Logf("haproxy took apiserver-1 out %v after it died", time.Since(killed).Round(time.Millisecond))
+	for i := 0; i < 20; i++ {
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatalf("request %d through haproxy after apiserver-1 went down: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("request %d through haproxy: %s", i, resp.Status)
+		}
+	}
+}
+
+// httpsClient trusts the cluster CA in certDir and opens a new connection
+// per request (as a new client would), so that each one is balanced.
+func httpsClient(t *testing.T, certDir string) *http.Client {
+	t.Helper()
+	ca, err := os.ReadFile(filepath.Join(certDir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		t.Fatal("no CA certificate in ca.crt")
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true}}
+}
+
+// waitHTTPS polls url (verifying the cluster CA, once certDir has it) until
+// it answers 200.
+func waitHTTPS(t *testing.T, certDir, url string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var last string
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(filepath.Join(certDir, "ca.crt")); err == nil {
+			resp, err := httpsClient(t, certDir).Get(url)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return
+				}
+				last = resp.Status
+			} else {
+				last = err.Error()
+			}
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process's readiness, with a deadline
+	}
+	t.Fatalf("%s not answering 200 after %v: %s", url, d, last)
+}
+
+// waitLog polls haproxy's output until it holds every line part in want.
+func waitLog(t *testing.T, out *testserver.SyncBuffer, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(out.String(), w)
+		}
+		if all {
+			return
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process's log, with a deadline
+	}
+	t.Fatalf("haproxy never logged %q:\n%s", want, out.String())
+}
+
+// freeAddr is a loopback address with a port free at the moment.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
