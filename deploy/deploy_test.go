@@ -563,8 +563,8 @@ func readUnits(t *testing.T) []systemdUnit {
 }
 
 // readEnvFile reads a shipped EnvironmentFile (deploy/systemd/<base name>)
-// as systemd does for the forms used: KEY=value or KEY="value", a
-// backslash at the end of a line continuing it.
+// as systemd does for the one form used: KEY=value or KEY="value" on one
+// line (a continued line is refused: one form, read the same everywhere).
 func readEnvFile(t *testing.T, unitPath string) map[string]string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("systemd", filepath.Base(unitPath)))
@@ -572,13 +572,15 @@ func readEnvFile(t *testing.T, unitPath string) map[string]string {
 		t.Fatalf("the EnvironmentFile %s is not shipped in deploy/systemd: %v", unitPath, err)
 	}
 	env := map[string]string{}
-	text := strings.ReplaceAll(string(data), "\\\n", " ")
-	for _, line := range strings.Split(text, "\n") {
+	for _, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
+		if strings.HasSuffix(line, "\\") {
+			t.Errorf("%s: %q is continued on the next line", unitPath, line)
+		}
 		if !ok {
 			t.Errorf("%s: %q is not KEY=value", unitPath, line)
 			continue
