@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/test/etcdcluster"
+	"github.com/corekube/corekube/test/informertest"
 	"github.com/corekube/corekube/test/testserver"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -94,6 +95,17 @@ func TestHATopology(t *testing.T) {
 	if user := whoAmI(t, adminConfig, addrs[1], token); user != "system:serviceaccount:default:robot" {
 		t.Fatalf("token from apiserver-1 on apiserver-2: user %q", user)
 	}
+
+	// A client-go pod informer through the balancer, kept through every
+	// fault: at the end it must hold exactly the server's pods, and no
+	// handler may ever see a pod's resourceVersion go back.
+	informerConfig := rest.CopyConfig(adminConfig)
+	informerConfig.QPS = -1
+	informerClient, err := kubernetes.NewForConfig(informerConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	informer := informertest.Start(t, informerClient, "default", "")
 
 	election := []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
 	schedulerArgs := append([]string{"scheduler", "--kubeconfig", filepath.Join(dir, "scheduler.kubeconfig")}, election...)
@@ -234,6 +246,9 @@ func TestHATopology(t *testing.T) {
 	if got := k.ok("--server", "https://"+addrs[0], "get", "pods", "-l", "app=after", "-o", "name"); strings.Count(got, "pod/") != 3 {
 		t.Errorf("restarted apiserver-1 lists:\n%s\nwant the 3 pods left of app=after", got)
 	}
+	took := informer.WaitConverged(t, informerClient, 30*time.Second)
+	informer.CheckMonotonic(t)
+	t.Logf("the informer through the balancer holds exactly the server's pods (waited %v); handlers ran %+v", took.Round(time.Millisecond), informer.Counts())
 	if t.Failed() {
 		t.Logf("etcd:\n%s", etcd.Logs())
 	}
