@@ -16,14 +16,17 @@ import (
 // lists, and the others see they lost and follow. If the server that
 // compacts goes away, another claims the next round within two intervals.
 func compact(ctx context.Context, st *etcdstore.Store, interval time.Duration, log *slog.Logger) {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
+	// A timer from the end of each round, not a ticker: a late tick must
+	// not be followed at once by the next one, which would compact away
+	// history younger than an interval.
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
 	var round, rev int64
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-timer.C:
 		}
 		next, nextRev, compacted, err := st.CompactRound(ctx, round, rev)
 		switch {
@@ -33,5 +36,6 @@ func compact(ctx context.Context, st *etcdstore.Store, interval time.Duration, l
 			log.Debug("etcd compacted", "round", next, "revision", rev)
 		}
 		round, rev = next, nextRev
+		timer.Reset(interval)
 	}
 }
