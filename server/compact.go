@@ -28,7 +28,11 @@ func compact(ctx context.Context, st *etcdstore.Store, interval time.Duration, l
 			return
 		case <-timer.C:
 		}
-		next, nextRev, compacted, err := st.CompactRound(ctx, round, rev)
+		// Bounded, so that an etcd without quorum delays the next round
+		// instead of holding the loop.
+		roundCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		next, nextRev, compacted, err := st.CompactRound(roundCtx, round, rev)
+		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("etcd compaction failed", "round", round+1, "revision", rev, "err", err)

@@ -110,7 +110,12 @@ func (s *Server) Identity() string { return s.identity }
 // 4% jitter) until ctx ends.
 func (l *identityLease) renewLoop(ctx context.Context) {
 	for {
-		if err := l.renew(ctx); err != nil && ctx.Err() == nil {
+		// Bounded, so that an etcd without quorum delays the next attempt
+		// instead of holding the loop.
+		renewCtx, cancel := context.WithTimeout(ctx, max(l.cfg.RenewInterval, 5*time.Second))
+		err := l.renew(renewCtx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			l.log.Warn("renewing the apiserver identity lease failed", "lease", l.name, "err", err)
 		}
 		wait := l.cfg.RenewInterval + time.Duration(rand.Float64()*0.04*float64(l.cfg.RenewInterval))
@@ -156,7 +161,10 @@ func (l *identityLease) gcLoop(ctx context.Context) {
 			return
 		case <-time.After(l.cfg.GCPeriod):
 		}
-		if err := l.collect(ctx); err != nil && ctx.Err() == nil {
+		collectCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := l.collect(collectCtx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			l.log.Warn("deleting expired apiserver identity leases failed", "err", err)
 		}
 	}
