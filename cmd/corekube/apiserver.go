@@ -91,7 +91,7 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil,
 		"PEM file of RSA keys (public, or private ones' public half) that verify ServiceAccount tokens; repeatable (default: the signing key)")
 	f.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "",
-		"PEM file of the RSA private key that signs ServiceAccount tokens (`up` default: <data-dir>/pki/sa.key, created on first start)")
+		"PEM file of the RSA private key that signs ServiceAccount tokens (default with --data-dir: <data-dir>/pki/sa.key, created on first start and shared by the servers on that directory)")
 	f.StringArrayVar(&cfg.ServiceAccountIssuers, "service-account-issuer", []string{server.DefaultServiceAccountIssuer},
 		"iss of the ServiceAccount tokens; repeatable: the first is issued, all are accepted")
 	f.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "",
