@@ -86,9 +86,11 @@ func startAPIServers(t *testing.T, names []string, args ...string) []*apiserverP
 		})
 		out = append(out, p)
 	}
+	start := time.Now()
 	for _, p := range out {
 		p.waitReady(t)
 	}
+	t.Logf("%d API servers ready in %v", len(out), time.Since(start))
 	return out
 }
 
