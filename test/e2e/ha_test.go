@@ -378,6 +378,31 @@ func TestHAAPIServers(t *testing.T) {
 			t.Errorf("etcd key /cluster2/namespaces/only2: %v %v", err, resp)
 		}
 	})
+
+	// Every `corekube apiserver` runs the namespace and ServiceAccount
+	// controllers: two of each work on one cluster without fighting.
+	t.Run("namespace lifecycle with both servers' controllers", func(t *testing.T) {
+		if _, err := a.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			t.Errorf("default ServiceAccount of %s: %v", ns, err)
+		}
+		if err := b.client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := a.client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("namespace %s still there 30s after its deletion", ns)
+			}
+			time.Sleep(50 * time.Millisecond) // polling the namespace controllers' work
+		}
+	})
 }
 
 // mustRV parses a resourceVersion.
