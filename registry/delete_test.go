@@ -108,7 +108,7 @@ func TestGracelessDeleteToleratesRace(t *testing.T) {
 func TestGracelessLeftoverIsDeleted(t *testing.T) {
 	e := newDeleteEnv(t)
 	e.runningPod(t, "p")
-	key := "/registry/pods/default/p"
+	key := "/pods/default/p"
 	if _, err := e.st.Interface.GuaranteedUpdate(t.Context(), key, func(cur storage.KV) ([]byte, error) {
 		var pod map[string]any
 		if err := json.Unmarshal(cur.Value, &pod); err != nil {

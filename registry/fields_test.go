@@ -1082,7 +1082,7 @@ func compact(v any) string {
 // (kube ignores managedFields timestamps when nothing else changed), which
 // a test could otherwise only see by waiting for the clock's next second.
 func (e *fieldsEnv) ageManagedFields(ctx context.Context, namespace, name string) error {
-	_, err := e.etcd.GuaranteedUpdate(ctx, "/registry/pods/"+namespace+"/"+name, func(cur storage.KV) ([]byte, error) {
+	_, err := e.etcd.GuaranteedUpdate(ctx, "/pods/"+namespace+"/"+name, func(cur storage.KV) ([]byte, error) {
 		var pod v1.Pod
 		if err := json.Unmarshal(cur.Value, &pod); err != nil {
 			return nil, err

@@ -45,7 +45,7 @@ type Store struct {
 	storage  storage.Interface
 	strategy Strategy
 	info     ResourceInfo
-	prefix   string // "/registry/<resource>/"
+	prefix   string // "/<resource>/", under the store's --etcd-prefix
 	opts     Options
 
 	// update is the strategy for updates: strategy itself, or a
@@ -102,7 +102,7 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 }
 
 // keyPrefix is the storage key prefix of a resource's objects.
-func keyPrefix(info ResourceInfo) string { return "/registry/" + info.Resource + "/" }
+func keyPrefix(info ResourceInfo) string { return "/" + info.Resource + "/" }
 
 // writeOptions are the storage options of every create and update of a
 // resource: an expiry for a TTLStrategy, with its objects' leases kept

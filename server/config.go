@@ -27,6 +27,14 @@ type Config struct {
 	// EtcdServers are the client URLs of an external etcd cluster; empty
 	// means run etcd embedded in DataDir.
 	EtcdServers []string
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile are the TLS files of the
+	// connection to EtcdServers (kube-apiserver's --etcd-cafile,
+	// --etcd-certfile, --etcd-keyfile).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
+	// EtcdPrefix is the etcd key every object is stored under (kube's
+	// --etcd-prefix; empty means DefaultEtcdPrefix), so that clusters can
+	// share one etcd with different prefixes.
+	EtcdPrefix string
 	// UnsafeNoFsync makes the embedded etcd skip fsync. Tests only.
 	UnsafeNoFsync bool
 	// Logger is the server's logger; nil means slog.Default().
@@ -56,8 +64,12 @@ type Config struct {
 	Profiling bool
 	// CompactionInterval is how often etcd history is compacted: each time
 	// to the revision of the previous round, so that at least one interval
-	// of history stays (default 5 minutes, as kube; negative disables).
+	// of history stays, by one of the servers sharing the etcd (default 5
+	// minutes, as kube's --etcd-compaction-interval; negative disables).
 	CompactionInterval time.Duration
+	// IdentityLease tunes the apiserver identity lease (zero values:
+	// kube's).
+	IdentityLease IdentityLeaseConfig
 	// AnonymousAuth lets requests without credentials in as
 	// system:anonymous (kube-apiserver's --anonymous-auth, on by default
 	// on the command line); off, they are answered 401.
@@ -156,6 +168,12 @@ type Config struct {
 	AuditLogMaxSize   int
 }
 
+// DefaultCompactionInterval is kube-apiserver's --etcd-compaction-interval.
+const DefaultCompactionInterval = 5 * time.Minute
+
+// DefaultEtcdPrefix is kube-apiserver's --etcd-prefix.
+const DefaultEtcdPrefix = "/registry"
+
 // DefaultServiceAccountIssuer is the token issuer when none is configured,
 // kubeadm's.
 const DefaultServiceAccountIssuer = "https://kubernetes.default.svc.cluster.local"
@@ -168,8 +186,12 @@ func (c *Config) setDefaults() error {
 		c.Logger = slog.Default()
 	}
 	if c.CompactionInterval == 0 {
-		c.CompactionInterval = 5 * time.Minute
+		c.CompactionInterval = DefaultCompactionInterval
 	}
+	if c.EtcdPrefix == "" {
+		c.EtcdPrefix = DefaultEtcdPrefix
+	}
+	c.IdentityLease.setDefaults()
 	if c.EventTTL == 0 {
 		c.EventTTL = events.DefaultTTL
 	}

@@ -27,6 +27,9 @@ type Server struct {
 	listener net.Listener
 	http     *http.Server
 	storage  storage.Interface
+	etcd     *etcdstore.Store
+	// identity names this server's identity lease (identity.go).
+	identity string
 	closers  []func() error
 
 	// stopCaches ends the watch caches' goroutines (after the requests).
@@ -89,7 +92,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.storage = etcdstore.New(client)
+	s.etcd = etcdstore.New(client, etcdstore.WithPrefix(cfg.EtcdPrefix))
+	s.storage = s.etcd
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
 	types := &typeConverter{}
 	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
@@ -135,6 +139,10 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	// The identity lease is named after the address just bound.
+	if err := s.runIdentityLease(api.Resource("coordination.k8s.io", "v1", "leases").Store); err != nil {
+		return nil, errors.Join(err, s.listener.Close())
+	}
 	baseCtx, stopRequests := context.WithCancel(context.Background())
 	s.stopRequests = stopRequests
 	s.http = &http.Server{
@@ -170,7 +178,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 // connectEtcd starts the embedded etcd or dials the external cluster.
 func (s *Server) connectEtcd(ctx context.Context) (*clientv3.Client, error) {
 	if len(s.cfg.EtcdServers) > 0 {
-		client, err := etcdstore.NewClient(s.cfg.EtcdServers)
+		client, err := etcdstore.NewClient(s.cfg.EtcdServers, etcdstore.ClientTLS{
+			CAFile: s.cfg.EtcdCAFile, CertFile: s.cfg.EtcdCertFile, KeyFile: s.cfg.EtcdKeyFile})
 		if err != nil {
 			return nil, fmt.Errorf("connect to etcd %v: %w", s.cfg.EtcdServers, err)
 		}
@@ -261,7 +270,7 @@ func (s *Server) runCaches(api *handlers.API) {
 		s.caches.Add(1)
 		go func() {
 			defer s.caches.Done()
-			compact(ctx, s.storage, s.cfg.CompactionInterval, s.log)
+			compact(ctx, s.etcd, s.cfg.CompactionInterval, s.log)
 		}()
 	}
 	for _, r := range api.Resources() {

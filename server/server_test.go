@@ -94,11 +94,11 @@ func TestPeriodicCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Compacting to a revision keeps that revision readable: move on.
-	if _, err := srv.Storage().Create(ctx, "/registry/test/k", []byte("v")); err != nil {
+	if _, err := srv.Storage().Create(ctx, "/test/k", []byte("v")); err != nil {
 		t.Fatal(err)
 	}
 	for {
-		_, err := srv.Storage().List(ctx, "/registry/namespaces/", storage.ListOptions{Revision: first})
+		_, err := srv.Storage().List(ctx, "/namespaces/", storage.ListOptions{Revision: first})
 		if errors.Is(err, storage.ErrCompacted) {
 			return
 		}

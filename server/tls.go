@@ -57,6 +57,13 @@ func (s *Server) setupTLS() (*serving, error) {
 	var ca *pki.CA
 	var err error
 	if cfg.CertDir != "" {
+		// Servers sharing CertDir take turns: the first makes the CA and
+		// certificates, the others load them (one CA for all).
+		unlock, lockErr := pki.LockDir(cfg.CertDir)
+		if lockErr != nil {
+			return nil, fmt.Errorf("certificate directory: %w", lockErr)
+		}
+		defer unlock()
 		ca, err = pki.LoadOrCreateCA(cfg.CertDir, caCommonName)
 	} else {
 		ca, err = pki.NewCA(caCommonName)

@@ -180,7 +180,16 @@ func (ca *CA) issue(tmpl *x509.Certificate) (KeyPair, error) {
 // LoadOrCreateServing returns the serving pair in dir/name.{crt,key},
 // issuing (and writing) a new one when there is none, or when the one there
 // is not from ca, does not cover req.Hosts or ends within a month.
+//
+// A reissued certificate keeps the names of the one it replaces, so that
+// servers sharing dir (each adding its own address) end up with one
+// certificate for all their names.
 func (ca *CA) LoadOrCreateServing(dir, name string, req ServingRequest) (KeyPair, error) {
+	if certPEM, err := os.ReadFile(filepath.Join(dir, name+".crt")); err == nil {
+		if cert, err := parseCert(certPEM); err == nil && ca.signed(cert) {
+			req.Hosts = withNames(req.Hosts, cert)
+		}
+	}
 	return ca.loadOrCreate(dir, name, func(c *x509.Certificate) bool {
 		for _, h := range req.Hosts {
 			if h != "" && c.VerifyHostname(h) != nil {
@@ -222,6 +231,23 @@ func (ca *CA) loadOrCreate(dir, name string, fits func(*x509.Certificate) bool, 
 		return KeyPair{}, err
 	}
 	return pair, nil
+}
+
+// withNames adds cert's DNS names and IP addresses to hosts.
+func withNames(hosts []string, cert *x509.Certificate) []string {
+	out := slices.Clone(hosts)
+	add := func(h string) {
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	for _, n := range cert.DNSNames {
+		add(n)
+	}
+	for _, ip := range cert.IPAddresses {
+		add(ip.String())
+	}
+	return out
 }
 
 // signed reports whether ca issued cert.

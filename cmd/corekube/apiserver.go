@@ -29,15 +29,28 @@ func newAPIServerCommand() *cobra.Command {
 			if cfg.DataDir == "" && len(cfg.EtcdServers) == 0 {
 				return errors.New("one of --data-dir or --etcd-servers is required")
 			}
+			if len(cfg.EtcdServers) == 0 && (cfg.EtcdCAFile != "" || cfg.EtcdCertFile != "" || cfg.EtcdKeyFile != "") {
+				return errors.New("--etcd-cafile, --etcd-certfile and --etcd-keyfile need --etcd-servers")
+			}
 			if cfg.CertDir == "" && cfg.DataDir != "" {
 				cfg.CertDir = filepath.Join(cfg.DataDir, "pki")
+			}
+			if cfg.DataDir != "" {
+				// Tokens outlive the process, and servers started on one
+				// --data-dir sign and verify with one key.
+				if err := upServiceAccountKey(&cfg); err != nil {
+					return err
+				}
 			}
 			return runServer(cmd.Context(), cfg, kubeconfig, false, nil)
 		},
 	}
 	cmd.Flags().StringVar(&cfg.Listen, "listen", "127.0.0.1:6443", "address to listen on")
-	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "directory of the embedded etcd (when --etcd-servers is not set)")
+	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "directory of the embedded etcd (when --etcd-servers is not set) and of the certificates and keys (pki/); API servers on one etcd cluster started on the same directory share the CA and the ServiceAccount keys")
 	cmd.Flags().StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster, e.g. http://a:2379,http://b:2379")
+	cmd.Flags().StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "CA bundle (PEM) that verifies the etcd members' serving certificates")
+	cmd.Flags().StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "client certificate (PEM) for TLS to etcd")
+	cmd.Flags().StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "key (PEM) of --etcd-certfile")
 	cmd.Flags().StringVar(&cfg.CertDir, "cert-dir", "", "directory of the certificates the server makes for itself (CA, serving, admin); default <data-dir>/pki, or in memory without --data-dir")
 	cmd.Flags().StringVar(&kubeconfig, "write-kubeconfig", "", "write an admin kubeconfig for this server to this path")
 	addAPIFlags(cmd.Flags(), &cfg)
@@ -48,7 +61,12 @@ func newAPIServerCommand() *cobra.Command {
 // and `up` share, named as kube-apiserver's.
 func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	cfg.EventTTL = server.DefaultEventTTL
-	f.Var(eventTTL{&cfg.EventTTL}, "event-ttl", "how long an event is kept after its last write (0: forever, as kube)")
+	f.StringVar(&cfg.EtcdPrefix, "etcd-prefix", server.DefaultEtcdPrefix,
+		"etcd key prefix every object is stored under; clusters sharing one etcd need different prefixes")
+	cfg.CompactionInterval = server.DefaultCompactionInterval
+	f.Var(zeroNever{&cfg.CompactionInterval}, "etcd-compaction-interval",
+		"how often etcd history is compacted, by one of the API servers sharing the etcd (0: never)")
+	f.Var(zeroNever{&cfg.EventTTL}, "event-ttl", "how long an event is kept after its last write (0: forever, as kube)")
 	f.Int64Var(&cfg.DefaultNotReadyTolerationSeconds, "default-not-ready-toleration-seconds", server.DefaultTolerationSeconds,
 		"tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration added to every pod that has none")
 	f.Int64Var(&cfg.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", server.DefaultTolerationSeconds,
@@ -73,7 +91,7 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil,
 		"PEM file of RSA keys (public, or private ones' public half) that verify ServiceAccount tokens; repeatable (default: the signing key)")
 	f.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", "",
-		"PEM file of the RSA private key that signs ServiceAccount tokens (`up` default: <data-dir>/pki/sa.key, created on first start)")
+		"PEM file of the RSA private key that signs ServiceAccount tokens (default with --data-dir: <data-dir>/pki/sa.key, created on first start and shared by the servers on that directory)")
 	f.StringArrayVar(&cfg.ServiceAccountIssuers, "service-account-issuer", []string{server.DefaultServiceAccountIssuer},
 		"iss of the ServiceAccount tokens; repeatable: the first is issued, all are accepted")
 	f.StringVar(&cfg.ServiceAccountJWKSURI, "service-account-jwks-uri", "",
@@ -95,19 +113,20 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 		"file of an apiserver.config.k8s.io/v1 AdmissionConfiguration configuring plugins (PodSecurity's defaults and exemptions)")
 }
 
-// eventTTL is the --event-ttl flag: a duration where 0 means "keep events
-// for ever", as kube-apiserver's, which server.Config spells as negative
-// (its zero value means the default hour).
-type eventTTL struct{ d *time.Duration }
+// zeroNever is a duration flag where 0 means "never", as kube-apiserver's
+// --event-ttl (keep events for ever) and --etcd-compaction-interval (no
+// compaction), which server.Config spells as negative (its zero value
+// means the default).
+type zeroNever struct{ d *time.Duration }
 
-func (v eventTTL) String() string {
+func (v zeroNever) String() string {
 	if v.d == nil || *v.d < 0 {
 		return "0s"
 	}
 	return v.d.String()
 }
 
-func (v eventTTL) Set(s string) error {
+func (v zeroNever) Set(s string) error {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return err
@@ -119,7 +138,7 @@ func (v eventTTL) Set(s string) error {
 	return nil
 }
 
-func (eventTTL) Type() string { return "duration" }
+func (zeroNever) Type() string { return "duration" }
 
 // authorizationModes is --authorization-mode: kube's comma-separated list,
 // checked as kube checks it.

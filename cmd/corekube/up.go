@@ -136,7 +136,25 @@ func writeKubeconfig(path string, admin *rest.Config) error {
 	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: admin.CertData, ClientKeyData: admin.KeyData}
 	cfg.Contexts["corekube"] = &clientcmdapi.Context{Cluster: "corekube", AuthInfo: "admin", Namespace: "default"}
 	cfg.CurrentContext = "corekube"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	// Through a temporary file and a rename, so that a reader (or another
+	// server writing the same path) never sees half a file.
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err := errors.Join(err, tmp.Close()); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)
 	}
 	return nil

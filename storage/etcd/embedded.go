@@ -2,6 +2,8 @@ package etcd
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -118,7 +120,7 @@ func startEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	for i, l := range e.Clients {
 		endpoints[i] = "http://" + l.Addr().String()
 	}
-	client, err := newClient(endpoints, zapLogger(cfg.Logger))
+	client, err := newClient(endpoints, nil, zapLogger(cfg.Logger))
 	if err != nil {
 		return nil, err
 	}
@@ -227,19 +229,69 @@ func (e *Embedded) Close() error {
 	return e.closeErr
 }
 
-// NewClient returns a client for an external etcd cluster (--etcd-servers).
-// It connects lazily: an unreachable cluster shows up as ErrUnavailable
-// from Store.Healthy rather than as an error here.
-func NewClient(endpoints []string) (*clientv3.Client, error) {
-	return newClient(endpoints, zapLogger(nil))
+// ClientTLS are the files of a TLS connection to etcd, as kube-apiserver's
+// --etcd-cafile, --etcd-certfile and --etcd-keyfile: the CA bundle that
+// verifies the members' serving certificates (empty: the system's roots)
+// and the client certificate and key the members verify (both or none).
+type ClientTLS struct {
+	CAFile, CertFile, KeyFile string
 }
 
-func newClient(endpoints []string, lg *zap.Logger) (*clientv3.Client, error) {
+// Empty reports whether no file is set: plain connections, unless the
+// endpoints are https.
+func (t ClientTLS) Empty() bool { return t.CAFile == "" && t.CertFile == "" && t.KeyFile == "" }
+
+// Config is the client TLS configuration the files describe.
+func (t ClientTLS) Config() (*tls.Config, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		bundle, err := os.ReadFile(t.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd CA file: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(bundle) {
+			return nil, fmt.Errorf("etcd CA file %s: no PEM certificate", t.CAFile)
+		}
+	}
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		return nil, errors.New("the etcd client certificate and key files go together")
+	}
+	if t.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+// NewClient returns a client for an external etcd cluster (--etcd-servers),
+// over TLS when tlsFiles says so. It connects lazily: an unreachable
+// cluster shows up as ErrUnavailable from Store.Healthy rather than as an
+// error here.
+func NewClient(endpoints []string, tlsFiles ...ClientTLS) (*clientv3.Client, error) {
+	var tlsConfig *tls.Config
+	for _, t := range tlsFiles {
+		if t.Empty() {
+			continue
+		}
+		var err error
+		if tlsConfig, err = t.Config(); err != nil {
+			return nil, fmt.Errorf("new etcd client for %v: %w", endpoints, err)
+		}
+	}
+	return newClient(endpoints, tlsConfig, zapLogger(nil))
+}
+
+func newClient(endpoints []string, tlsConfig *tls.Config, lg *zap.Logger) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("new etcd client: no endpoints")
 	}
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
+		TLS:                  tlsConfig,
 		DialTimeout:          5 * time.Second,
 		DialKeepAliveTime:    30 * time.Second,
 		DialKeepAliveTimeout: 10 * time.Second,

@@ -2,8 +2,9 @@
 // embedded single-member etcd for clusters that bring no etcd of their own.
 //
 // It is the only package that imports the etcd client. Keys are stored
-// as given, values as opaque bytes, and the storage revision of a key is
-// its etcd mod revision.
+// as given under the store's prefix (WithPrefix: kube-apiserver's
+// --etcd-prefix), values as opaque bytes, and the storage revision of a key
+// is its etcd mod revision.
 package etcd
 
 import (
@@ -11,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/namespace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -26,7 +29,12 @@ var _ storage.Interface = (*Store)(nil)
 
 // Store is a storage.Interface backed by etcd. It is safe for concurrent use.
 type Store struct {
-	client        *clientv3.Client
+	client *clientv3.Client
+	// kv and watcher are the client's, under prefix: every key read,
+	// written and watched is prefix+key.
+	kv            clientv3.KV
+	watcher       clientv3.Watcher
+	prefix        string
 	listBatch     int64
 	healthTimeout time.Duration
 	leaseConfig   LeaseConfig
@@ -62,12 +70,31 @@ func WithLeaseConfig(c LeaseConfig) Option {
 	return func(s *Store) { s.leaseConfig = c }
 }
 
+// WithPrefix keeps every key under prefix in etcd, as kube-apiserver's
+// --etcd-prefix: key K is stored as prefix+K, so that clusters with
+// different prefixes can share one etcd. The prefix is cleaned as kube
+// cleans it ("registry" and "/registry/" both mean "/registry"; "/" means
+// none).
+func WithPrefix(prefix string) Option {
+	return func(s *Store) { s.prefix = CleanPrefix(prefix) }
+}
+
+// CleanPrefix is prefix as the store uses it: absolute, without a
+// trailing slash ("" for the root).
+func CleanPrefix(prefix string) string {
+	return strings.TrimSuffix(path.Join("/", prefix), "/")
+}
+
 // New returns a Store using client. The caller keeps ownership of client
 // and closes it after the Store is no longer used.
 func New(client *clientv3.Client, opts ...Option) *Store {
 	s := &Store{client: client, listBatch: 500, healthTimeout: 2 * time.Second}
 	for _, opt := range opts {
 		opt(s)
+	}
+	s.kv, s.watcher = client.KV, client.Watcher
+	if s.prefix != "" {
+		s.kv, s.watcher = namespace.NewKV(client.KV, s.prefix), namespace.NewWatcher(client.Watcher, s.prefix)
 	}
 	s.leases = newLeaseManager(client.Lease, s.leaseConfig)
 	return s
@@ -84,7 +111,7 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KV, error) {
 
 // get is Get without the error context, for methods that add their own.
 func (s *Store) get(ctx context.Context, key string) (storage.KV, error) {
-	resp, err := s.client.Get(ctx, key)
+	resp, err := s.kv.Get(ctx, key)
 	if err != nil {
 		return storage.KV{}, translate(err)
 	}
@@ -104,7 +131,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, opts ...st
 			return storage.KV{}, fmt.Errorf("create %s: %w", key, err)
 		}
 		// No Else branch: the existing value is of no use to the caller.
-		resp, err := s.client.Txn(ctx).
+		resp, err := s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
 			Commit()
@@ -159,7 +186,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		if err != nil {
 			return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 		}
-		resp, err := s.client.Txn(ctx).
+		resp, err := s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.Revision)).
 			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
 			Else(clientv3.OpGet(key)).
@@ -195,7 +222,7 @@ func (s *Store) Delete(ctx context.Context, key string, precondition func(curren
 		}
 		// The compare pins the deleted value to cur, so there is no need to
 		// ask etcd for it (WithPrevKV) again.
-		resp, err := s.client.Txn(ctx).
+		resp, err := s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.Revision)).
 			Then(clientv3.OpDelete(key)).
 			Else(clientv3.OpGet(key)).
@@ -257,7 +284,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 // ascending order and counts the whole range, which gives the remaining
 // item count for free.
 func (s *Store) listPage(ctx context.Context, start, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	resp, err := s.client.Get(ctx, start, rangeOpts(prefix, opts.Revision, opts.Limit)...)
+	resp, err := s.kv.Get(ctx, start, rangeOpts(prefix, opts.Revision, opts.Limit)...)
 	if err != nil {
 		return storage.ListResult{}, translate(err)
 	}
@@ -279,7 +306,7 @@ func (s *Store) listFiltered(ctx context.Context, start, prefix string, opts sto
 	batch := max(opts.Limit, s.listBatch)
 	res := storage.ListResult{Revision: opts.Revision}
 	for {
-		resp, err := s.client.Get(ctx, start, rangeOpts(prefix, res.Revision, batch)...)
+		resp, err := s.kv.Get(ctx, start, rangeOpts(prefix, res.Revision, batch)...)
 		if err != nil {
 			return storage.ListResult{}, translate(err)
 		}
@@ -346,7 +373,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<
 	// WithRequireLeader makes etcd cancel the watch when its member loses
 	// the leader instead of leaving it silently stale.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	wch := s.client.Watch(wctx, prefix,
+	wch := s.watcher.Watch(wctx, prefix,
 		clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithProgressNotify(),
 		clientv3.WithRev(fromRevision+1))
 
@@ -447,7 +474,7 @@ func toEvent(ev *clientv3.Event) storage.Event {
 // CurrentRevision returns the latest revision with a linearizable read of
 // a single key's count, the cheapest request that carries it.
 func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
-	resp, err := s.client.Get(ctx, "/", clientv3.WithCountOnly())
+	resp, err := s.kv.Get(ctx, "/", clientv3.WithCountOnly())
 	if err != nil {
 		return 0, fmt.Errorf("current revision: %w", translate(err))
 	}
@@ -469,7 +496,7 @@ func (s *Store) Compact(ctx context.Context, revision int64) error {
 func (s *Store) Healthy(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.healthTimeout)
 	defer cancel()
-	if _, err := s.client.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
+	if _, err := s.kv.Get(ctx, "health", clientv3.WithCountOnly()); err != nil {
 		return fmt.Errorf("health check: %w: %w", storage.ErrUnavailable, err)
 	}
 	return nil
@@ -512,7 +539,7 @@ func unavailable(err error) bool {
 // stream the request's context selects; every watch here is opened with
 // WithRequireLeader, so the same metadata reaches the same stream.
 func (s *Store) RequestProgress(ctx context.Context) error {
-	if err := s.client.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
+	if err := s.watcher.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
 		return translate(fmt.Errorf("request watch progress: %w", err))
 	}
 	return nil

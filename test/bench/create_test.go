@@ -83,7 +83,7 @@ func benchCreateHTTPWith(b *testing.B, ls *lazyServer, client *http.Client) {
 	defer client.CloseIdleConnections()
 	names, bodies := timedCreates(b, srv, client, createNamespaceName, "http")
 	b.ReportMetric(float64(len(bodies[0])), "req-bytes")
-	kv, err := srv.Storage().Get(context.Background(), "/registry/pods/"+createNamespaceName+"/"+names[0])
+	kv, err := srv.Storage().Get(context.Background(), "/pods/"+createNamespaceName+"/"+names[0])
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func benchCreateStorage(b *testing.B, ls *lazyServer) {
 	names, bodies := podBodies("raw", b.N, func(int) string { return "web" })
 	keys := make([]string, len(names))
 	for i, name := range names {
-		keys[i] = "/registry/pods/rawbench/" + name
+		keys[i] = "/pods/rawbench/" + name
 	}
 	ctx := context.Background()
 

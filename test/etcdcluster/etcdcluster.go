@@ -7,6 +7,8 @@ package etcdcluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,11 +21,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/corekube/corekube/auth/pki"
 )
 
 // Cluster is a running etcd cluster of separate member processes.
 type Cluster struct {
 	members []*Member
+	tls     *TLSFiles
 }
 
 // Member is one etcd member process.
@@ -35,8 +40,10 @@ type Member struct {
 
 	args []string
 	log  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	// health is the client WaitHealthy polls /health with.
+	health *http.Client
+	cmd    *exec.Cmd
+	done   chan struct{}
 }
 
 var (
@@ -79,6 +86,19 @@ type Options struct {
 	// Scheme of the client URLs: "http" (default) or "https" with TLS
 	// flags in ExtraArgs.
 	ClientScheme string
+	// TLS serves clients over https and requires client certificates, from
+	// a CA made for the cluster (Cluster.TLS gives the files a client
+	// needs, as kube-apiserver's --etcd-cafile, --etcd-certfile and
+	// --etcd-keyfile).
+	TLS bool
+}
+
+// TLSFiles are the PEM files of a TLS client of the cluster.
+type TLSFiles struct {
+	// CAFile verifies the members' serving certificates.
+	CAFile string
+	// CertFile and KeyFile are a client certificate the members accept.
+	CertFile, KeyFile string
 }
 
 // Start starts an n-member cluster, waits until every member is healthy and
@@ -92,6 +112,19 @@ func Start(tb testing.TB, n int, opts Options) *Cluster {
 		scheme = "http"
 	}
 	c := &Cluster{}
+	health := &http.Client{Timeout: time.Second}
+	if opts.TLS {
+		files, config, err := makeTLS(filepath.Join(base, "tls"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.tls, scheme = files, "https"
+		health.Transport = &http.Transport{TLSClientConfig: config}
+		opts.ExtraArgs = append([]string{
+			"--cert-file", filepath.Join(base, "tls", "server.crt"), "--key-file", filepath.Join(base, "tls", "server.key"),
+			"--trusted-ca-file", files.CAFile, "--client-cert-auth",
+		}, opts.ExtraArgs...)
+	}
 	var initial []string
 	for i := 0; i < n; i++ {
 		m := &Member{
@@ -99,6 +132,7 @@ func Start(tb testing.TB, n int, opts Options) *Cluster {
 			ClientURL: scheme + "://" + freeAddr(tb),
 			PeerURL:   "http://" + freeAddr(tb),
 			DataDir:   filepath.Join(base, fmt.Sprintf("m%d", i)),
+			health:    health,
 		}
 		m.log = m.DataDir + ".log"
 		c.members = append(c.members, m)
@@ -132,6 +166,46 @@ func Start(tb testing.TB, n int, opts Options) *Cluster {
 		}
 	}
 	return c
+}
+
+// TLS returns the files a client needs (nil without Options.TLS).
+func (c *Cluster) TLS() *TLSFiles { return c.tls }
+
+// makeTLS writes a CA, a serving certificate for the members (loopback)
+// and a client certificate into dir, and returns the client's files and
+// configuration.
+func makeTLS(dir string) (*TLSFiles, *tls.Config, error) {
+	ca, err := pki.NewCA("etcd-test-ca")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ca.Write(dir); err != nil {
+		return nil, nil, err
+	}
+	serving, err := ca.Serving(pki.ServingRequest{CommonName: "etcd", Hosts: []string{"127.0.0.1", "localhost"}})
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := ca.Client("kube-apiserver-etcd-client")
+	if err != nil {
+		return nil, nil, err
+	}
+	for name, data := range map[string][]byte{
+		"server.crt": serving.CertPEM, "server.key": serving.KeyPEM,
+		"client.crt": client.CertPEM, "client.key": client.KeyPEM,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return nil, nil, err
+		}
+	}
+	pair, err := client.TLSCertificate()
+	if err != nil {
+		return nil, nil, err
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	files := &TLSFiles{CAFile: filepath.Join(dir, "ca.crt"), CertFile: filepath.Join(dir, "client.crt"), KeyFile: filepath.Join(dir, "client.key")}
+	return files, &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Members returns the members in order.
@@ -223,9 +297,8 @@ func (m *Member) Restart() error {
 // WaitHealthy polls the member's /health (etcd's own readiness, which needs
 // a leader and quorum) until it answers true or ctx ends.
 func (m *Member) WaitHealthy(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
 	for {
-		resp, err := client.Get(m.ClientURL + "/health")
+		resp, err := m.health.Get(m.ClientURL + "/health")
 		if err == nil {
 			healthy := resp.StatusCode == http.StatusOK
 			resp.Body.Close()

@@ -2,6 +2,9 @@ package etcdcluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"os"
 	"testing"
 	"time"
 
@@ -48,5 +51,43 @@ func TestQuorum(t *testing.T) {
 	}
 	if err := put(10 * time.Second); err != nil {
 		t.Fatalf("put after quorum is back: %v", err)
+	}
+}
+
+// TestTLS: a TLS cluster serves clients with its client certificate and
+// refuses those without one.
+func TestTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd process")
+	}
+	c := Start(t, 1, Options{TLS: true})
+	files := c.TLS()
+	pair, err := tls.LoadX509KeyPair(files.CertFile, files.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(files.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	put := func(certs []tls.Certificate) error {
+		client, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second,
+			TLS: &tls.Config{RootCAs: roots, Certificates: certs}})
+		if err != nil {
+			return err
+		}
+		defer client.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err = client.Put(ctx, "k", "v")
+		return err
+	}
+	if err := put([]tls.Certificate{pair}); err != nil {
+		t.Fatalf("put with the client certificate: %v", err)
+	}
+	if err := put(nil); err == nil {
+		t.Fatal("put without a client certificate succeeded")
 	}
 }

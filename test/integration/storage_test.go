@@ -12,7 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestStorageLayout checks the etcd keys (/registry/<resource>/<namespace>/<name>)
+// TestStorageLayout checks the storage keys (/<resource>/<namespace>/<name>,
+// which etcd holds under --etcd-prefix: /registry/pods/NS/NAME as kube)
 // and that an object's resourceVersion is the etcd revision of its key.
 func TestStorageLayout(t *testing.T) {
 	ns := newNamespace(t)
@@ -31,18 +32,18 @@ func TestStorageLayout(t *testing.T) {
 		objs = append(objs, stored{key, m.GetResourceVersion()})
 	}
 	pod, err := cs.CoreV1().Pods(ns).Create(ctx, newPod("p", nil), metav1.CreateOptions{})
-	add("/registry/pods/"+ns+"/p", pod, err)
+	add("/pods/"+ns+"/p", pod, err)
 	n, err := cs.CoreV1().Nodes().Create(ctx, newNode(node, nil), metav1.CreateOptions{})
-	add("/registry/nodes/"+node, n, err)
+	add("/nodes/"+node, n, err)
 	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}) })
 	nsObj, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-	add("/registry/namespaces/"+ns, nsObj, err)
+	add("/namespaces/"+ns, nsObj, err)
 	ev, err := cs.CoreV1().Events(ns).Create(ctx, newEvent(ns, "e", nil), metav1.CreateOptions{})
-	add("/registry/events/"+ns+"/e", ev, err)
+	add("/events/"+ns+"/e", ev, err)
 	lease, err := cs.CoordinationV1().Leases(ns).Create(ctx, newLease("l", nil), metav1.CreateOptions{})
-	add("/registry/leases/"+ns+"/l", lease, err)
+	add("/leases/"+ns+"/l", lease, err)
 	pdb, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, newPDB("b", nil), metav1.CreateOptions{})
-	add("/registry/poddisruptionbudgets/"+ns+"/b", pdb, err)
+	add("/poddisruptionbudgets/"+ns+"/b", pdb, err)
 
 	for _, o := range objs {
 		kv, err := srv.Storage().Get(ctx, o.key)
