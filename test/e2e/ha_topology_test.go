@@ -23,6 +23,7 @@ import (
 	"github.com/corekube/corekube/test/etcdcluster"
 	"github.com/corekube/corekube/test/informertest"
 	"github.com/corekube/corekube/test/testserver"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -53,7 +54,10 @@ func TestHATopology(t *testing.T) {
 	if _, err := exec.LookPath("openssl"); err != nil {
 		t.Skip("WARNING: openssl is not on PATH: deploy/compose/pki-init.sh cannot run, the HA topology test did NOT run")
 	}
-	etcd := etcdcluster.Start(t, 3, etcdcluster.Options{})
+	// etcd over TLS with client certificates, as compose.yaml and the
+	// systemd units run it.
+	etcd := etcdcluster.Start(t, 3, etcdcluster.Options{TLS: true})
+	etcdTLS := etcd.TLS()
 
 	lb := startBalancer(t)
 	dir := t.TempDir()
@@ -72,6 +76,7 @@ func TestHATopology(t *testing.T) {
 	apiserverArgs := func(listen string) []string {
 		return []string{"apiserver", "--listen", listen,
 			"--etcd-servers", strings.Join(etcd.Endpoints(), ","), "--data-dir", dir,
+			"--etcd-cafile", etcdTLS.CAFile, "--etcd-certfile", etcdTLS.CertFile, "--etcd-keyfile", etcdTLS.KeyFile,
 			"--service-account-signing-key-file", saKey, "--service-account-key-file", saKey}
 	}
 	addrs := []string{freeAddr(t), freeAddr(t)}
@@ -346,7 +351,12 @@ func (w *leaseWriter) stop() (acked []string, failed []failedWrite, slowest time
 // etcdLeader is the member that leads the cluster now.
 func etcdLeader(t *testing.T, c *etcdcluster.Cluster) *etcdcluster.Member {
 	t.Helper()
-	client, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	files := c.TLS()
+	tlsConfig, err := transport.TLSInfo{CertFile: files.CertFile, KeyFile: files.KeyFile, TrustedCAFile: files.CAFile}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, TLS: tlsConfig, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
