@@ -8,8 +8,11 @@ PKGS     := ./...
 
 all: build
 
+# The release build of deploy/Dockerfile (static, reproducible, no symbol
+# table; stack traces and pprof keep working). test/e2e and deploy's tests
+# build with the same flags, so the three share one compile in the cache.
 build:
-	$(GO) build -o $(BIN) ./cmd/corekube
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/corekube
 
 ## run: build and start everything on an embedded etcd in $(DATA_DIR)
 run: build
@@ -23,14 +26,15 @@ test: fmt-check vet build test-deps
 
 ## test-deps: the clients test/e2e drives besides kubectl: the npm packages
 ## locked in test/e2e/clients/*/package-lock.json (npm ci, redone only when a
-## lock file changes) and Debian's python3-kubernetes for /usr/bin/python3
-## (apt-get only when it cannot import kubernetes). Quick when installed. What
+## lock file changes), Debian's python3-kubernetes for /usr/bin/python3
+## (apt-get only when it cannot import kubernetes) and Debian's haproxy for
+## deploy/'s compose load balancer test. Quick when installed. What
 ## cannot be installed is a warning here (its tests then skip loudly), or an
 ## error with COREKUBE_REQUIRE_CLIENTS=1 as in CI.
 CLIENT_NPM_DIRS := test/e2e/clients/node test/e2e/clients/openapi
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo -n)
 define client_dep_failed
-{ msg="$(1) could not be installed: its client compatibility tests will not run"; \
+{ msg="$(1) could not be installed: the tests that need it will not run"; \
   if [ -n "$$COREKUBE_REQUIRE_CLIENTS" ]; then echo "ERROR: $$msg" >&2; exit 1; fi; \
   echo "WARNING: $$msg" >&2; }
 endef
@@ -42,6 +46,12 @@ test-deps: $(addsuffix /node_modules/.package-lock.json,$(CLIENT_NPM_DIRS))
 	  $(SUDO) apt-get install -y -q python3-kubernetes || \
 	    { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q python3-kubernetes; }; \
 	} || $(call client_dep_failed,python3-kubernetes)
+	@command -v haproxy >/dev/null || { \
+	  echo "installing haproxy (Debian) for deploy/'s load balancer test"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $(SUDO) apt-get install -y -q haproxy || \
+	    { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q haproxy; }; \
+	} || $(call client_dep_failed,haproxy)
 
 # npm writes node_modules/.package-lock.json on every install: newer than
 # package-lock.json means the tree matches the lock file.

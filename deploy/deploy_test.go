@@ -169,7 +169,7 @@ var (
 func imageBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds corekube as the Dockerfile does (-trimpath: no build cache shared with other tests)")
+		t.Skip("builds corekube as the Dockerfile does")
 	}
 	buildOnce.Do(func() {
 		st, run := readDockerfile(t).goBuild(t)

@@ -33,7 +33,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "corekube")
-	build := exec.Command("go", "build", "-o", binary, "github.com/corekube/corekube/cmd/corekube")
+	// The flags of `make build` and deploy/Dockerfile, so that all three
+	// builds share one compile in Go's cache.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, "github.com/corekube/corekube/cmd/corekube")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build corekube:", err)
