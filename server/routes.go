@@ -29,7 +29,9 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	// Every request is authenticated (or answered 401) before anything
 	// else looks at it, then acts as whom it impersonates.
 	// Then what it asks for is parsed once (RequestInfo) and authorized.
-	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withRequestInfo, s.withAudit(), s.withImpersonation, s.withAuthorization)
+	// Every request that is not long-running has a deadline from the start
+	// (timeout.go), as kube's, which its authentication counts against.
+	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withRequestInfo, s.withRequestTimeout, s.withAuthentication(authn), s.withAudit(), s.withImpersonation, s.withAuthorization)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})
@@ -40,7 +42,7 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	}
 	r.Get("/healthz", healthHandler("healthz", checks))
 	r.Get("/livez", healthHandler("livez", checks[:1]))
-	r.Get("/readyz", healthHandler("readyz", checks))
+	r.Get("/readyz", healthHandler("readyz", append(checks, healthCheck{name: "shutdown", check: s.shutdown.check})))
 	var metricsExtra []func(io.Writer)
 	if s.audit != nil {
 		metricsExtra = append(metricsExtra, s.audit.backend.Metrics)

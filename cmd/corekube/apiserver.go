@@ -69,6 +69,10 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.IntVar(&cfg.AuditLogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit log files (0: no limit)")
 	f.IntVar(&cfg.AuditLogMaxBackup, "audit-log-maxbackup", 0, "rotated audit log files to keep (0: no limit)")
 	f.IntVar(&cfg.AuditLogMaxSize, "audit-log-maxsize", 0, "megabytes an audit log file grows to before it is rotated (0: lumberjack's 100)")
+	f.DurationVar(&cfg.RequestTimeout, "request-timeout", server.DefaultRequestTimeout,
+		"longest time a request that is not long-running (watch, log, proxy) may take before it is answered 504 and its work cancelled; a request's ?timeout= may ask for less")
+	f.DurationVar(&cfg.ShutdownDelayDuration, "shutdown-delay-duration", server.DefaultShutdownDelayDuration,
+		"on SIGTERM, keep serving this long with /readyz failing (so that load balancers stop sending requests) before the server stops accepting connections")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil,
 		"PEM file of RSA keys (public, or private ones' public half) that verify ServiceAccount tokens; repeatable (default: the signing key)")
