@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -183,8 +185,10 @@ type windowFigures struct {
 	recovery time.Duration
 	// slowest is the longest time a request answered in the window took.
 	slowest time.Duration
-	// codes counts the failures by HTTP status (0: no answer).
-	codes map[int]int
+	// codes counts the failures by HTTP status (0: no answer); messages
+	// has one error message of each.
+	codes    map[int]int
+	messages map[int]string
 }
 
 func (f windowFigures) String() string {
@@ -192,12 +196,15 @@ func (f windowFigures) String() string {
 	if f.recovery >= 0 {
 		s += fmt.Sprintf(", first success of a request sent after the start %v after it", f.recovery.Round(time.Millisecond))
 	}
+	for _, code := range slices.Sorted(maps.Keys(f.messages)) {
+		s += fmt.Sprintf("; %d: %q", code, f.messages[code])
+	}
 	return s
 }
 
 // window computes the figures of the answers received in [from, to).
 func (l *writeLoad) window(from, to time.Time) windowFigures {
-	f := windowFigures{recovery: -1, codes: map[int]int{}}
+	f := windowFigures{recovery: -1, codes: map[int]int{}, messages: map[int]string{}}
 	var first time.Time
 	for _, r := range l.snapshot() {
 		if r.end.Before(from) || !r.end.Before(to) {
@@ -208,6 +215,7 @@ func (l *writeLoad) window(from, to time.Time) windowFigures {
 		if !r.ok() {
 			f.failed++
 			f.codes[r.code]++
+			f.messages[r.code] = r.err.Error()
 			continue
 		}
 		if !r.start.Before(from) && (first.IsZero() || r.end.Before(first)) {
