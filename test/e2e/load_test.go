@@ -79,9 +79,11 @@ func (r writeResult) ok() bool { return r.err == nil }
 // much).
 const hangLimit = 15 * time.Second
 
-// writeLoad creates pods from several goroutines, each with a request
-// every pace, and keeps every answer: which creates were acknowledged
-// (2xx), which failed and how fast.
+// writeLoad creates pods at a steady rate and keeps every answer: which
+// creates were acknowledged (2xx), which failed and how fast. Each create
+// is sent on time whether or not the ones before it were answered, so a
+// stuck request does not hold up the next (the way many independent
+// clients behave).
 type writeLoad struct {
 	mu      sync.Mutex
 	results []writeResult
@@ -90,8 +92,9 @@ type writeLoad struct {
 	wg   sync.WaitGroup
 }
 
-// startWriteLoad starts a load on the pods of ns; it stops by halt, at the
-// latest when the test ends.
+// startWriteLoad starts a load on the pods of ns: writers senders, each
+// sending a create every pace. It stops by halt, at the latest when the
+// test ends.
 func startWriteLoad(t *testing.T, client kubernetes.Interface, ns string, writers int, pace time.Duration) *writeLoad {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &writeLoad{stop: cancel}
@@ -107,30 +110,38 @@ func startWriteLoad(t *testing.T, client kubernetes.Interface, ns string, writer
 					return
 				case <-tick.C:
 				}
-				name := fmt.Sprintf("w%d-%d", i, n)
-				rctx, rcancel := context.WithTimeout(ctx, hangLimit)
-				start := time.Now()
-				_, err := client.CoreV1().Pods(ns).Create(rctx, informertest.NewPod(name, n%2 == 0), metav1.CreateOptions{})
-				rcancel()
-				if err != nil && ctx.Err() != nil {
-					return // halted mid-request: no answer to judge
-				}
-				r := writeResult{name: name, start: start, end: time.Now(), err: err}
-				var status apierrors.APIStatus
-				switch {
-				case err == nil:
-					r.code = 201
-				case errors.As(err, &status):
-					r.code = int(status.Status().Code)
-				}
-				l.mu.Lock()
-				l.results = append(l.results, r)
-				l.mu.Unlock()
+				l.wg.Add(1)
+				go func() {
+					defer l.wg.Done()
+					l.create(ctx, client, ns, fmt.Sprintf("w%d-%d", i, n), n%2 == 0)
+				}()
 			}
 		}()
 	}
 	t.Cleanup(l.halt)
 	return l
+}
+
+// create sends one create and records its answer.
+func (l *writeLoad) create(ctx context.Context, client kubernetes.Interface, ns, name string, selected bool) {
+	rctx, cancel := context.WithTimeout(ctx, hangLimit)
+	defer cancel()
+	start := time.Now()
+	_, err := client.CoreV1().Pods(ns).Create(rctx, informertest.NewPod(name, selected), metav1.CreateOptions{})
+	if err != nil && ctx.Err() != nil {
+		return // halted mid-request: no answer to judge
+	}
+	r := writeResult{name: name, start: start, end: time.Now(), err: err}
+	var status apierrors.APIStatus
+	switch {
+	case err == nil:
+		r.code = 201
+	case errors.As(err, &status):
+		r.code = int(status.Status().Code)
+	}
+	l.mu.Lock()
+	l.results = append(l.results, r)
+	l.mu.Unlock()
 }
 
 // halt stops the load and waits for its goroutines.

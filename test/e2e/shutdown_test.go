@@ -261,7 +261,7 @@ func TestCrashSafety(t *testing.T) {
 			_, client := p.adminClient(t)
 			const ns = "crash"
 			createNamespace(t, client, ns)
-			load := startWriteLoad(t, client, ns, 4, 5*time.Millisecond)
+			load := startWriteLoad(t, client, ns, 4, 20*time.Millisecond)
 			load.waitSuccesses(t, time.Now(), 50, 10*time.Second)
 			for range 3 {
 				killed := time.Now()
