@@ -194,7 +194,9 @@ func waitMemberHealthy(t *testing.T, c *etcdcluster.Cluster, m *etcdcluster.Memb
 // server's --request-timeout.
 func checkNoHang(t *testing.T, what string, f windowFigures) {
 	t.Helper()
-	if f.slowest > faultRequestTimeout+time.Second {
+	// The server answers at the deadline; the slack is for a loaded
+	// machine's client side (150 requests in flight).
+	if f.slowest > faultRequestTimeout+2*time.Second {
 		t.Errorf("%s: a request took %v, more than --request-timeout %v", what, f.slowest, faultRequestTimeout)
 	}
 }
