@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/server/audit"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -20,8 +21,8 @@ const DefaultRequestTimeout = time.Minute
 
 // writeTimeoutUpperBound caps the time of a create, update, patch or
 // delete, as kube's REST handlers cap theirs (34 s) inside the request's
-// own deadline.
-const writeTimeoutUpperBound = 34 * time.Second
+// own deadline. A variable for the tests.
+var writeTimeoutUpperBound = 34 * time.Second
 
 // The answers kube gives to a request that ran out of time: its timeout
 // filter's, and its REST handlers' for a write that hit their own bound.
@@ -96,6 +97,8 @@ func (s *Server) withRequestTimeout(next http.Handler) http.Handler {
 		if isWrite(ri.Verb) && writeTimeoutUpperBound < timeout {
 			timeout, handlerBound = writeTimeoutUpperBound, true
 		}
+		// The 504 carries the request's Audit-Id, as every answer does.
+		audit.EnsureID(w, r)
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		serveWithDeadline(w, r.WithContext(ctx), next, handlerBound)

@@ -27,6 +27,7 @@ type answer struct {
 	contentType string
 	body        string
 	took        time.Duration
+	auditID     string
 }
 
 func send(t *testing.T, method, url string) answer {
@@ -42,7 +43,7 @@ func send(t *testing.T, method, url string) answer {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(body), time.Since(start)}
+	return answer{resp.StatusCode, resp.Header.Get("Content-Type"), string(body), time.Since(start), resp.Header.Get("Audit-Id")}
 }
 
 // kube-apiserver 1.32's timeout filter answer, byte for byte.
@@ -83,11 +84,34 @@ func TestRequestTimeout(t *testing.T) {
 			if a.took < tc.within || a.took > tc.within+2*time.Second {
 				t.Errorf("answered after %v, want at %v", a.took, tc.within)
 			}
+			if a.auditID == "" {
+				t.Error("no Audit-Id on the 504")
+			}
 			if err := <-handlerDone; err != http.ErrHandlerTimeout {
 				t.Errorf("the handler's late write: %v, want ErrHandlerTimeout", err)
 			}
 		})
 	}
+
+	t.Run("write at kube's 34s bound", func(t *testing.T) {
+		defer func(d time.Duration) { writeTimeoutUpperBound = d }(writeTimeoutUpperBound)
+		writeTimeoutUpperBound = 50 * time.Millisecond
+		// A server of its own: its filter reads the bound per request.
+		ts, _ := timeoutServer(t, time.Minute, stuck)
+		a := send(t, "PATCH", ts.URL+"/api/v1/namespaces/default/pods/p")
+		want := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: request did not complete within requested timeout - context deadline exceeded","reason":"Timeout","details":{},"code":504}`
+		if a.code != http.StatusGatewayTimeout || strings.TrimSpace(a.body) != want || a.contentType != "application/json" {
+			t.Errorf("%d %q %s, want 504 %s", a.code, a.contentType, a.body, want)
+		}
+		if err := <-handlerDone; err != http.ErrHandlerTimeout {
+			t.Errorf("the handler's late write: %v, want ErrHandlerTimeout", err)
+		}
+		// A GET is not a write: the server's minute applies.
+		if a := send(t, "GET", ts.URL+"/api/v1/namespaces/default/pods/p?timeout=100ms"); !strings.Contains(a.body, "allotted") {
+			t.Errorf("GET: %s, want the filter's 504", a.body)
+		}
+		<-handlerDone
+	})
 
 	t.Run("bad ?timeout", func(t *testing.T) {
 		a := send(t, "GET", ts.URL+"/api/v1/pods?timeout=soon")
