@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -275,5 +276,40 @@ func TestCrashSafety(t *testing.T) {
 			t.Logf("CRASH %s: %d creates acknowledged across 3 SIGKILLs, 0 lost; %s", tc.name, n, load.window(time.Time{}, time.Now()))
 			p.stop()
 		})
+	}
+}
+
+// TestSecondSignalExits: a second SIGTERM during a graceful shutdown (here
+// a minute of --shutdown-delay-duration) exits at once with status 1, as
+// kube-apiserver does.
+func TestSecondSignalExits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a corekube process")
+	}
+	p := startAPIServer(t, t.TempDir(), freeAddr(t), "--shutdown-delay-duration", "1m")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// The first signal was handled once /readyz fails.
+	err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		code, _, _ := p.get(t, "/readyz")
+		return code == http.StatusInternalServerError, nil
+	})
+	if err != nil {
+		t.Fatalf("/readyz did not fail after SIGTERM: %v", err)
+	}
+	second := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.exited:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("exited with %v after the second SIGTERM, want status 1", err)
+		}
+		t.Logf("exited %v after the second SIGTERM", time.Since(second).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("still running 10s after the second SIGTERM")
 	}
 }
