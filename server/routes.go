@@ -101,7 +101,11 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				stack := debug.Stack()
+				if p, ok := v.(*handlerPanic); ok {
+					v, stack = p.value, p.stack
+				}
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(stack))
 				handlers.WriteError(w, r, apierrors.NewInternalError(fmt.Errorf("panic: %v", v)))
 			}
 		}()

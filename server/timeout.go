@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -117,8 +118,13 @@ func serveWithDeadline(w http.ResponseWriter, r *http.Request, next http.Handler
 	go func() {
 		defer func() {
 			// A panic crosses back to the serving goroutine, where the
-			// recoverer answers it (the stack is lost; its value is kept).
-			done <- recover()
+			// recoverer answers it; it carries this goroutine's stack
+			// for the log.
+			p := recover()
+			if p != nil && p != http.ErrAbortHandler {
+				p = &handlerPanic{value: p, stack: debug.Stack()}
+			}
+			done <- p
 		}()
 		next.ServeHTTP(tw, r)
 	}()
@@ -247,3 +253,12 @@ func (b *timeoutBody) Read(p []byte) (int, error) {
 	}
 	return b.ReadCloser.Read(p)
 }
+
+// handlerPanic is a handler's panic carried to the serving goroutine with
+// the stack of the goroutine it happened in.
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) String() string { return fmt.Sprint(p.value) }

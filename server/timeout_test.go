@@ -159,3 +159,19 @@ func TestRequestTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestTimeoutPanic: a handler's panic crosses back from the
+// goroutine the timeout runs it in to the recoverer, which answers 500.
+func TestRequestTimeoutPanic(t *testing.T) {
+	s := &Server{cfg: Config{RequestTimeout: time.Minute}, log: quietLogger()}
+	s.longRunningCtx, s.endLongRunning = context.WithCancel(context.Background())
+	defer s.endLongRunning()
+	ts := httptest.NewServer(s.recoverer(s.withRequestTimeout(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		panic("boom")
+	}))))
+	defer ts.Close()
+	a := send(t, "GET", ts.URL+"/api/v1/pods")
+	if a.code != http.StatusInternalServerError || !strings.Contains(a.body, `"message":"Internal error occurred: panic: boom"`) {
+		t.Errorf("%d %s, want a 500 about the panic", a.code, a.body)
+	}
+}
