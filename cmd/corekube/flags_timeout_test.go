@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +28,21 @@ func TestTimeoutFlags(t *testing.T) {
 		}
 		if cfg.RequestTimeout != tc.request || cfg.ShutdownDelayDuration != tc.delay {
 			t.Errorf("%v: RequestTimeout %v, ShutdownDelayDuration %v; want %v, %v", tc.args, cfg.RequestTimeout, cfg.ShutdownDelayDuration, tc.request, tc.delay)
+		}
+	}
+}
+
+// TestTimeoutFlagsNegative: negative values are refused, with kube's
+// message.
+func TestTimeoutFlagsNegative(t *testing.T) {
+	for _, flag := range []string{"--request-timeout", "--shutdown-delay-duration"} {
+		var cfg server.Config
+		f := pflag.NewFlagSet("test", pflag.ContinueOnError)
+		f.SetOutput(io.Discard)
+		addAPIFlags(f, &cfg)
+		err := f.Parse([]string{flag + "=-1s"})
+		if err == nil || !strings.Contains(err.Error(), flag+" can not be negative value") {
+			t.Errorf("%s=-1s: %v, want kube's refusal", flag, err)
 		}
 	}
 }
