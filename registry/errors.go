@@ -3,7 +3,6 @@ package registry
 import (
 	"errors"
 	"fmt"
-
 	"net/http"
 
 	"github.com/corekube/corekube/storage"

@@ -26,11 +26,11 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	r := chi.NewRouter()
 	// The handlers log through the server's logger, which every request
 	// carries from here on (the recoverer's answers included).
-	// Every request is authenticated (or answered 401) before anything
-	// else looks at it, then acts as whom it impersonates.
-	// Then what it asks for is parsed once (RequestInfo) and authorized.
-	// Every request that is not long-running has a deadline from the start
-	// (timeout.go), as kube's, which its authentication counts against.
+	// What a request asks for is parsed once (RequestInfo); unless it is
+	// long-running it has a deadline from then on (timeout.go), as kube's,
+	// which its authentication counts against. Every request is
+	// authenticated (or answered 401) before anything else acts on it,
+	// then acts as whom it impersonates, and is authorized.
 	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withRequestInfo, s.withRequestTimeout, s.withAuthentication(authn), s.withAudit(), s.withImpersonation, s.withAuthorization)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
