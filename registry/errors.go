@@ -3,9 +3,11 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/corekube/corekube/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -42,8 +44,23 @@ func toAPIError(err error, gr schema.GroupResource, name string) error {
 	case errors.Is(err, storage.ErrFutureRevision):
 		return apierrors.NewTimeoutError("Too large resource version", 1)
 	case errors.Is(err, storage.ErrUnavailable):
-		return apierrors.NewServiceUnavailable(err.Error())
+		return unavailableError(err)
 	default:
 		return apierrors.NewInternalError(fmt.Errorf("%s %q: %w", gr, name, err))
 	}
+}
+
+// unavailableError is kube-apiserver's answer when etcd could not serve a
+// request (no leader, no quorum, timed out): its storage passes etcd's
+// error through, which becomes a 500 Status with no reason and etcd's own
+// message (such as "etcdserver: request timed out").
+func unavailableError(err error) error {
+	msg := err.Error()
+	var ue *storage.UnavailableError
+	if errors.As(err, &ue) {
+		msg = ue.Err.Error()
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusInternalServerError, Message: msg,
+	}}
 }

@@ -39,8 +39,18 @@ type Config struct {
 	UnsafeNoFsync bool
 	// Logger is the server's logger; nil means slog.Default().
 	Logger *slog.Logger
-	// ShutdownTimeout bounds the graceful shutdown of open requests.
+	// ShutdownTimeout bounds the graceful shutdown of open requests
+	// (default RequestTimeout, as kube).
 	ShutdownTimeout time.Duration
+	// RequestTimeout is kube-apiserver's --request-timeout: the most a
+	// request that is not long-running (not a watch, log or proxy) may
+	// take before it is answered 504 and its work cancelled (default a
+	// minute; a request's ?timeout= may shorten it).
+	RequestTimeout time.Duration
+	// ShutdownDelayDuration is kube-apiserver's --shutdown-delay-duration:
+	// how long the server keeps serving after a shutdown began (with
+	// /readyz failing) before it stops accepting requests (default 0).
+	ShutdownDelayDuration time.Duration
 	// WatchCacheSize is how many recent events each resource's watch cache
 	// keeps for watches from a past resourceVersion; 0 means the default.
 	WatchCacheSize int
@@ -195,8 +205,11 @@ func (c *Config) setDefaults() error {
 	if c.EventTTL == 0 {
 		c.EventTTL = events.DefaultTTL
 	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
 	if c.ShutdownTimeout == 0 {
-		c.ShutdownTimeout = 10 * time.Second
+		c.ShutdownTimeout = c.RequestTimeout
 	}
 	if len(c.ServiceAccountIssuers) == 0 {
 		c.ServiceAccountIssuers = []string{DefaultServiceAccountIssuer}

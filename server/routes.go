@@ -26,10 +26,12 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	r := chi.NewRouter()
 	// The handlers log through the server's logger, which every request
 	// carries from here on (the recoverer's answers included).
-	// Every request is authenticated (or answered 401) before anything
-	// else looks at it, then acts as whom it impersonates.
-	// Then what it asks for is parsed once (RequestInfo) and authorized.
-	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withRequestInfo, s.withAudit(), s.withImpersonation, s.withAuthorization)
+	// What a request asks for is parsed once (RequestInfo); unless it is
+	// long-running it has a deadline from then on (timeout.go), as kube's,
+	// which its authentication counts against. Every request is
+	// authenticated (or answered 401) before anything else acts on it,
+	// then acts as whom it impersonates, and is authorized.
+	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withRequestInfo, s.withRequestTimeout, s.withAuthentication(authn), s.withAudit(), s.withImpersonation, s.withAuthorization)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})
@@ -40,7 +42,7 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	}
 	r.Get("/healthz", healthHandler("healthz", checks))
 	r.Get("/livez", healthHandler("livez", checks[:1]))
-	r.Get("/readyz", healthHandler("readyz", checks))
+	r.Get("/readyz", healthHandler("readyz", append(checks, healthCheck{name: "shutdown", check: s.shutdown.check})))
 	var metricsExtra []func(io.Writer)
 	if s.audit != nil {
 		metricsExtra = append(metricsExtra, s.audit.backend.Metrics)
@@ -99,7 +101,11 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				stack := debug.Stack()
+				if p, ok := v.(*handlerPanic); ok {
+					v, stack = p.value, p.stack
+				}
+				s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(stack))
 				handlers.WriteError(w, r, apierrors.NewInternalError(fmt.Errorf("panic: %v", v)))
 			}
 		}()

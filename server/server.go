@@ -35,9 +35,13 @@ type Server struct {
 	// stopCaches ends the watch caches' goroutines (after the requests).
 	stopCaches context.CancelFunc
 	caches     sync.WaitGroup
-	// stopRequests ends the context of every request, so that watches
-	// return at shutdown instead of holding it up.
-	stopRequests context.CancelFunc
+	// longRunningCtx ends (endLongRunning) when the server stops
+	// listening at shutdown: watches and other long-running requests then
+	// end cleanly instead of holding the shutdown up (timeout.go).
+	longRunningCtx context.Context
+	endLongRunning context.CancelFunc
+	// shutdown is the state of a graceful shutdown (shutdown.go).
+	shutdown shutdownState
 
 	// loopbackToken authenticates the server's own clients (LoopbackConfig)
 	// as system:apiserver in system:masters.
@@ -78,6 +82,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.longRunningCtx, s.endLongRunning = context.WithCancel(context.Background())
 	if s.loopbackToken, err = newLoopbackToken(); err != nil {
 		return nil, err
 	}
@@ -135,19 +140,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 
-	s.listener, err = net.Listen("tcp", cfg.Listen)
+	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	s.listener = s.shutdown.track(listener)
 	// The identity lease is named after the address just bound.
 	if err := s.runIdentityLease(api.Resource("coordination.k8s.io", "v1", "leases").Store); err != nil {
 		return nil, errors.Join(err, s.listener.Close())
 	}
-	baseCtx, stopRequests := context.WithCancel(context.Background())
-	s.stopRequests = stopRequests
 	s.http = &http.Server{
 		Handler:           s.routes(api, authn),
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
 		ConnState:         s.trackFresh,
 		ReadHeaderTimeout: defaultReadHeaderTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
@@ -224,22 +227,6 @@ func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 // Storage is the server's storage (for tests and benchmarks).
 func (s *Server) Storage() storage.Interface { return s.storage }
 
-// Shutdown stops accepting requests, waits for open ones up to the
-// configured timeout (watches are cut), then stops etcd.
-func (s *Server) Shutdown(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout)
-	defer cancel()
-	s.stopRequests()
-	s.http.SetKeepAlivesEnabled(false)
-	s.closeFresh()
-	err := s.http.Shutdown(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		err = s.http.Close()
-	}
-	s.wg.Wait()
-	return errors.Join(err, s.close(), s.serveErr())
-}
-
 func (s *Server) trackFresh(c net.Conn, state http.ConnState) {
 	s.freshMu.Lock()
 	defer s.freshMu.Unlock()
@@ -291,6 +278,9 @@ func (s *Server) serveErr() error {
 }
 
 func (s *Server) close() error {
+	if s.endLongRunning != nil {
+		s.endLongRunning()
+	}
 	if s.stopCaches != nil {
 		s.stopCaches()
 		s.caches.Wait()

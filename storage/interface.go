@@ -171,6 +171,16 @@ type Interface interface {
 	Healthy(ctx context.Context) error
 }
 
+// UnavailableError is ErrUnavailable with the backend's own error (such
+// as etcd's "etcdserver: request timed out"), which the API shows as
+// kube-apiserver does; errors.Is(err, ErrUnavailable) holds.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string { return fmt.Sprintf("%v: %v", ErrUnavailable, e.Err) }
+
+// Unwrap makes both ErrUnavailable and the backend's error match.
+func (e *UnavailableError) Unwrap() []error { return []error{ErrUnavailable, e.Err} }
+
 // CompactedError is the ErrCompacted of a watch or read at Requested when
 // history before Compacted is gone; errors.Is(err, ErrCompacted) holds.
 type CompactedError struct {

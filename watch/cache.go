@@ -240,11 +240,19 @@ func New(cfg Config) *Cache {
 // the watch breaks (etcd compaction, leader loss) it lists again; watchers
 // of the old state are closed so that their clients relist too.
 func (c *Cache) Run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
+	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
+	backoff := minBackoff
 	for ctx.Err() == nil {
+		started := time.Now()
 		err := c.listAndWatch(ctx)
 		if ctx.Err() != nil {
 			break
+		}
+		if time.Since(started) > 2*maxBackoff {
+			// It ran for a while (etcd lost its leader or quorum under a
+			// working cache, and it may be back already): retry soon, not
+			// after the backoff of failures long past.
+			backoff = minBackoff
 		}
 		c.log.Warn("watch cache restarting", "err", err, "after", backoff)
 		c.reset()
@@ -252,7 +260,7 @@ func (c *Cache) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 5*time.Second)
+		backoff = min(2*backoff, maxBackoff)
 	}
 	c.reset()
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -87,6 +88,11 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	f.IntVar(&cfg.AuditLogMaxAge, "audit-log-maxage", 0, "days to keep rotated audit log files (0: no limit)")
 	f.IntVar(&cfg.AuditLogMaxBackup, "audit-log-maxbackup", 0, "rotated audit log files to keep (0: no limit)")
 	f.IntVar(&cfg.AuditLogMaxSize, "audit-log-maxsize", 0, "megabytes an audit log file grows to before it is rotated (0: lumberjack's 100)")
+	cfg.RequestTimeout, cfg.ShutdownDelayDuration = server.DefaultRequestTimeout, server.DefaultShutdownDelayDuration
+	f.Var(nonNegativeDuration{&cfg.RequestTimeout, "--request-timeout"}, "request-timeout",
+		"longest time a request that is not long-running (watch, log, proxy) may take before it is answered 504 and its work cancelled; a request's ?timeout= may ask for less")
+	f.Var(nonNegativeDuration{&cfg.ShutdownDelayDuration, "--shutdown-delay-duration"}, "shutdown-delay-duration",
+		"on SIGTERM, keep serving this long with /readyz failing (so that load balancers stop sending requests) before the server stops accepting connections")
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil,
 		"PEM file of RSA keys (public, or private ones' public half) that verify ServiceAccount tokens; repeatable (default: the signing key)")
@@ -139,6 +145,34 @@ func (v zeroNever) Set(s string) error {
 }
 
 func (zeroNever) Type() string { return "duration" }
+
+// nonNegativeDuration is a duration flag that refuses negative values
+// with kube-apiserver's message.
+type nonNegativeDuration struct {
+	d    *time.Duration
+	flag string
+}
+
+func (v nonNegativeDuration) String() string {
+	if v.d == nil {
+		return "0s"
+	}
+	return v.d.String()
+}
+
+func (v nonNegativeDuration) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if d < 0 {
+		return fmt.Errorf("%s can not be negative value", v.flag)
+	}
+	*v.d = d
+	return nil
+}
+
+func (nonNegativeDuration) Type() string { return "duration" }
 
 // authorizationModes is --authorization-mode: kube's comma-separated list,
 // checked as kube checks it.

@@ -11,8 +11,20 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	// The first SIGINT or SIGTERM starts a graceful shutdown; a second one
+	// exits at once, as kube-apiserver. The goroutine lives as long as the
+	// process.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-signals
+		stop()
+		<-signals
+		fmt.Fprintln(os.Stderr, "corekube: second signal, exiting without finishing the shutdown")
+		os.Exit(1)
+	}()
 	if err := newRootCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "corekube:", err)
 		os.Exit(1)

@@ -121,6 +121,10 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 	waitLoops := runLoops(loopsCtx, loops)
 
 	<-ctx.Done()
+	// As kube-apiserver: /readyz fails at once and everything keeps
+	// being served for --shutdown-delay-duration; then the loops stop and
+	// the server drains.
+	srv.BeginShutdown(context.Background())
 	slog.Info("shutting down")
 	stopLoops()
 	waitLoops()

@@ -21,6 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// evictionFinishTimeout bounds the delete of a pod whose eviction already
+// took its disruption from the budget (kube's bound for a write).
+const evictionFinishTimeout = 34 * time.Second
+
 // MaxDisruptedPodSize is kube's bound on status.disruptedPods: past it the
 // eviction subresource refuses evictions the disruption controller has not
 // caught up with yet.
@@ -217,8 +221,12 @@ func (e *EvictionREST) Create(ctx context.Context, namespace, name string, obj r
 			if err != nil {
 				return nil, err
 			}
-			// The disruption is taken: finish even if the client goes.
-			ctx = context.WithoutCancel(ctx)
+			// The disruption is taken: finish even if the client goes or
+			// the request times out, but within a bound of its own, as
+			// etcd without quorum would otherwise hold this forever.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), evictionFinishTimeout)
+			defer cancel()
 		}
 	}
 

@@ -72,17 +72,29 @@ func AddAnnotation(ctx context.Context, key, value string) {
 	}
 }
 
+// EnsureID returns the request's audit ID, the one its client sent (up to
+// 64 characters) or a new one, and sets it as the Audit-Id response
+// header. A new ID is also put in the request's headers, so that a filter
+// that runs before the audit filter (the request timeout's, whose 504 the
+// client must be able to match to the audit log) and the audit filter
+// give the same.
+func EnsureID(w http.ResponseWriter, r *http.Request) string {
+	id := r.Header.Get(HeaderAuditID)
+	if id == "" || len(id) > 64 {
+		id = string(uuid.NewUUID())
+		r.Header.Set(HeaderAuditID, id)
+	}
+	w.Header().Set(HeaderAuditID, id)
+	return id
+}
+
 // WithAudit gives every request an audit ID (the Audit-Id response header)
 // and, when cfg is not nil, writes the events its policy level asks for.
 // It runs after authentication, which put the user in the context.
 func WithAudit(cfg *Config) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			id := r.Header.Get(HeaderAuditID)
-			if id == "" || len(id) > 64 {
-				id = string(uuid.NewUUID())
-			}
-			w.Header().Set(HeaderAuditID, id)
+			id := EnsureID(w, r)
 			rec := &record{id: id}
 			ctx := context.WithValue(r.Context(), contextKey{}, rec)
 			if cfg == nil || cfg.Policy == nil {
@@ -111,11 +123,7 @@ func WithAudit(cfg *Config) func(http.Handler) http.Handler {
 // kinds of credentials tried, when the policy audits the request without a
 // user. It sets the Audit-Id header; the caller then writes the 401.
 func LogFailedAuthentication(cfg *Config, w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get(HeaderAuditID)
-	if id == "" || len(id) > 64 {
-		id = string(uuid.NewUUID())
-	}
-	w.Header().Set(HeaderAuditID, id)
+	id := EnsureID(w, r)
 	if cfg == nil || cfg.Policy == nil {
 		return
 	}

@@ -516,7 +516,7 @@ func translate(err error) error {
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		sentinel = storage.ErrFutureRevision
 	case errors.Is(err, context.DeadlineExceeded), unavailable(err):
-		sentinel = storage.ErrUnavailable
+		return &storage.UnavailableError{Err: err}
 	default:
 		return err
 	}

@@ -62,10 +62,12 @@ func kubectlPath(t *testing.T) string {
 	return path
 }
 
-// process is a running `corekube up`.
+// process is a running `corekube up` (or another serving subcommand,
+// startProcess).
 type process struct {
 	t        *testing.T
 	cmd      *exec.Cmd
+	args     []string // the command line, for a restart
 	dataDir  string
 	cacheDir string // kubectl's discovery and OpenAPI cache, kept out of $HOME
 	url      string
@@ -97,8 +99,16 @@ func startUp(t *testing.T, dataDir string) *process {
 // agents (tests create the nodes they print); args are more flags.
 func startUpAt(t *testing.T, dataDir, addr string, args ...string) *process {
 	t.Helper()
-	p := &process{t: t, dataDir: dataDir, cacheDir: t.TempDir(), url: "https://" + addr, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
-	p.cmd = exec.Command(binary, append([]string{"up", "--data-dir", dataDir, "--listen", addr, "--nodes", "0"}, args...)...)
+	return startProcess(t, dataDir, addr, append([]string{"up", "--data-dir", dataDir, "--listen", addr, "--nodes", "0"}, args...)...)
+}
+
+// startProcess runs corekube with args, which make it serve on addr and
+// write its admin kubeconfig to dataDir/kubeconfig, and waits until
+// /readyz says ok.
+func startProcess(t *testing.T, dataDir, addr string, args ...string) *process {
+	t.Helper()
+	p := &process{t: t, args: args, dataDir: dataDir, cacheDir: t.TempDir(), url: "https://" + addr, logs: &bytes.Buffer{}, exited: make(chan error, 1)}
+	p.cmd = exec.Command(binary, args...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	start := time.Now()
 	if err := p.cmd.Start(); err != nil {
@@ -173,7 +183,7 @@ func (p *process) kill() *process {
 	case <-time.After(20 * time.Second):
 		p.t.Fatalf("corekube still running 20s after SIGKILL")
 	}
-	return startUpAt(p.t, p.dataDir, strings.TrimPrefix(p.url, "https://"))
+	return startProcess(p.t, p.dataDir, strings.TrimPrefix(p.url, "https://"), p.args...)
 }
 
 var errNoKubeconfig = errors.New("no kubeconfig yet")
