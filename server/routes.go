@@ -28,8 +28,9 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	// carries from here on (the recoverer's answers included).
 	// Every request is authenticated (or answered 401) before anything
 	// else looks at it, then acts as whom it impersonates.
-	// Then what it asks for is parsed once (RequestInfo) and authorized.
-	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withRequestInfo, s.withAudit(), s.withImpersonation, s.withAuthorization)
+	// Then what it asks for is parsed once (RequestInfo), goes through
+	// API Priority and Fairness (as the user it acts as) and is authorized.
+	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withAuthentication(authn), s.withRequestInfo, s.withAudit(), s.withImpersonation, s.withFlowControl, s.withAuthorization)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})

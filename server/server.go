@@ -46,6 +46,8 @@ type Server struct {
 	audit *auditing
 	// authorization decides on every request (authz.go).
 	authorization *authorization
+	// apf is API Priority and Fairness (apf.go).
+	apf *apf
 
 	// saTokens issues and verifies ServiceAccount tokens (satokens.go);
 	// tokenReviewAuthn is the bearer token authentication TokenReviews run.
@@ -107,6 +109,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	types.resources = openAPIResources(api)
 	s.runBackground(func(context.Context) { _, _ = types.get() })
 	s.runCaches(api)
+	s.setupFlowControl(api)
 	if webhooks != nil {
 		s.runBackground(webhooks.run)
 	}

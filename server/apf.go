@@ -1,0 +1,376 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+
+	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/server/flowcontrol"
+)
+
+// kube's field managers of the APF configuration: the bootstrap
+// configuration's writer and the status conditions' writer.
+const (
+	apfProducerFieldManager = "api-priority-and-fairness-config-producer-v1"
+	apfConsumerFieldManager = "api-priority-and-fairness-config-consumer-v1"
+)
+
+// apf is the server's API Priority and Fairness: the filter's controller
+// and the stores of its configuration.
+type apf struct {
+	ctl                *flowcontrol.Controller
+	flowSchemas        *registry.Store
+	flowSchemaStatus   *registry.Store
+	priorityLevels     *registry.Store
+	priorityLevelsSeen chan struct{}
+}
+
+// setupFlowControl builds the controller (on kube's bootstrap
+// configuration until the stored one is read) and starts what keeps it:
+// one goroutine follows the FlowSchemas and PriorityLevelConfigurations
+// through the watch caches, another ensures the bootstrap objects (at
+// start and whenever the configuration changes, so that a deleted
+// mandatory object comes back at once) and writes the Dangling
+// conditions.
+func (s *Server) setupFlowControl(api *handlers.API) {
+	counts := map[string]*registry.Store{}
+	a := &apf{}
+	for _, r := range api.Resources() {
+		info := r.Store.Info()
+		counts[info.Group+"/"+info.Resource] = r.Store
+		switch {
+		case info.Group == flowcontrolv1.GroupName && info.Resource == "flowschemas":
+			a.flowSchemas = r.Store
+			a.flowSchemaStatus = r.Subresources["status"].Store
+		case info.Group == flowcontrolv1.GroupName && info.Resource == "prioritylevelconfigurations":
+			a.priorityLevels = r.Store
+		}
+	}
+	serverCL := s.cfg.MaxRequestsInflight + s.cfg.MaxMutatingRequestsInflight
+	a.ctl = flowcontrol.New(flowcontrol.Options{
+		ServerConcurrencyLimit: serverCL,
+		Count: func(group, resource string) int64 {
+			if st := counts[group+"/"+resource]; st != nil {
+				return int64(st.CacheStats().Objects)
+			}
+			return 0
+		},
+	})
+	s.apf = a
+	s.log.Info("API priority and fairness", "serverConcurrencyLimit", serverCL)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stopCaches := s.stopCaches
+	s.stopCaches = func() { cancel(); stopCaches() }
+	kick := make(chan struct{}, 1)
+	s.caches.Add(2)
+	go func() {
+		defer s.caches.Done()
+		s.followFlowControl(ctx, kick)
+	}()
+	go func() {
+		defer s.caches.Done()
+		s.maintainFlowControl(ctx, kick)
+	}()
+}
+
+// withFlowControl is the APF filter.
+func (s *Server) withFlowControl(next http.Handler) http.Handler {
+	if s.apf == nil {
+		return next
+	}
+	return s.apf.ctl.Handler(next)
+}
+
+// apfState is the stored configuration as last seen.
+type apfState struct {
+	flowSchemas    map[string]*flowcontrolv1.FlowSchema
+	priorityLevels map[string]*flowcontrolv1.PriorityLevelConfiguration
+}
+
+// followFlowControl feeds the controller from the two watch caches: the
+// configuration once both are listed, then after every change; each
+// change also kicks the maintainer. A cut watch starts over.
+func (s *Server) followFlowControl(ctx context.Context, kick chan<- struct{}) {
+	type event struct {
+		kind   string
+		obj    runtime.Object
+		del    bool
+		synced bool
+	}
+	events := make(chan event, 64)
+	follow := func(st *registry.Store, kind string) {
+		for ctx.Err() == nil {
+			w, err := st.Watch(ctx, "", &metainternalversion.ListOptions{AllowWatchBookmarks: true})
+			if err != nil {
+				s.log.Error("watch the flow control configuration", "resource", st.Info().Resource, "err", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			for {
+				ev, ok := w.Next()
+				if !ok || ev.Type == apiwatch.Error {
+					break
+				}
+				if ev.Type == apiwatch.Bookmark {
+					if m, err := metaOf(ev.Object); err == nil && m.GetAnnotations()["k8s.io/initial-events-end"] == "true" {
+						select {
+						case events <- event{kind: kind, synced: true}:
+						case <-ctx.Done():
+						}
+					}
+					continue
+				}
+				obj, err := ev.Decoded()
+				if err != nil {
+					s.log.Error("decode flow control configuration", "err", err)
+					continue
+				}
+				select {
+				case events <- event{kind: kind, obj: obj, del: ev.Type == apiwatch.Deleted}:
+				case <-ctx.Done():
+				}
+			}
+			w.Stop()
+		}
+	}
+	go follow(s.apf.flowSchemas, "fs")
+	go follow(s.apf.priorityLevels, "pl")
+	state := apfState{flowSchemas: map[string]*flowcontrolv1.FlowSchema{}, priorityLevels: map[string]*flowcontrolv1.PriorityLevelConfiguration{}}
+	synced := map[string]bool{}
+	for {
+		var ev event
+		select {
+		case <-ctx.Done():
+			return
+		case ev = <-events:
+		}
+		switch {
+		case ev.synced:
+			synced[ev.kind] = true
+		case ev.kind == "fs":
+			fs := ev.obj.(*flowcontrolv1.FlowSchema)
+			if ev.del {
+				delete(state.flowSchemas, fs.Name)
+			} else {
+				state.flowSchemas[fs.Name] = fs
+			}
+		default:
+			pl := ev.obj.(*flowcontrolv1.PriorityLevelConfiguration)
+			if ev.del {
+				delete(state.priorityLevels, pl.Name)
+			} else {
+				state.priorityLevels[pl.Name] = pl
+			}
+		}
+		// Apply once both are listed, and then after each burst of
+		// events (the rest of a burst is already queued).
+		if !synced["fs"] || !synced["pl"] || len(events) > 0 {
+			continue
+		}
+		fss := make([]*flowcontrolv1.FlowSchema, 0, len(state.flowSchemas))
+		for _, fs := range state.flowSchemas {
+			fss = append(fss, fs)
+		}
+		pls := make([]*flowcontrolv1.PriorityLevelConfiguration, 0, len(state.priorityLevels))
+		for _, pl := range state.priorityLevels {
+			pls = append(pls, pl)
+		}
+		s.apf.ctl.Update(fss, pls)
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// maintainFlowControl is kube's APF configuration controllers: at start
+// and after every change, the bootstrap objects are ensured and each
+// FlowSchema's Dangling condition is brought up to date.
+func (s *Server) maintainFlowControl(ctx context.Context, kick <-chan struct{}) {
+	ctx = s.privilegedContext(ctx)
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			}
+		}
+		if err := s.ensureFlowControlBootstrap(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("ensure the flow control bootstrap configuration", "err", err)
+		}
+		if err := s.updateDangling(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("update the FlowSchemas' Dangling conditions", "err", err)
+		}
+	}
+}
+
+// ensureFlowControlBootstrap creates the bootstrap objects that are
+// missing and restores the spec of those kube keeps: the mandatory ones
+// always (the exempt level's shares and lendablePercent excepted), the
+// suggested ones unless annotated apf.kubernetes.io/autoupdate-spec
+// "false" (kube's configuration ensurer).
+func (s *Server) ensureFlowControlBootstrap(ctx context.Context) error {
+	b := flowcontrol.BootstrapConfiguration()
+	for _, want := range b.PriorityLevels {
+		mandatory := b.Mandatory["PriorityLevelConfiguration/"+want.Name]
+		err := s.ensureOne(ctx, s.apf.priorityLevels, want, mandatory, func(cur, want runtime.Object) bool {
+			c, w := cur.(*flowcontrolv1.PriorityLevelConfiguration), want.(*flowcontrolv1.PriorityLevelConfiguration)
+			if mandatory && c.Spec.Exempt != nil && w.Spec.Exempt != nil {
+				// The operator may size the exempt level.
+				w.Spec.Exempt = c.Spec.Exempt.DeepCopy()
+			}
+			if equality.Semantic.DeepEqual(c.Spec, w.Spec) {
+				return false
+			}
+			c.Spec = w.Spec
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("prioritylevelconfiguration %s: %w", want.Name, err)
+		}
+	}
+	for _, want := range b.FlowSchemas {
+		mandatory := b.Mandatory["FlowSchema/"+want.Name]
+		err := s.ensureOne(ctx, s.apf.flowSchemas, want, mandatory, func(cur, want runtime.Object) bool {
+			c, w := cur.(*flowcontrolv1.FlowSchema), want.(*flowcontrolv1.FlowSchema)
+			if equality.Semantic.DeepEqual(c.Spec, w.Spec) {
+				return false
+			}
+			c.Spec = w.Spec
+			return true
+		})
+		if err != nil {
+			return fmt.Errorf("flowschema %s: %w", want.Name, err)
+		}
+	}
+	return nil
+}
+
+// ensureOne creates want when missing, else sets its spec (setSpec, which
+// reports a change) and autoupdate annotation as flowcontrol.AutoUpdate
+// decides.
+func (s *Server) ensureOne(ctx context.Context, st *registry.Store, want runtime.Object, mandatory bool, setSpec func(cur, want runtime.Object) bool) error {
+	name := want.(metav1.Object).GetName()
+	for attempt := 0; attempt < 5; attempt++ {
+		cur, err := st.Get(ctx, "", name, &metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			obj := want.DeepCopyObject()
+			obj.(metav1.Object).SetAnnotations(map[string]string{flowcontrolv1.AutoUpdateAnnotationKey: "true"})
+			_, err = st.Create(ctx, "", obj, registry.CreateOptions{FieldManager: apfProducerFieldManager})
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		m := cur.(metav1.Object)
+		updateSpec, annotation := flowcontrol.AutoUpdate(mandatory, m.GetAnnotations(), m.GetGeneration())
+		changed := false
+		if m.GetAnnotations()[flowcontrolv1.AutoUpdateAnnotationKey] != annotation {
+			ann := map[string]string{}
+			for k, v := range m.GetAnnotations() {
+				ann[k] = v
+			}
+			ann[flowcontrolv1.AutoUpdateAnnotationKey] = annotation
+			m.SetAnnotations(ann)
+			changed = true
+		}
+		if updateSpec && setSpec(cur, want.DeepCopyObject()) {
+			changed = true
+		}
+		if !changed {
+			return nil
+		}
+		_, _, err = st.Update(ctx, "", name, func(_ context.Context, live runtime.Object) (runtime.Object, error) {
+			if lm := live.(metav1.Object); lm.GetResourceVersion() != m.GetResourceVersion() {
+				return nil, apierrors.NewConflict(st.Info().GroupResource(), name, fmt.Errorf("changed meanwhile"))
+			}
+			return cur, nil
+		}, registry.UpdateOptions{FieldManager: apfProducerFieldManager})
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue
+		}
+		return err
+	}
+	return fmt.Errorf("gave up after 5 conflicts")
+}
+
+// updateDangling sets each FlowSchema's Dangling condition: True when its
+// priority level does not exist, as kube's configuration consumer.
+func (s *Server) updateDangling(ctx context.Context) error {
+	pls, err := s.apf.priorityLevels.List(ctx, "", &metainternalversion.ListOptions{})
+	if err != nil {
+		return err
+	}
+	exists := map[string]bool{}
+	for _, pl := range pls.(*flowcontrolv1.PriorityLevelConfigurationList).Items {
+		exists[pl.Name] = true
+	}
+	fss, err := s.apf.flowSchemas.List(ctx, "", &metainternalversion.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var errs []string
+	for _, fs := range fss.(*flowcontrolv1.FlowSchemaList).Items {
+		want := danglingCondition(fs.Spec.PriorityLevelConfiguration.Name, exists[fs.Spec.PriorityLevelConfiguration.Name])
+		if i := slices.IndexFunc(fs.Status.Conditions, func(c flowcontrolv1.FlowSchemaCondition) bool { return c.Type == want.Type }); i >= 0 {
+			c := fs.Status.Conditions[i]
+			if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+				continue
+			}
+		}
+		_, _, err := s.apf.flowSchemaStatus.Update(ctx, "", fs.Name, func(_ context.Context, live runtime.Object) (runtime.Object, error) {
+			obj := live.DeepCopyObject().(*flowcontrolv1.FlowSchema)
+			want.LastTransitionTime = metav1.Now()
+			i := slices.IndexFunc(obj.Status.Conditions, func(c flowcontrolv1.FlowSchemaCondition) bool { return c.Type == want.Type })
+			switch {
+			case i < 0:
+				obj.Status.Conditions = append(obj.Status.Conditions, want)
+			case obj.Status.Conditions[i].Status == want.Status:
+				want.LastTransitionTime = obj.Status.Conditions[i].LastTransitionTime
+				obj.Status.Conditions[i] = want
+			default:
+				obj.Status.Conditions[i] = want
+			}
+			return obj, nil
+		}, registry.UpdateOptions{FieldManager: apfConsumerFieldManager})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Sprintf("%s: %v", fs.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// danglingCondition is kube's Dangling condition of a FlowSchema whose
+// priority level exists or not.
+func danglingCondition(level string, exists bool) flowcontrolv1.FlowSchemaCondition {
+	if exists {
+		return flowcontrolv1.FlowSchemaCondition{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionFalse, Reason: "Found",
+			Message: fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q and it exists", level)}
+	}
+	return flowcontrolv1.FlowSchemaCondition{Type: flowcontrolv1.FlowSchemaConditionDangling, Status: flowcontrolv1.ConditionTrue, Reason: "NotFound",
+		Message: fmt.Sprintf("This FlowSchema references the PriorityLevelConfiguration object named %q but there is no such object", level)}
+}
