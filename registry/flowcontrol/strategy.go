@@ -164,7 +164,9 @@ func (*PriorityLevelStrategy) Info() registry.ResourceInfo {
 }
 
 // New returns an empty PriorityLevelConfiguration.
-func (*PriorityLevelStrategy) New() runtime.Object { return &flowcontrolv1.PriorityLevelConfiguration{} }
+func (*PriorityLevelStrategy) New() runtime.Object {
+	return &flowcontrolv1.PriorityLevelConfiguration{}
+}
 
 // NewList returns an empty PriorityLevelConfigurationList.
 func (*PriorityLevelStrategy) NewList() runtime.Object {
