@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
@@ -150,8 +151,15 @@ func (s *Server) followFlowControl(ctx context.Context, kick chan<- struct{}) {
 			w.Stop()
 		}
 	}
-	go follow(s.apf.flowSchemas, "fs")
-	go follow(s.apf.priorityLevels, "pl")
+	var followers sync.WaitGroup
+	defer followers.Wait()
+	for kind, st := range map[string]*registry.Store{"fs": s.apf.flowSchemas, "pl": s.apf.priorityLevels} {
+		followers.Add(1)
+		go func() {
+			defer followers.Done()
+			follow(st, kind)
+		}()
+	}
 	state := apfState{flowSchemas: map[string]*flowcontrolv1.FlowSchema{}, priorityLevels: map[string]*flowcontrolv1.PriorityLevelConfiguration{}}
 	synced := map[string]bool{}
 	for {

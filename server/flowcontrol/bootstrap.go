@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
+	"sync"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"sigs.k8s.io/yaml"
@@ -22,13 +23,29 @@ const bootstrapKindAnnotation = "corekube.io/bootstrap"
 type Bootstrap struct {
 	FlowSchemas    []*flowcontrolv1.FlowSchema
 	PriorityLevels []*flowcontrolv1.PriorityLevelConfiguration
-	// Mandatory names the mandatory objects, by kind and name.
+	// Mandatory names the mandatory objects, by kind and name (shared:
+	// read only).
 	Mandatory map[string]bool
 }
 
 // BootstrapConfiguration returns a fresh copy of the bootstrap objects,
 // without the marker annotation.
 func BootstrapConfiguration() *Bootstrap {
+	parsed := parsedBootstrap()
+	b := &Bootstrap{Mandatory: parsed.Mandatory}
+	for _, fs := range parsed.FlowSchemas {
+		b.FlowSchemas = append(b.FlowSchemas, fs.DeepCopy())
+	}
+	for _, pl := range parsed.PriorityLevels {
+		b.PriorityLevels = append(b.PriorityLevels, pl.DeepCopy())
+	}
+	return b
+}
+
+// parsedBootstrap is bootstrap.yaml decoded once; never modified.
+var parsedBootstrap = sync.OnceValue(parseBootstrap)
+
+func parseBootstrap() *Bootstrap {
 	b := &Bootstrap{Mandatory: map[string]bool{}}
 	for _, doc := range strings.Split(bootstrapYAML, "\n---\n")[1:] {
 		var head struct{ Kind string }
