@@ -14,9 +14,15 @@ import (
 func TestKubectlFlowControl(t *testing.T) {
 	kubectlPath(t)
 	p := startUpAt(t, t.TempDir(), freeAddr(t), "--max-requests-inflight", "20", "--max-mutating-requests-inflight", "10")
-	age := regexp.MustCompile(`\s+[0-9]+s\s+`)
-	spaces := regexp.MustCompile(`\s+`)
-	norm := func(s string) string { return spaces.ReplaceAllString(age.ReplaceAllString(s, " AGE "), " ") }
+	age := regexp.MustCompile(`^[0-9]+s$`)
+	// Columns joined by one space, ages (a few seconds) as AGE.
+	norm := func(s string) string {
+		f := strings.Fields(s)
+		for i := range f {
+			f[i] = age.ReplaceAllString(f[i], "AGE")
+		}
+		return strings.Join(f, " ")
+	}
 	lines := func(args ...string) []string {
 		var out []string
 		for _, l := range strings.Split(p.mustKubectl(args...), "\n") {
