@@ -208,6 +208,13 @@ var optionalFields = map[string]bool{
 	"io.k8s.api.rbac.v1.ClusterRole.rules":                               true,
 	"io.k8s.api.authentication.v1.TokenRequestSpec.expirationSeconds":    true,
 	"io.k8s.api.authentication.v1.TokenRequestSpec.boundObjectRef":       true,
+
+	"io.k8s.api.flowcontrol.v1.FlowSchemaSpec.matchingPrecedence":                          true,
+	"io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration.nominalConcurrencyShares": true,
+	"io.k8s.api.flowcontrol.v1.QueuingConfiguration.queues":                                true,
+	"io.k8s.api.flowcontrol.v1.QueuingConfiguration.handSize":                              true,
+	"io.k8s.api.flowcontrol.v1.QueuingConfiguration.queueLengthLimit":                      true,
+	"io.k8s.api.flowcontrol.v1.ResourcePolicyRule.namespaces":                              true,
 }
 
 // schemaBuilder generates kube-style schemas from Go types. Every named
