@@ -208,21 +208,42 @@ func (s *Server) followFlowControl(ctx context.Context, kick chan<- struct{}) {
 	}
 }
 
+// apfRestoreInterval is the least time between two ensure passes that
+// rewrite stored bootstrap objects. Missing objects are created at once;
+// a changed spec is restored at most this often, so that two servers of
+// different versions (a rolling upgrade) that disagree on an object
+// rewrite it now and then, not in a tight loop (kube restores on a
+// periodic pass).
+const apfRestoreInterval = 10 * time.Second
+
 // maintainFlowControl is kube's APF configuration controllers: at start
 // and after every change, the bootstrap objects are ensured and each
 // FlowSchema's Dangling condition is brought up to date.
 func (s *Server) maintainFlowControl(ctx context.Context, kick <-chan struct{}) {
 	ctx = s.privilegedContext(ctx)
+	var lastRestore time.Time
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
 	for first := true; ; first = false {
 		if !first {
 			select {
 			case <-ctx.Done():
 				return
 			case <-kick:
+			case <-retry.C:
 			}
 		}
-		if err := s.ensureFlowControlBootstrap(ctx); err != nil && ctx.Err() == nil {
+		restore := time.Since(lastRestore) >= apfRestoreInterval
+		restored, deferred, err := s.ensureFlowControlBootstrap(ctx, restore)
+		if err != nil && ctx.Err() == nil {
 			s.log.Error("ensure the flow control bootstrap configuration", "err", err)
+		}
+		if restored {
+			lastRestore = time.Now()
+		}
+		if deferred {
+			retry.Reset(apfRestoreInterval - time.Since(lastRestore))
 		}
 		if err := s.updateDangling(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("update the FlowSchemas' Dangling conditions", "err", err)
@@ -231,15 +252,21 @@ func (s *Server) maintainFlowControl(ctx context.Context, kick <-chan struct{}) 
 }
 
 // ensureFlowControlBootstrap creates the bootstrap objects that are
-// missing and restores the spec of those kube keeps: the mandatory ones
-// always (the exempt level's shares and lendablePercent excepted), the
-// suggested ones unless annotated apf.kubernetes.io/autoupdate-spec
-// "false" (kube's configuration ensurer).
-func (s *Server) ensureFlowControlBootstrap(ctx context.Context) error {
+// missing and, when restore is true, restores the spec of those kube
+// keeps: the mandatory ones always (the exempt level's shares and
+// lendablePercent excepted), the suggested ones unless annotated
+// apf.kubernetes.io/autoupdate-spec "false" (kube's configuration
+// ensurer). It reports whether it rewrote an object, and whether one
+// needs rewriting that restore=false left alone.
+func (s *Server) ensureFlowControlBootstrap(ctx context.Context, restore bool) (restored, deferred bool, err error) {
 	b := flowcontrol.BootstrapConfiguration()
+	note := func(o ensureOutcome) {
+		restored = restored || o == ensureUpdated
+		deferred = deferred || o == ensureDeferred
+	}
 	for _, want := range b.PriorityLevels {
 		mandatory := b.Mandatory["PriorityLevelConfiguration/"+want.Name]
-		err := s.ensureOne(ctx, s.apf.priorityLevels, want, mandatory, func(cur, want runtime.Object) bool {
+		o, err := s.ensureOne(ctx, s.apf.priorityLevels, want, mandatory, restore, func(cur, want runtime.Object) bool {
 			c, w := cur.(*flowcontrolv1.PriorityLevelConfiguration), want.(*flowcontrolv1.PriorityLevelConfiguration)
 			if mandatory && c.Spec.Exempt != nil && w.Spec.Exempt != nil {
 				// The operator may size the exempt level.
@@ -251,13 +278,14 @@ func (s *Server) ensureFlowControlBootstrap(ctx context.Context) error {
 			c.Spec = w.Spec
 			return true
 		})
+		note(o)
 		if err != nil {
-			return fmt.Errorf("prioritylevelconfiguration %s: %w", want.Name, err)
+			return restored, deferred, fmt.Errorf("prioritylevelconfiguration %s: %w", want.Name, err)
 		}
 	}
 	for _, want := range b.FlowSchemas {
 		mandatory := b.Mandatory["FlowSchema/"+want.Name]
-		err := s.ensureOne(ctx, s.apf.flowSchemas, want, mandatory, func(cur, want runtime.Object) bool {
+		o, err := s.ensureOne(ctx, s.apf.flowSchemas, want, mandatory, restore, func(cur, want runtime.Object) bool {
 			c, w := cur.(*flowcontrolv1.FlowSchema), want.(*flowcontrolv1.FlowSchema)
 			if equality.Semantic.DeepEqual(c.Spec, w.Spec) {
 				return false
@@ -265,17 +293,28 @@ func (s *Server) ensureFlowControlBootstrap(ctx context.Context) error {
 			c.Spec = w.Spec
 			return true
 		})
+		note(o)
 		if err != nil {
-			return fmt.Errorf("flowschema %s: %w", want.Name, err)
+			return restored, deferred, fmt.Errorf("flowschema %s: %w", want.Name, err)
 		}
 	}
-	return nil
+	return restored, deferred, nil
 }
 
-// ensureOne creates want when missing, else sets its spec (setSpec, which
-// reports a change) and autoupdate annotation as flowcontrol.AutoUpdate
-// decides.
-func (s *Server) ensureOne(ctx context.Context, st *registry.Store, want runtime.Object, mandatory bool, setSpec func(cur, want runtime.Object) bool) error {
+// ensureOutcome is what ensureOne did.
+type ensureOutcome int
+
+const (
+	ensureNothing ensureOutcome = iota
+	ensureCreated
+	ensureUpdated
+	ensureDeferred
+)
+
+// ensureOne creates want when missing, else (when restore is true) sets
+// its spec (setSpec, which reports a change) and autoupdate annotation as
+// flowcontrol.AutoUpdate decides.
+func (s *Server) ensureOne(ctx context.Context, st *registry.Store, want runtime.Object, mandatory, restore bool, setSpec func(cur, want runtime.Object) bool) (ensureOutcome, error) {
 	name := want.(metav1.Object).GetName()
 	for attempt := 0; attempt < 5; attempt++ {
 		cur, err := st.Get(ctx, "", name, &metav1.GetOptions{})
@@ -286,10 +325,10 @@ func (s *Server) ensureOne(ctx context.Context, st *registry.Store, want runtime
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			}
-			return err
+			return ensureCreated, err
 		}
 		if err != nil {
-			return err
+			return ensureNothing, err
 		}
 		m := cur.(metav1.Object)
 		updateSpec, annotation := flowcontrol.AutoUpdate(mandatory, m.GetAnnotations(), m.GetGeneration())
@@ -307,7 +346,10 @@ func (s *Server) ensureOne(ctx context.Context, st *registry.Store, want runtime
 			changed = true
 		}
 		if !changed {
-			return nil
+			return ensureNothing, nil
+		}
+		if !restore {
+			return ensureDeferred, nil
 		}
 		_, _, err = st.Update(ctx, "", name, func(_ context.Context, live runtime.Object) (runtime.Object, error) {
 			if lm := live.(metav1.Object); lm.GetResourceVersion() != m.GetResourceVersion() {
@@ -318,9 +360,9 @@ func (s *Server) ensureOne(ctx context.Context, st *registry.Store, want runtime
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			continue
 		}
-		return err
+		return ensureUpdated, err
 	}
-	return fmt.Errorf("gave up after 5 conflicts")
+	return ensureNothing, fmt.Errorf("gave up after 5 conflicts")
 }
 
 // updateDangling sets each FlowSchema's Dangling condition: True when its

@@ -109,7 +109,6 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	types.resources = openAPIResources(api)
 	s.runBackground(func(context.Context) { _, _ = types.get() })
 	s.runCaches(api)
-	s.setupFlowControl(api)
 	if webhooks != nil {
 		s.runBackground(webhooks.run)
 	}
@@ -120,6 +119,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.serveAccessReviews(api)
+	// After authorization: its writes go through admission, whose RBAC
+	// escalation check authorization sets up.
+	s.setupFlowControl(api)
 
 	if !cfg.InsecureHTTP {
 		if s.tls, err = s.setupTLS(); err != nil {

@@ -219,7 +219,9 @@ func TestFlowControlAPI(t *testing.T) {
 		if _, err := fc.PriorityLevelConfigurations().Update(ctx, pl, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		// Recreated at once; the annotation within the server's restore
+		// interval (10 s).
+		err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 			fs, err := fc.FlowSchemas().Get(ctx, "catch-all", metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return false, nil
