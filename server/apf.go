@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -32,21 +33,20 @@ const (
 // apf is the server's API Priority and Fairness: the filter's controller
 // and the stores of its configuration.
 type apf struct {
-	ctl                *flowcontrol.Controller
-	flowSchemas        *registry.Store
-	flowSchemaStatus   *registry.Store
-	priorityLevels     *registry.Store
-	priorityLevelsSeen chan struct{}
+	ctl              *flowcontrol.Controller
+	flowSchemas      *registry.Store
+	flowSchemaStatus *registry.Store
+	priorityLevels   *registry.Store
 }
 
-// setupFlowControl builds the controller (on kube's bootstrap
-// configuration until the stored one is read) and starts what keeps it:
-// one goroutine follows the FlowSchemas and PriorityLevelConfigurations
-// through the watch caches, another ensures the bootstrap objects (at
-// start and whenever the configuration changes, so that a deleted
-// mandatory object comes back at once) and writes the Dangling
-// conditions.
-func (s *Server) setupFlowControl(api *handlers.API) {
+// setupFlowControl builds the controller and starts what keeps it: one
+// goroutine follows the FlowSchemas and PriorityLevelConfigurations
+// through the watch caches, another ensures the bootstrap objects
+// (whenever the configuration changes, so that a deleted mandatory object
+// comes back at once) and writes the Dangling conditions. It returns once
+// the bootstrap objects are stored and the controller runs on them (kube's
+// readyz waits for its APF post-start hooks).
+func (s *Server) setupFlowControl(ctx context.Context, api *handlers.API) error {
 	counts := map[string]*registry.Store{}
 	a := &apf{}
 	for _, r := range api.Resources() {
@@ -73,19 +73,29 @@ func (s *Server) setupFlowControl(api *handlers.API) {
 	s.apf = a
 	s.log.Info("API priority and fairness", "serverConcurrencyLimit", serverCL)
 
-	ctx, cancel := context.WithCancel(context.Background())
+	if _, _, err := s.ensureFlowControlBootstrap(s.privilegedContext(ctx), true); err != nil {
+		return fmt.Errorf("ensure the flow control bootstrap configuration: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
 	stopCaches := s.stopCaches
 	s.stopCaches = func() { cancel(); stopCaches() }
 	kick := make(chan struct{}, 1)
+	loaded := make(chan struct{})
 	s.caches.Add(2)
 	go func() {
 		defer s.caches.Done()
-		s.followFlowControl(ctx, kick)
+		s.followFlowControl(runCtx, kick, loaded)
 	}()
 	go func() {
 		defer s.caches.Done()
-		s.maintainFlowControl(ctx, kick)
+		s.maintainFlowControl(runCtx, kick)
 	}()
+	select {
+	case <-loaded:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the flow control configuration: %w", ctx.Err())
+	}
 }
 
 // withFlowControl is the APF filter.
@@ -103,14 +113,17 @@ type apfState struct {
 }
 
 // followFlowControl feeds the controller from the two watch caches: the
-// configuration once both are listed, then after every change; each
-// change also kicks the maintainer. A cut watch starts over.
-func (s *Server) followFlowControl(ctx context.Context, kick chan<- struct{}) {
+// configuration once both are listed (then it closes loaded), then after
+// every change; each change also kicks the maintainer. A cut watch starts
+// over.
+func (s *Server) followFlowControl(ctx context.Context, kick chan<- struct{}, loaded chan<- struct{}) {
 	type event struct {
-		kind   string
-		obj    runtime.Object
-		del    bool
-		synced bool
+		kind string
+		obj  runtime.Object
+		del  bool
+		// synced: the watch's initial events are all in; reset: a new
+		// watch starts, whose initial events are the whole state.
+		synced, reset bool
 	}
 	events := make(chan event, 64)
 	follow := func(st *registry.Store, kind string) {
@@ -123,6 +136,10 @@ func (s *Server) followFlowControl(ctx context.Context, kick chan<- struct{}) {
 				case <-time.After(time.Second):
 				}
 				continue
+			}
+			select {
+			case events <- event{kind: kind, reset: true}:
+			case <-ctx.Done():
 			}
 			for {
 				ev, ok := w.Next()
@@ -170,6 +187,10 @@ func (s *Server) followFlowControl(ctx context.Context, kick chan<- struct{}) {
 		case ev = <-events:
 		}
 		switch {
+		case ev.reset && ev.kind == "fs":
+			synced[ev.kind], state.flowSchemas = false, map[string]*flowcontrolv1.FlowSchema{}
+		case ev.reset:
+			synced[ev.kind], state.priorityLevels = false, map[string]*flowcontrolv1.PriorityLevelConfiguration{}
 		case ev.synced:
 			synced[ev.kind] = true
 		case ev.kind == "fs":
@@ -201,6 +222,10 @@ func (s *Server) followFlowControl(ctx context.Context, kick chan<- struct{}) {
 			pls = append(pls, pl)
 		}
 		s.apf.ctl.Update(fss, pls)
+		if loaded != nil {
+			close(loaded)
+			loaded = nil
+		}
 		select {
 		case kick <- struct{}{}:
 		default:
@@ -225,14 +250,14 @@ func (s *Server) maintainFlowControl(ctx context.Context, kick <-chan struct{}) 
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
-	for first := true; ; first = false {
-		if !first {
-			select {
-			case <-ctx.Done():
-				return
-			case <-kick:
-			case <-retry.C:
-			}
+	for {
+		// The first pass ran in setupFlowControl; the first kick (the
+		// configuration loaded) writes the Dangling conditions.
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-retry.C:
 		}
 		restore := time.Since(lastRestore) >= apfRestoreInterval
 		restored, deferred, err := s.ensureFlowControlBootstrap(ctx, restore)
@@ -260,13 +285,28 @@ func (s *Server) maintainFlowControl(ctx context.Context, kick <-chan struct{}) 
 // needs rewriting that restore=false left alone.
 func (s *Server) ensureFlowControlBootstrap(ctx context.Context, restore bool) (restored, deferred bool, err error) {
 	b := flowcontrol.BootstrapConfiguration()
-	note := func(o ensureOutcome) {
-		restored = restored || o == ensureUpdated
-		deferred = deferred || o == ensureDeferred
+	// One goroutine per object: a first start writes them all, in about
+	// the time of one write.
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var errs []error
+	ensure := func(st *registry.Store, want runtime.Object, mandatory bool, setSpec func(cur, want runtime.Object) bool) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, err := s.ensureOne(ctx, st, want, mandatory, restore, setSpec)
+			mu.Lock()
+			defer mu.Unlock()
+			restored = restored || o == ensureUpdated
+			deferred = deferred || o == ensureDeferred
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s %s: %w", st.Info().Resource, want.(metav1.Object).GetName(), err))
+			}
+		}()
 	}
 	for _, want := range b.PriorityLevels {
 		mandatory := b.Mandatory["PriorityLevelConfiguration/"+want.Name]
-		o, err := s.ensureOne(ctx, s.apf.priorityLevels, want, mandatory, restore, func(cur, want runtime.Object) bool {
+		ensure(s.apf.priorityLevels, want, mandatory, func(cur, want runtime.Object) bool {
 			c, w := cur.(*flowcontrolv1.PriorityLevelConfiguration), want.(*flowcontrolv1.PriorityLevelConfiguration)
 			if mandatory && c.Spec.Exempt != nil && w.Spec.Exempt != nil {
 				// The operator may size the exempt level.
@@ -278,14 +318,9 @@ func (s *Server) ensureFlowControlBootstrap(ctx context.Context, restore bool) (
 			c.Spec = w.Spec
 			return true
 		})
-		note(o)
-		if err != nil {
-			return restored, deferred, fmt.Errorf("prioritylevelconfiguration %s: %w", want.Name, err)
-		}
 	}
 	for _, want := range b.FlowSchemas {
-		mandatory := b.Mandatory["FlowSchema/"+want.Name]
-		o, err := s.ensureOne(ctx, s.apf.flowSchemas, want, mandatory, restore, func(cur, want runtime.Object) bool {
+		ensure(s.apf.flowSchemas, want, b.Mandatory["FlowSchema/"+want.Name], func(cur, want runtime.Object) bool {
 			c, w := cur.(*flowcontrolv1.FlowSchema), want.(*flowcontrolv1.FlowSchema)
 			if equality.Semantic.DeepEqual(c.Spec, w.Spec) {
 				return false
@@ -293,12 +328,9 @@ func (s *Server) ensureFlowControlBootstrap(ctx context.Context, restore bool) (
 			c.Spec = w.Spec
 			return true
 		})
-		note(o)
-		if err != nil {
-			return restored, deferred, fmt.Errorf("flowschema %s: %w", want.Name, err)
-		}
 	}
-	return restored, deferred, nil
+	wg.Wait()
+	return restored, deferred, errors.Join(errs...)
 }
 
 // ensureOutcome is what ensureOne did.

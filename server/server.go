@@ -121,7 +121,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.serveAccessReviews(api)
 	// After authorization: its writes go through admission, whose RBAC
 	// escalation check authorization sets up.
-	s.setupFlowControl(api)
+	if err := s.setupFlowControl(ctx, api); err != nil {
+		return nil, err
+	}
 
 	if !cfg.InsecureHTTP {
 		if s.tls, err = s.setupTLS(); err != nil {

@@ -90,6 +90,9 @@ func TestFlowControlAPI(t *testing.T) {
 	})
 
 	t.Run("table", func(t *testing.T) {
+		// MissingPL shows the Dangling condition, which the server writes
+		// just after it created the schema.
+		waitDangling(t, fc, "global-default", "False", "Found")
 		resp := doRaw(t, "GET", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/global-default", nil, "Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
 		var table metav1.Table
 		if err := json.Unmarshal(resp.Body, &table); err != nil || resp.Code != 200 {
