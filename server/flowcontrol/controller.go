@@ -47,7 +47,9 @@ type Options struct {
 // limit of each level (ceil(serverCL × shares / Σ shares)), the work
 // estimate of LISTs and watches, watches holding seats only while they
 // start, long-running requests (exec, attach, log, proxy, portforward)
-// outside flow control, the exempt level unlimited, the response headers.
+// outside flow control, the exempt level unlimited, the response headers,
+// the 429 (plain text, as kube's) and its Retry-After (kube's
+// dropped-requests tracker).
 //
 // Simplified: levels do not lend or borrow seats (lendablePercent and
 // borrowingLimitPercent are validated and stored, not acted on; kube
@@ -56,9 +58,8 @@ type Options struct {
 // (charged a moving average at dispatch and corrected by the real
 // duration at the end) rather than kube's exact virtual-time algorithm;
 // mutating requests take one seat (kube adds a little for each watcher
-// they notify); Retry-After grows and shrinks by its own rule (1 s to
-// 60 s); a queued request waits at most WaitLimit (kube: a quarter of
-// the request's timeout).
+// they notify); a queued request waits at most WaitLimit (kube: a quarter
+// of the request's timeout).
 type Controller struct {
 	opts      Options
 	waitLimit time.Duration

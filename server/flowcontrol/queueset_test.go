@@ -261,17 +261,28 @@ func TestRetryAfter(t *testing.T) {
 	if got := r.record(now); got != 1 {
 		t.Fatalf("first: %d", got)
 	}
-	// Rejections second after second: it grows, up to a minute.
+	// Ten rejections a second: it doubles while they go on, up to 32 s.
 	var got int64
+	var seen []int64
 	for i := 1; i < 600; i++ {
-		got = r.record(now.Add(time.Duration(i) * time.Second))
+		got = r.record(now.Add(time.Duration(i/10) * time.Second))
+		if len(seen) == 0 || seen[len(seen)-1] != got {
+			seen = append(seen, got)
+		}
 	}
-	if got != maxRetryAfter {
-		t.Errorf("sustained: %d, want %d", got, maxRetryAfter)
+	if !slices.Equal(seen, []int64{1, 2, 4, 8, 16, 32}) {
+		t.Errorf("sustained: %v, want doubling to 32", seen)
 	}
-	// After a long quiet time it is back to 1.
-	if got := r.record(now.Add(time.Hour)); got != 1 {
+	// A lone rejection much later: one second less.
+	if got := r.record(now.Add(time.Hour)); got != maxRetryAfter-1 {
 		t.Errorf("after an hour: %d", got)
+	}
+	// Rare rejections: it stays at 1.
+	var rare retryAfter
+	for i := 0; i < 100; i++ {
+		if got := rare.record(now.Add(time.Duration(i) * time.Second)); got != 1 {
+			t.Fatalf("one rejection a second: Retry-After %d", got)
+		}
 	}
 }
 
