@@ -44,6 +44,8 @@ type level struct {
 	// seconds: the work charged to a queue when it dispatches.
 	serviceTime float64
 	retry       retryAfter
+	// now is time.Now but in tests, which need reproducible durations.
+	now func() time.Time
 }
 
 // queue is one FIFO of a level. nextStart is the virtual start tag of its
@@ -76,7 +78,7 @@ type ticket struct {
 }
 
 func newLevel(name, uid string, exempt bool) *level {
-	return &level{name: name, uid: uid, exempt: exempt, serviceTime: 0.01}
+	return &level{name: name, uid: uid, exempt: exempt, serviceTime: 0.01, now: time.Now}
 }
 
 // configure sets the level's limit and queuing. Requests waiting in
@@ -114,7 +116,8 @@ func (l *level) configure(limit int, reject bool, queues, handSize, queueLengthL
 // least work waiting and executing (kube's shuffle sharding).
 func (l *level) choose(flow uint64) int {
 	n := len(l.queues)
-	hand := min(l.handSize, n)
+	// Validation keeps a hand within 60 bits of hash; 64 bounds dealHand.
+	hand := min(l.handSize, n, 64)
 	if hand <= 0 {
 		hand = 1
 	}
@@ -216,7 +219,7 @@ func (l *level) acquire(ctx context.Context, flow uint64, seats int, wait time.D
 // startLocked takes seats for a request (from q, or at once when nil).
 func (l *level) startLocked(q *queue, seats int) *ticket {
 	l.inUse += seats
-	t := &ticket{l: l, q: q, seats: seats, start: time.Now()}
+	t := &ticket{l: l, q: q, seats: seats, start: l.now()}
 	return t
 }
 
@@ -251,7 +254,7 @@ func (l *level) dispatchLocked() {
 		l.vt = max(l.vt, q.nextStart)
 		w.charged = float64(w.seats) * l.serviceTime
 		q.nextStart += w.charged
-		w.start = time.Now()
+		w.start = l.now()
 		close(w.dispatched)
 	}
 }
@@ -262,9 +265,9 @@ func (l *level) dispatchLocked() {
 func (t *ticket) release() {
 	t.once.Do(func() {
 		l := t.l
-		took := time.Since(t.start).Seconds()
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		took := l.now().Sub(t.start).Seconds()
 		l.inUse -= t.seats
 		l.serviceTime = 0.9*l.serviceTime + 0.1*took
 		if q := t.q; q != nil {

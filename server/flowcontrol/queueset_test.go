@@ -163,6 +163,10 @@ func TestRejectLevel(t *testing.T) {
 // flow with few: the light flow's requests go out among the first.
 func TestFairQueuing(t *testing.T) {
 	l := limited(1, 64, 1, 100)
+	// Every request takes 1 ms: the clock steps by 1 ms per reading (one
+	// at dispatch, one at release, under the level's lock).
+	clock := time.Unix(0, 0)
+	l.now = func() time.Time { clock = clock.Add(time.Millisecond); return clock }
 	held := mustAcquire(t, l, 0, 1)
 	heavy, light := uint64(1), uint64(2)
 	// Make sure the two flows land in different queues.
@@ -174,7 +178,6 @@ func TestFairQueuing(t *testing.T) {
 		tk, _ := l.acquire(context.Background(), flow, 1, 10*time.Second)
 		if tk != nil {
 			order <- flow
-			time.Sleep(time.Millisecond)
 			tk.release()
 		}
 	}
