@@ -7,7 +7,7 @@
 // nominalConcurrencyShares), waiting in a shuffle-sharded queue with fair
 // queuing between flows when none are free, or gets 429 with Retry-After
 // when its level rejects or its queue is full or it waited too long. The
-// exempt level is not limited. LISTs (and a watch's initial phase) take
+// exempt level is not limited. LISTs (and watches asking for initial events) take
 // seats in proportion to the objects they walk, as kube's work estimator.
 // See Controller for what differs from kube.
 package flowcontrol
@@ -96,12 +96,18 @@ func (c *Controller) tooManyRequests(w http.ResponseWriter, lvl *level) {
 	http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
 }
 
-// seats is kube's work estimate: one seat, but a LIST or a watch walks the
-// objects it may return, a seat per 100 (at most 10): all the stored ones
-// when served from the watch cache, twice the limit for a page read from
-// etcd, the stored ones plus the limit for a filtered page.
+// seats is kube's work estimate: one seat, but a LIST (or a watch that
+// asks for its initial events) walks the objects it may return, a seat
+// per 100 (at most 10): all the stored ones when served from the watch
+// cache, twice the limit for a page read from etcd, the stored ones plus
+// the limit for a filtered page. A LIST of one name (a metadata.name
+// field selector) takes one seat.
 func (c *Controller) seats(r *http.Request, ri *handlers.RequestInfo) int {
-	if !ri.IsResourceRequest || (ri.Verb != "list" && ri.Verb != "watch") || c.count == nil {
+	if !ri.IsResourceRequest || (ri.Verb != "list" && ri.Verb != "watch") || ri.Name != "" || c.count == nil {
+		return 1
+	}
+	q := r.URL.Query()
+	if ri.Verb == "watch" && q.Get("sendInitialEvents") != "true" {
 		return 1
 	}
 	stored := c.count(ri.APIGroup, ri.Resource)
@@ -110,7 +116,6 @@ func (c *Controller) seats(r *http.Request, ri *handlers.RequestInfo) int {
 	}
 	estimate := stored
 	if ri.Verb == "list" {
-		q := r.URL.Query()
 		limit, _ := strconv.ParseInt(q.Get("limit"), 10, 64)
 		rv := q.Get("resourceVersion")
 		fromCache := !(q.Get("continue") != "" || (limit > 0 && rv != "0") ||

@@ -20,3 +20,8 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+func withName(ri *handlers.RequestInfo) *handlers.RequestInfo {
+	ri.Name = "x"
+	return ri
+}

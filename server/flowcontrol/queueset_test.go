@@ -245,7 +245,9 @@ func TestSeatsEstimate(t *testing.T) {
 		{"/api/v1/pods?limit=100&resourceVersion=0", res("list", "", "pods", "", ""), 10},          // RV 0: the cache
 		{"/api/v1/pods?limit=100", res("list", "", "pods", "", ""), 2},                             // etcd page: 2×100 objects
 		{"/api/v1/pods?limit=100&labelSelector=a", withLabel(res("list", "", "pods", "", "")), 10}, // 1234+100
-		{"/api/v1/pods?watch=1", res("watch", "", "pods", "", ""), 10},
+		{"/api/v1/pods?watch=1", res("watch", "", "pods", "", ""), 1},
+		{"/api/v1/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan", res("watch", "", "pods", "", ""), 10},
+		{"/api/v1/pods?fieldSelector=metadata.name%3Dx", withName(res("list", "", "pods", "", "")), 1},
 		{"/api/v1/nodes", res("list", "", "nodes", "", ""), 1},
 		{"/api/v1/namespaces/a/pods/x", res("get", "", "pods", "", "a"), 1},
 		{"/api/v1/namespaces/a/pods", res("create", "", "pods", "", "a"), 1},
