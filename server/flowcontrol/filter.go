@@ -7,8 +7,9 @@
 // nominalConcurrencyShares), waiting in a shuffle-sharded queue with fair
 // queuing between flows when none are free, or gets 429 with Retry-After
 // when its level rejects or its queue is full or it waited too long. The
-// exempt level is not limited. LISTs (and watches asking for initial events) take
-// seats in proportion to the objects they walk, as kube's work estimator.
+// exempt level is not limited. LISTs (and watches asking for initial
+// events) take seats in proportion to the objects they walk, as kube's
+// work estimator.
 // See Controller for what differs from kube.
 package flowcontrol
 
