@@ -46,6 +46,9 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	if s.audit != nil {
 		metricsExtra = append(metricsExtra, s.audit.backend.Metrics)
 	}
+	if s.apf != nil {
+		metricsExtra = append(metricsExtra, s.apf.ctl.WriteMetrics)
+	}
 	r.Get("/metrics", metricsHandler(api, metricsExtra...))
 	if s.cfg.Profiling {
 		// kube-apiserver's --profiling (on by default): Go's profiles at

@@ -72,7 +72,8 @@ type Controller struct {
 	// levels are the current levels by name.
 	levels map[string]*level
 
-	rejected atomic.Int64
+	rejected   atomic.Int64
+	rejections rejections
 }
 
 // config is one immutable configuration.
@@ -167,17 +168,21 @@ func (c *Controller) fallback(levels map[string]*level, serverCL, sum int) *sche
 	}
 	lvl := levels[flowcontrolv1.PriorityLevelConfigurationNameCatchAll]
 	if lvl == nil {
-		lvl = c.levels["\x00fallback"]
+		lvl = c.levels[fallbackLevel]
 		if lvl == nil {
 			lvl = newLevel(flowcontrolv1.PriorityLevelConfigurationNameCatchAll, "", false)
 		}
-		levels["\x00fallback"] = lvl
+		levels[fallbackLevel] = lvl
 		lvl.configure(int(math.Ceil(float64(serverCL)*5/float64(max(sum, 5)))), true, 0, 0, 0)
 	}
 	s := compileSchema(fs, lvl)
 	s.uid = ""
 	return s
 }
+
+// fallbackLevel keys the fallback's own level among the levels: a name no
+// object can have.
+const fallbackLevel = "\x00fallback"
 
 // classify returns the first schema matching the request.
 func (c *Controller) classify(u *user.Info, ri *handlers.RequestInfo) *schema {

@@ -71,8 +71,9 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 		if d, ok := r.Context().Deadline(); ok {
 			wait = min(wait, time.Until(d))
 		}
-		t, _ := lvl.acquire(r.Context(), s.flowOf(u, ri), c.seats(r, ri), wait)
+		t, reason := lvl.acquire(r.Context(), s.flowOf(u, ri), c.seats(r, ri), wait)
 		if t == nil {
+			c.rejections.add(s.name, lvl.name, reason)
 			c.tooManyRequests(w, lvl)
 			return
 		}

@@ -3,6 +3,7 @@ package flowcontrol
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -54,6 +55,17 @@ func TestHandlerRejects(t *testing.T) {
 	}
 	if c.Rejected() != 1 {
 		t.Errorf("rejected %d", c.Rejected())
+	}
+	var m strings.Builder
+	c.WriteMetrics(&m)
+	for _, want := range []string{
+		`apiserver_flowcontrol_rejected_requests_total{flow_schema="catch-all",priority_level="catch-all",reason="concurrency-limit"} 1`,
+		`apiserver_flowcontrol_current_executing_seats{priority_level="catch-all"} 1`,
+		`apiserver_flowcontrol_nominal_limit_seats{priority_level="catch-all"} 1`,
+	} {
+		if !strings.Contains(m.String(), want+"\n") {
+			t.Errorf("metrics lack %s:\n%s", want, m.String())
+		}
 	}
 	// The admin is exempt; logs are long-running: both pass.
 	for _, r := range []*http.Request{request(admin, "GET", "/api/v1/namespaces/a/pods"), request(alice, "GET", "/api/v1/namespaces/a/pods/p/log")} {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -578,6 +579,12 @@ func TestFlowControlFlood(t *testing.T) {
 			t.Errorf("node %s: %d 429s, answers by level %v (node-high is %s)", nc.name, nc.rec.tooMany, nc.rec.levels, levelUID["node-high"])
 		}
 		nc.rec.mu.Unlock()
+	}
+
+	// The rejections are counted as kube's metric counts them.
+	metrics := doRawURL(t, s.URL(), "GET", "/metrics", nil)
+	if !regexp.MustCompile(`(?m)^apiserver_flowcontrol_rejected_requests_total\{flow_schema="global-default",priority_level="global-default",reason="queue-full"\} [1-9]`).Match(metrics.Body) {
+		t.Errorf("/metrics counts no queue-full rejection of global-default:\n%s", metrics.Body)
 	}
 
 	// The operator's change to global-default stayed (autoupdate "false").
