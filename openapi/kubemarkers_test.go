@@ -15,6 +15,7 @@ import (
 	"github.com/corekube/corekube/registry/certificatesigningrequests"
 	"github.com/corekube/corekube/registry/clusterrolebindings"
 	"github.com/corekube/corekube/registry/clusterroles"
+	flowcontrolregistry "github.com/corekube/corekube/registry/flowcontrol"
 	"github.com/corekube/corekube/registry/rolebindings"
 	"github.com/corekube/corekube/registry/roles"
 	"github.com/corekube/corekube/registry/serviceaccounts"
@@ -100,6 +101,8 @@ func servedResources() []Resource {
 		res(webhookconfigurations.NewValidatingStrategy()),
 		res(csr, status(csr, "status"), status(csr, "approval")),
 	)
+	fs, pl := flowcontrolregistry.NewFlowSchemaStrategy(), flowcontrolregistry.NewPriorityLevelStrategy()
+	out = append(out, res(fs, status(fs, "status")), res(pl, status(pl, "status")))
 	for _, c := range []struct {
 		info registry.ResourceInfo
 		obj  Resource

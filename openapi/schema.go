@@ -120,7 +120,7 @@ var (
 // from what their patch tags suggest, keyed by declaring type and JSON
 // field name. With them, listType below reproduces every +listType and
 // +listMapKey of core, policy, coordination, rbac, certificates,
-// admissionregistration, authentication and authorization v1 and meta/v1
+// flowcontrol, admissionregistration, authentication and authorization v1 and meta/v1
 // in k8s.io/api v0.32 (all their kinds, served or not);
 // TestModelsMatchKubeMarkers checks it against testdata/kube-markers.json.
 // kube also marks a few fields that are no lists (byte strings, a struct):
@@ -140,6 +140,13 @@ var listTypeOverrides = map[string]listMarker{
 
 	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec.validationActions": setList,
 	"io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus.conditions":             mapList("type"),
+
+	"io.k8s.api.flowcontrol.v1.ResourcePolicyRule.verbs":              setList,
+	"io.k8s.api.flowcontrol.v1.ResourcePolicyRule.apiGroups":          setList,
+	"io.k8s.api.flowcontrol.v1.ResourcePolicyRule.resources":          setList,
+	"io.k8s.api.flowcontrol.v1.ResourcePolicyRule.namespaces":         setList,
+	"io.k8s.api.flowcontrol.v1.NonResourcePolicyRule.verbs":           setList,
+	"io.k8s.api.flowcontrol.v1.NonResourcePolicyRule.nonResourceURLs": setList,
 
 	"io.k8s.apimachinery.pkg.apis.meta.v1.APIResource.verbs": unmarkedList,
 	"io.k8s.apimachinery.pkg.apis.meta.v1.Status.details":    atomicList,
@@ -201,6 +208,13 @@ var optionalFields = map[string]bool{
 	"io.k8s.api.rbac.v1.ClusterRole.rules":                               true,
 	"io.k8s.api.authentication.v1.TokenRequestSpec.expirationSeconds":    true,
 	"io.k8s.api.authentication.v1.TokenRequestSpec.boundObjectRef":       true,
+
+	"io.k8s.api.flowcontrol.v1.FlowSchemaSpec.matchingPrecedence":                          true,
+	"io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration.nominalConcurrencyShares": true,
+	"io.k8s.api.flowcontrol.v1.QueuingConfiguration.queues":                                true,
+	"io.k8s.api.flowcontrol.v1.QueuingConfiguration.handSize":                              true,
+	"io.k8s.api.flowcontrol.v1.QueuingConfiguration.queueLengthLimit":                      true,
+	"io.k8s.api.flowcontrol.v1.ResourcePolicyRule.namespaces":                              true,
 }
 
 // schemaBuilder generates kube-style schemas from Go types. Every named

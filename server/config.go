@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"github.com/corekube/corekube/admission"
 	"log/slog"
 	"time"
@@ -80,6 +81,13 @@ type Config struct {
 	// IdentityLease tunes the apiserver identity lease (zero values:
 	// kube's).
 	IdentityLease IdentityLeaseConfig
+	// MaxRequestsInflight and MaxMutatingRequestsInflight are
+	// kube-apiserver's --max-requests-inflight and
+	// --max-mutating-requests-inflight: API Priority and Fairness shares
+	// their sum among the priority levels (0 means kube's defaults, 400
+	// and 200).
+	MaxRequestsInflight         int
+	MaxMutatingRequestsInflight int
 	// AnonymousAuth lets requests without credentials in as
 	// system:anonymous (kube-apiserver's --anonymous-auth, on by default
 	// on the command line); off, they are answered 401.
@@ -202,6 +210,12 @@ func (c *Config) setDefaults() error {
 		c.EtcdPrefix = DefaultEtcdPrefix
 	}
 	c.IdentityLease.setDefaults()
+	if c.MaxRequestsInflight == 0 && c.MaxMutatingRequestsInflight == 0 {
+		c.MaxRequestsInflight, c.MaxMutatingRequestsInflight = 400, 200
+	}
+	if c.MaxRequestsInflight < 0 || c.MaxMutatingRequestsInflight < 0 {
+		return fmt.Errorf("invalid configuration: MaxRequestsInflight=%d and MaxMutatingRequestsInflight=%d; they must add up to something positive", c.MaxRequestsInflight, c.MaxMutatingRequestsInflight)
+	}
 	if c.EventTTL == 0 {
 		c.EventTTL = events.DefaultTTL
 	}

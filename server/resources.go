@@ -13,6 +13,7 @@ import (
 	"github.com/corekube/corekube/registry/clusterrolebindings"
 	"github.com/corekube/corekube/registry/clusterroles"
 	"github.com/corekube/corekube/registry/events"
+	flowcontrolregistry "github.com/corekube/corekube/registry/flowcontrol"
 	"github.com/corekube/corekube/registry/leases"
 	"github.com/corekube/corekube/registry/namespaces"
 	"github.com/corekube/corekube/registry/nodes"
@@ -60,6 +61,8 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
 	validatingWebhooksStore := store(webhookconfigurations.NewValidatingStrategy())
 	csrStore := store(certificatesigningrequests.NewStrategy())
+	fsStore := store(flowcontrolregistry.NewFlowSchemaStrategy())
+	plStore := store(flowcontrolregistry.NewPriorityLevelStrategy())
 	if w := stores.webhooks; w != nil {
 		w.mutating, w.validating, w.log = mutatingWebhooksStore, validatingWebhooksStore, cfg.Logger
 	}
@@ -93,6 +96,12 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 		&handlers.Resource{Store: csrStore, Subresources: map[string]handlers.Subresource{
 			"status":   {Store: csrStore.Subresource("status", certificatesigningrequests.NewStatusStrategy())},
 			"approval": {Store: csrStore.Subresource("approval", certificatesigningrequests.NewApprovalStrategy())},
+		}},
+		&handlers.Resource{Store: fsStore, Subresources: map[string]handlers.Subresource{
+			"status": {Store: fsStore.Subresource("status", flowcontrolregistry.NewFlowSchemaStatusStrategy())},
+		}},
+		&handlers.Resource{Store: plStore, Subresources: map[string]handlers.Subresource{
+			"status": {Store: plStore.Subresource("status", flowcontrolregistry.NewPriorityLevelStatusStrategy())},
 		}},
 	)
 	api.SetAdmission(chain)

@@ -30,8 +30,9 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	// long-running it has a deadline from then on (timeout.go), as kube's,
 	// which its authentication counts against. Every request is
 	// authenticated (or answered 401) before anything else acts on it,
-	// then acts as whom it impersonates, and is authorized.
-	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withRequestInfo, s.withRequestTimeout, s.withAuthentication(authn), s.withAudit(), s.withImpersonation, s.withAuthorization)
+	// then acts as whom it impersonates, goes through API Priority and
+	// Fairness (as the user it acts as) and is authorized, in kube's order.
+	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withRequestInfo, s.withRequestTimeout, s.withAuthentication(authn), s.withAudit(), s.withImpersonation, s.withFlowControl, s.withAuthorization)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})
@@ -46,6 +47,9 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	var metricsExtra []func(io.Writer)
 	if s.audit != nil {
 		metricsExtra = append(metricsExtra, s.audit.backend.Metrics)
+	}
+	if s.apf != nil {
+		metricsExtra = append(metricsExtra, s.apf.ctl.WriteMetrics)
 	}
 	r.Get("/metrics", metricsHandler(api, metricsExtra...))
 	if s.cfg.Profiling {

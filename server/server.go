@@ -53,6 +53,8 @@ type Server struct {
 	audit *auditing
 	// authorization decides on every request (authz.go).
 	authorization *authorization
+	// apf is API Priority and Fairness (apf.go).
+	apf *apf
 
 	// saTokens issues and verifies ServiceAccount tokens (satokens.go);
 	// tokenReviewAuthn is the bearer token authentication TokenReviews run.
@@ -126,6 +128,11 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s.serveAccessReviews(api)
+	// After authorization: its writes go through admission, whose RBAC
+	// escalation check authorization sets up.
+	if err := s.setupFlowControl(ctx, api); err != nil {
+		return nil, err
+	}
 
 	if !cfg.InsecureHTTP {
 		if s.tls, err = s.setupTLS(); err != nil {

@@ -72,6 +72,10 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 		"tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration added to every pod that has none")
 	f.Int64Var(&cfg.DefaultUnreachableTolerationSeconds, "default-unreachable-toleration-seconds", server.DefaultTolerationSeconds,
 		"tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration added to every pod that has none")
+	f.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", 400,
+		"with --max-mutating-requests-inflight, the seats API Priority and Fairness shares among the priority levels (their sum)")
+	f.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", 200,
+		"with --max-requests-inflight, the seats API Priority and Fairness shares among the priority levels (their sum)")
 	f.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", true, "let requests without credentials in as system:anonymous (group system:unauthenticated)")
 	f.BoolVar(&cfg.InsecureHTTP, "insecure-http", false, "serve plain HTTP instead of HTTPS (no TLS, no client certificates): only on a trusted network")
 	f.StringVar(&cfg.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM, may hold intermediates) instead of one from the server's own CA")

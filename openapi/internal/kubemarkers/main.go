@@ -35,6 +35,7 @@ var packages = []string{
 	"k8s.io/api/certificates/v1",
 	"k8s.io/api/coordination/v1",
 	"k8s.io/api/core/v1",
+	"k8s.io/api/flowcontrol/v1",
 	"k8s.io/api/policy/v1",
 	"k8s.io/api/rbac/v1",
 	"k8s.io/apimachinery/pkg/apis/meta/v1",
