@@ -51,7 +51,7 @@ func TestClassifyBootstrap(t *testing.T) {
 		{"scheduler watch lease", scheduler, res("watch", "coordination.k8s.io", "leases", "", "kube-system"), "kube-scheduler", "workload-high"},
 		{"scheduler binding", scheduler, res("create", "", "pods", "binding", "default"), "kube-scheduler", "workload-high"},
 		{"kcm endpoints", kcm, res("update", "", "endpoints", "", "default"), "endpoint-controller", "workload-high"},
-		{"kcm configmap in kube-system", kcm, res("get", "", "configmaps", "", "kube-system"), "system-leader-election", "leader-election"},
+		{"kcm configmap in kube-system (leases only lead, as kube 1.32)", kcm, res("get", "", "configmaps", "", "kube-system"), "kube-controller-manager", "workload-high"},
 		{"kcm configmap elsewhere", kcm, res("get", "", "configmaps", "", "default"), "kube-controller-manager", "workload-high"},
 		{"kube-system SA lease", ksSA, res("create", "coordination.k8s.io", "leases", "", "default"), "system-leader-election", "leader-election"},
 		{"kube-system SA configmap elsewhere", ksSA, res("update", "", "configmaps", "", "default"), "workload-leader-election", "leader-election"},
