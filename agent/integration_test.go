@@ -461,4 +461,3 @@ func TestForceDelete(t *testing.T) {
 		return err == nil && len(st.ContainerStatuses) == 0 && !st.SandboxReady && e.agent.worker(created.UID) == nil, err
 	})
 }
-
