@@ -15,6 +15,7 @@ package quantity
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -169,7 +170,7 @@ func Costly(s string) bool {
 		}
 		break
 	}
-	if i+1 >= len(s) || (s[i] != 'e' && s[i] != 'E') {
+	if num+denom == 0 || i+1 >= len(s) || (s[i] != 'e' && s[i] != 'E') {
 		return false
 	}
 	exp, err := strconv.ParseInt(s[i+1:], 10, 32)
@@ -222,28 +223,25 @@ func (e *Error) Error() string {
 
 var quantityType = reflect.TypeOf(resource.Quantity{})
 
-// CheckBytes looks at an encoded body (JSON or protobuf) for a costly
-// quantity anywhere in it, without knowing where quantities are: for the
-// protobuf encoding, which cannot be walked without decoding it.
+// CheckBytes looks at a protobuf body for a costly quantity, without
+// knowing where quantities are (it cannot be walked without decoding it,
+// which is the cost): a Quantity is encoded as its string in field 1
+// (tag 0x0a, a length, the bytes), so every such field holding exactly a
+// costly quantity is refused, wherever it is.
 func CheckBytes(data []byte) error {
 	if !mayBeCostly(data) {
 		return nil
 	}
-	for i := 0; i < len(data); i++ {
-		if data[i] != 'e' && data[i] != 'E' {
+	for i := 0; i+1 < len(data); i++ {
+		if data[i] != 0x0a {
 			continue
 		}
-		// The quantity around this exponent: back to the start of the
-		// number, forward to its end.
-		start := i
-		for start > 0 && strings.IndexByte("0123456789.+-", data[start-1]) >= 0 {
-			start--
+		n, w := binary.Uvarint(data[i+1:])
+		if w <= 0 || n == 0 || n > 4096 || uint64(len(data)-(i+1+w)) < n {
+			continue
 		}
-		end := i + 1
-		for end < len(data) && strings.IndexByte("0123456789+-", data[end]) >= 0 {
-			end++
-		}
-		if s := string(data[start:end]); Costly(s) {
+		start := i + 1 + w
+		if s := string(data[start : start+int(n)]); Costly(s) {
 			return &Error{Path: "body", Value: s}
 		}
 	}

@@ -106,10 +106,30 @@ func TestCostly(t *testing.T) {
 		"1e2147483648":                   false, // out of int32: refused by the parser at once
 		"100Mi":                          false,
 		"not a quantity e-100000":        false,
+		"e-12077":                        false, // no digits: not a quantity
 		"1e-100000000000000000000000000": false,
 	} {
 		if got := Costly(s); got != want {
 			t.Errorf("Costly(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+func TestCheckBytes(t *testing.T) {
+	field := func(s string) []byte { return append([]byte{0x0a, byte(len(s))}, s...) }
+	for _, tc := range []struct {
+		data []byte
+		bad  bool
+	}{
+		{field("1e-100000"), true},
+		{append([]byte("k8s\x00\x12\x0b"), field("1e-100000")...), true},
+		{field("name-1e-100000"), false},
+		{field("t-test-12077gb"), false},
+		{field("1e100000000"), false},
+		{[]byte("1e-100000"), false}, // not a protobuf string field
+	} {
+		if err := CheckBytes(tc.data); (err != nil) != tc.bad {
+			t.Errorf("CheckBytes(%q) = %v", tc.data, err)
 		}
 	}
 }
