@@ -136,7 +136,9 @@ func (a *Agent) adoptContainer(pod *v1.Pod, c *v1.Container, w *podWorker, st *v
 	var out []sim.AdoptedContainer
 	attempt := int(st.RestartCount)
 	current := isRuntimeID(st.ContainerID) && (st.State.Running != nil || st.State.Terminated != nil)
-	if last := st.LastTerminationState.Terminated; last != nil && isRuntimeID(last.ContainerID) && last.ContainerID != st.ContainerID {
+	// (A waiting container's status keeps the ID of the exited one its
+	// last state reports: the newest the runtime has.)
+	if last := st.LastTerminationState.Terminated; last != nil && isRuntimeID(last.ContainerID) && (!current || last.ContainerID != st.ContainerID) {
 		lastAttempt := attempt
 		if current {
 			lastAttempt = max(0, attempt-1)

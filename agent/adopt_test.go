@@ -18,7 +18,7 @@ import (
 
 // restartPods are pods of several shapes for the restart tests: a server,
 // init containers and startup and readiness probes, a sidecar, a pod that
-// completed.
+// completed, a pod in CrashLoopBackOff.
 func restartPods() []*v1.Pod {
 	server := simplePod("server", v1.RestartPolicyAlways)
 
@@ -34,7 +34,8 @@ func restartPods() []*v1.Pod {
 	sidecar.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "busybox:1.36", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}}
 
 	done := simplePod("done", v1.RestartPolicyNever, "sh", "-c", "echo bye")
-	return []*v1.Pod{server, probed, sidecar, done}
+	crashing := simplePod("crashing", v1.RestartPolicyAlways, "sh", "-c", "exit 1")
+	return []*v1.Pod{server, probed, sidecar, done, crashing}
 }
 
 // TestAgentRestartAdoptsPods: an agent that stops and a new one that
@@ -48,6 +49,9 @@ func TestAgentRestartAdoptsPods(t *testing.T) {
 	e := &env{t: t, client: s.Client, restConfig: s.Config}
 	cfg := fastConfig(1)
 	cfg.SyncFrequency = time.Second
+	// Long enough that the crashing pod waits in CrashLoopBackOff through
+	// the restart: its back-off is adopted too.
+	cfg.BackoffBase, cfg.BackoffMax = 30*time.Second, time.Minute
 	stop := e.startAgent(s.Config, cfg)
 	first := e.waitNodeReady("node-1")
 	pods := restartPods()
@@ -63,6 +67,10 @@ func TestAgentRestartAdoptsPods(t *testing.T) {
 		got := e.waitPod(pod, 10*time.Second, string(want)+" and ready", func(p *v1.Pod) bool {
 			if p.Status.Phase != want {
 				return false
+			}
+			if p.Name == "crashing" {
+				cs := p.Status.ContainerStatuses
+				return len(cs) == 1 && cs[0].RestartCount == 1 && cs[0].State.Waiting != nil && cs[0].State.Waiting.Reason == reasonCrashLoopBackOff
 			}
 			if want == v1.PodSucceeded {
 				return true
@@ -158,7 +166,7 @@ func TestAgentRestartAdoptsPods(t *testing.T) {
 			continue // the deleted one
 		}
 		if !apiequality.Semantic.DeepEqual(old.Status, p.Status) {
-			t.Errorf("pod %s status changed after the restart:\n  before %+v\n  after  %+v", p.Name, old.Status, p.Status)
+			t.Errorf("pod %s status changed after the restart:\n  before %+v\n  after  %+v", p.Name, old.Status.ContainerStatuses, p.Status.ContainerStatuses)
 		}
 	}
 	if ctx.Err() != nil {
