@@ -85,7 +85,8 @@ func (a *agentProcess) kill9() {
 // watch over the whole restart: no pod's status changes at all (no
 // restart counted, same container IDs and start times, phase Running and
 // Ready True throughout, a completed pod stays Completed), no node leaves
-// Ready (it is back well within the node monitor grace period) or changes
+// Ready (it is back after a missed lease renewal, within the node monitor
+// grace period) or changes
 // its boot ID; the restarted agent serves the adopted containers' logs,
 // stops an adopted pod that is deleted, and runs a new pod.
 func TestAgentSIGKILLAdoptsPods(t *testing.T) {
@@ -165,7 +166,17 @@ func TestAgentSIGKILLAdoptsPods(t *testing.T) {
 
 	ag.kill9()
 	killed := time.Now()
+	// Down long enough to miss a lease renewal (every 10s), well within
+	// the node monitor grace period (40s).
+	poll("a missed lease renewal", func(ctx context.Context) (bool, error) {
+		lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node-1", metav1.GetOptions{})
+		if err != nil || lease.Spec.RenewTime == nil {
+			return false, err
+		}
+		return time.Since(lease.Spec.RenewTime.Time) > 11*time.Second, nil
+	})
 	ag = startAgent(t, dataDir, "--nodes", "2")
+	restarted := time.Now()
 	poll("the new agent's nodes registered and its pods adopted", func(ctx context.Context) (bool, error) {
 		return strings.Contains(ag.output(), "adopted running pods") && strings.Count(ag.output(), "node agents running") == 1, nil
 	})
@@ -198,7 +209,7 @@ func TestAgentSIGKILLAdoptsPods(t *testing.T) {
 	// The probes of the adopted pods (period 1s, failure threshold 3) have
 	// had time to fail the pods had they been reset.
 	poll("3 probe periods since the agent started", func(context.Context) (bool, error) {
-		return time.Since(killed) > 4*time.Second, nil
+		return time.Since(restarted) > 4*time.Second, nil
 	})
 
 	// A last write, unscheduled: once a watch shows it, it has shown
