@@ -71,12 +71,13 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 ## bench: the benchmarks recorded in BENCHMARKS.md
-bench:
+bench: build
 	$(GO) test -run '^$$' -bench 'PodCreate' -benchtime 20000x -count 5 -benchmem ./test/bench/
 	$(GO) test -run '^$$' -bench 'PodList|ListCacheVsEtcd' -benchtime 20x -benchmem ./test/bench/
 	$(GO) test -run '^$$' -bench 'PodPatch' -benchtime 2000x -count 3 ./test/bench/
 	$(GO) test -run '^$$' -bench 'Startup' -benchtime 7x ./test/bench/
 	$(GO) test -run '^$$' -bench 'Watchers' -benchtime 1x -count 5 ./test/bench/
+	COREKUBE_BENCH_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench 'AgentTermination' -benchtime 1x -count 3 ./test/bench/
 
 ## bench-scale: one agent process with $(NODES) nodes and $(PODS) pods beside
 ## the API server (separate processes of bin/corekube); CPU and memory of

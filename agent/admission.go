@@ -71,6 +71,21 @@ func (s *admissions) admit(pod *v1.Pod, node *v1.Node) *rejection {
 	return rej
 }
 
+// adopt records a pod the node was running before the agent restarted,
+// without checking it: it runs, so it holds its share of the node whatever
+// was admitted meanwhile.
+func (s *admissions) adopt(pod *v1.Pod, node *v1.Node) {
+	if node == nil {
+		node = &v1.Node{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pods == nil {
+		s.pods = map[types.UID]admitted{}
+	}
+	s.pods[pod.UID] = admitted{requests: fitRequests(pod, node), ports: podHostPorts(pod)}
+}
+
 // release forgets a pod that ended or is gone.
 func (s *admissions) release(uid types.UID) {
 	s.mu.Lock()

@@ -82,21 +82,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 		event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
 	}
 
-	env := a.containerEnv(pod, c, w)
-	argv := make([]string, 0, len(c.Command)+len(c.Args))
-	for _, s := range append(append([]string{}, c.Command...), c.Args...) {
-		argv = append(argv, expandVars(s, env))
-	}
-	var memLimit int64
-	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
-		memLimit = q.Value()
-	}
-	id, err := n.runtime.StartContainer(ctx, w.uid, runtime.ContainerConfig{
-		Name: c.Name, Image: c.Image, Argv: argv, Env: env, MemoryLimit: memLimit, Attempt: attempt, Hash: containerHash(c),
-		TerminationMessagePath:           c.TerminationMessagePath,
-		TerminationMessageFallbackToLogs: c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError,
-		Mounts:                           containerMounts(pod, c),
-	})
+	id, err := n.runtime.StartContainer(ctx, w.uid, a.containerConfig(pod, c, w, attempt))
 	if err != nil {
 		event(v1.EventTypeWarning, "Failed", "Error: "+err.Error())
 		return setReason("CreateContainerError", err.Error())
@@ -121,6 +107,27 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 		}
 	}
 	return had
+}
+
+// containerConfig is what the runtime runs for container c of the pod:
+// its command and args after $(VAR) expansion, its environment, memory
+// limit, mounts and the hash of its definition.
+func (a *Agent) containerConfig(pod *v1.Pod, c *v1.Container, w *podWorker, attempt int) runtime.ContainerConfig {
+	env := a.containerEnv(pod, c, w)
+	argv := make([]string, 0, len(c.Command)+len(c.Args))
+	for _, s := range append(append([]string{}, c.Command...), c.Args...) {
+		argv = append(argv, expandVars(s, env))
+	}
+	var memLimit int64
+	if q, ok := c.Resources.Limits[v1.ResourceMemory]; ok {
+		memLimit = q.Value()
+	}
+	return runtime.ContainerConfig{
+		Name: c.Name, Image: c.Image, Argv: argv, Env: env, MemoryLimit: memLimit, Attempt: attempt, Hash: containerHash(c),
+		TerminationMessagePath:           c.TerminationMessagePath,
+		TerminationMessageFallbackToLogs: c.TerminationMessagePolicy == v1.TerminationMessageFallbackToLogsOnError,
+		Mounts:                           containerMounts(pod, c),
+	}
 }
 
 // runHook runs a lifecycle handler as the kubelet's handler runner does

@@ -94,6 +94,19 @@
 // exited container of each name beside the current one, which is what
 // previous=true reads (lastState.terminated.containerID).
 //
+// # Restarts
+//
+// An agent that restarts (SIGKILL included) is a restarted kubelet, not a
+// rebooted machine: it adopts its Nodes (same boot ID, Ready's transition
+// time kept) and the pods they were running. The simulated runtime dies
+// with the process, so the agent rebuilds it, before its first pod sync,
+// from the status it last wrote for each pod that has not ended (see
+// adopt.go): sandboxes with their IPs, containers with their IDs,
+// attempts, images and times (running ones replayed from their start),
+// waiting reasons and CrashLoopBackOff back-off, and the startup and
+// readiness results the status shows. The pods' status does not change: no
+// restart is counted and nothing flaps.
+//
 // Everything long-running belongs to Agent.Run and stops when its context
 // ends; Run returns after the kubelet API server has shut down.
 package agent

@@ -461,30 +461,3 @@ func TestForceDelete(t *testing.T) {
 		return err == nil && len(st.ContainerStatuses) == 0 && !st.SandboxReady && e.agent.worker(created.UID) == nil, err
 	})
 }
-
-// TestAgentRestart: a new agent adopts the nodes of the old one and runs
-// their pods again; the restart count goes on.
-func TestAgentRestart(t *testing.T) {
-	s := testserver.Start(t)
-	e := &env{t: t, client: s.Client, restConfig: s.Config}
-	stop := e.startAgent(s.Config, fastConfig(1))
-	first := e.waitNodeReady("node-1")
-	pod := simplePod("survivor", v1.RestartPolicyAlways)
-	e.runPod(pod, "node-1")
-	e.waitPod(pod, 10*time.Second, "Running", phaseIs(v1.PodRunning))
-	stop()
-
-	stop = e.startAgent(s.Config, fastConfig(1))
-	defer stop()
-	e.waitPod(pod, 10*time.Second, "Running again with a restart", func(p *v1.Pod) bool {
-		cs := p.Status.ContainerStatuses
-		return p.Status.Phase == v1.PodRunning && len(cs) == 1 && cs[0].State.Running != nil && cs[0].RestartCount == 1
-	})
-	node := e.waitNodeReady("node-1")
-	if node.UID != first.UID || node.Spec.PodCIDR != first.Spec.PodCIDR {
-		t.Errorf("node not adopted: uid %s → %s, podCIDR %s → %s", first.UID, node.UID, first.Spec.PodCIDR, node.Spec.PodCIDR)
-	}
-	if node.Status.NodeInfo.BootID == first.Status.NodeInfo.BootID {
-		t.Errorf("bootID unchanged across a restart")
-	}
-}

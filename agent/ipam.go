@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/binary"
 	"errors"
 	"net/netip"
 	"sync"
@@ -65,4 +66,34 @@ func (p *ipam) release(uid types.UID) {
 		delete(p.byPod, uid)
 		delete(p.byIdx, i)
 	}
+}
+
+// reserve gives the pod the address it had before the agent restarted
+// (an adopted pod keeps its IP); false when the address is not in the
+// range or another pod holds it.
+func (p *ipam) reserve(uid types.UID, ip string) bool {
+	addr, err := netip.ParseAddr(ip)
+	if err != nil || !addr.Is4() || !p.prefix.Contains(addr) {
+		return false
+	}
+	a, b := addr.As4(), p.prefix.Addr().As4()
+	i := int(binary.BigEndian.Uint32(a[:])-binary.BigEndian.Uint32(b[:])) - 2
+	if i < 0 || i >= p.size {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if owner, used := p.byIdx[i]; used {
+		return owner == uid
+	}
+	if old, ok := p.byPod[uid]; ok {
+		delete(p.byIdx, old)
+	}
+	p.byIdx[i], p.byPod[uid] = uid, i
+	// Allocation goes on after the highest address adopted, as host-local
+	// IPAM goes on after the last one it handed out.
+	if i >= p.next {
+		p.next = (i + 1) % p.size
+	}
+	return true
 }

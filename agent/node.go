@@ -281,6 +281,12 @@ func (n *node) register(ctx context.Context) error {
 	}
 	updated := existing.DeepCopy()
 	changed := false
+	// A restarted agent is a restarted kubelet, not a rebooted machine:
+	// the boot ID stays (a new one would tell that the node rebooted, and
+	// its containers with it).
+	if id := existing.Status.NodeInfo.BootID; id != "" {
+		n.bootID = id
+	}
 	if updated.Labels == nil {
 		updated.Labels = map[string]string{}
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corekube/corekube/agent/runtime"
@@ -55,6 +56,9 @@ type podWorker struct {
 	// never runs).
 	admitted bool
 	rejected *rejection
+
+	// syncs counts the pod's syncs (tests and benchmarks read it).
+	syncs atomic.Uint64
 }
 
 // newPodWorker returns a worker with nil maps: most pods never need most of

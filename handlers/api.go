@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/registry"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apipath "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -193,6 +195,15 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if info.Namespaced && ri.Name != "" && ri.Namespace == "" {
 		WriteError(w, r, errNotFound)
 		return
+	}
+	if ri.Name != "" {
+		// kube's storage key functions refuse these names before any read
+		// or write: ".." and "." would name other keys, "%" is not
+		// allowed in a path segment name.
+		if msgs := apipath.IsValidPathSegmentName(ri.Name); len(msgs) > 0 {
+			WriteError(w, r, badRequest("Name parameter invalid: %q: %s", ri.Name, strings.Join(msgs, ";")))
+			return
+		}
 	}
 	req := &request{w: w, r: r, info: ri, store: res.Store}
 	if ri.Subresource != "" {

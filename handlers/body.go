@@ -7,8 +7,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"slices"
 
+	"github.com/corekube/corekube/registry/quantity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -65,6 +67,11 @@ func decodeRequestObject(w http.ResponseWriter, r *http.Request, body []byte, in
 		return err
 	}
 	if mt == protobufMediaType {
+		// Where quantities are cannot be known without decoding, and
+		// decoding a costly one is the cost: any will do.
+		if err := quantity.CheckBytes(body); err != nil {
+			return badRequest("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err)
+		}
 		out, actual, err := protobufCodec.Decode(body, &gvk, into)
 		if err != nil {
 			return badRequest("the object provided is unrecognized (must be of type %s): %v", gvk.Kind, err)
@@ -170,6 +177,11 @@ func decodeObject(w http.ResponseWriter, data []byte, into runtime.Object, gvk s
 		from := schema.FromAPIVersionAndKind(tm.APIVersion, tm.Kind)
 		return badRequest("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
 			tm.Kind, from.Version, gvk.Kind, from.Version, tm.Kind, groupOrCore(gvk.Group), gvk.Kind)
+	}
+	// Before decoding: parsing a quantity such as "1.0000000000000000001e-100000000"
+	// alone would take minutes.
+	if err := quantity.CheckJSON(data, reflect.TypeOf(into)); err != nil {
+		return badRequest("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, gvk.Kind, err)
 	}
 	strictErrs, err := sigsjson.UnmarshalStrict(data, into, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
 	if err != nil {

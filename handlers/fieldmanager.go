@@ -3,11 +3,13 @@ package handlers
 import (
 	"bytes"
 	"net/http"
+	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/quantity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -99,6 +101,15 @@ func (q *request) apply(body []byte, fv fieldValidation, opts writeOptions) {
 	if err := yaml.Unmarshal(body, &patch.Object); err != nil {
 		q.fail(badRequest("error decoding YAML: %v", err))
 		return
+	}
+	// The merged object is converted to its type, which parses its
+	// quantities: a costly one is refused first.
+	if obj := q.store.New(); obj != nil {
+		if err := quantity.CheckUnstructured(patch.Object, reflect.TypeOf(obj)); err != nil {
+			ri := q.store.Info()
+			q.fail(badRequest("%s in version %q cannot be handled as a %s: %v", ri.Kind, ri.Version, ri.Kind, err))
+			return
+		}
 	}
 	// Duplicate keys: kube looks for them only once the merge succeeded,
 	// so an apply that fails otherwise fails with that error.

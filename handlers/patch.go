@@ -160,12 +160,25 @@ func applyPatch(pt types.PatchType, original, patch []byte, schemaObj runtime.Ob
 		if err := json.Unmarshal(patch, &patchMap); err != nil {
 			return nil, badRequest("the server rejected our request due to an error in our request: %v", jsonErrorText(err))
 		}
-		out, err := strategicpatch.StrategicMergePatch(original, patch, schemaObj)
+		out, err := strategicMergePatch(original, patch, schemaObj)
 		if err != nil {
 			return nil, invalidPatch(err)
 		}
 		return out, nil
 	}
+}
+
+// strategicMergePatch is strategicpatch.StrategicMergePatch, whose panics
+// on patches of the wrong shape (a list as a merge key's value:
+// {"spec":{"containers":[{"name":[]}]}} compares two slices) are the
+// patch's error, not the server's: a 422 rather than kube's 500.
+func strategicMergePatch(original, patch []byte, schemaObj runtime.Object) (out []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("the patch does not fit the object's schema: %v", r)
+		}
+	}()
+	return strategicpatch.StrategicMergePatch(original, patch, schemaObj)
 }
 
 // strictPatchError is kube's answer to a patch whose result has unknown or

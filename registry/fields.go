@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/corekube/corekube/registry/quantity"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -303,6 +305,10 @@ func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.Gro
 		return in, nil
 	}
 	out := o.store.strategy.New()
+	// Converting parses the quantities: a costly one is refused first.
+	if err := quantity.CheckUnstructured(u.Object, reflect.TypeOf(out)); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", o.gvk.Kind, o.gvk.Version, o.gvk.Kind, err))
+	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
 		return nil, fmt.Errorf("convert %s: %w", o.gvk.Kind, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -163,7 +162,7 @@ func validateNodeResources(node *v1.Node) field.ErrorList {
 	}{{"capacity", node.Status.Capacity}, {"allocatable", node.Status.Allocatable}} {
 		for name, q := range list.rl {
 			path := field.NewPath("status", list.name, string(name))
-			if q.Cmp(resource.Quantity{}) < 0 {
+			if q.Sign() < 0 {
 				allErrs = append(allErrs, field.Invalid(path, q.String(), apivalidation.IsNegativeErrorMsg))
 			}
 			if isIntegerResourceName(string(name)) && q.MilliValue()%1000 != 0 {

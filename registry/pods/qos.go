@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"github.com/corekube/corekube/registry/quantity"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -15,29 +16,25 @@ import (
 //     summed requests equal the summed limits for every resource;
 //   - Burstable: anything else.
 func QOSClass(pod *v1.Pod) v1.PodQOSClass {
-	requests := v1.ResourceList{}
-	limits := v1.ResourceList{}
+	// The quantities of each resource, summed and compared at a bounded
+	// cost (quantity.SumsEqual): Quantity.Add of "1e100000000" and "1"
+	// computes 10^100000000.
+	requests := map[v1.ResourceName][]resource.Quantity{}
+	limits := map[v1.ResourceName][]resource.Quantity{}
 	guaranteed := true
-	add := func(l v1.ResourceList, name v1.ResourceName, q resource.Quantity) {
-		sum := q.DeepCopy()
-		if prev, ok := l[name]; ok {
-			sum.Add(prev)
-		}
-		l[name] = sum
-	}
 	all := make([]v1.Container, 0, len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
 	all = append(all, pod.Spec.Containers...)
 	all = append(all, pod.Spec.InitContainers...)
 	for _, c := range all {
 		for name, q := range c.Resources.Requests {
 			if isQoSResource(name) && q.Sign() > 0 {
-				add(requests, name, q)
+				requests[name] = append(requests[name], q)
 			}
 		}
 		cpuLimit, memLimit := false, false
 		for name, q := range c.Resources.Limits {
 			if isQoSResource(name) && q.Sign() > 0 {
-				add(limits, name, q)
+				limits[name] = append(limits[name], q)
 				cpuLimit = cpuLimit || name == v1.ResourceCPU
 				memLimit = memLimit || name == v1.ResourceMemory
 			}
@@ -51,7 +48,7 @@ func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 	}
 	if guaranteed {
 		for name, req := range requests {
-			if lim, ok := limits[name]; !ok || lim.Cmp(req) != 0 {
+			if lim, ok := limits[name]; !ok || !quantity.SumsEqual(lim, req) {
 				guaranteed = false
 				break
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/corekube/corekube/registry/quantity"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -91,7 +92,7 @@ func validateContainerResourceName(value v1.ResourceName, fldPath *field.Path) f
 
 func validateResourceQuantityValue(name v1.ResourceName, q resource.Quantity, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
-	if q.Cmp(resource.Quantity{}) < 0 {
+	if q.Sign() < 0 {
 		allErrs = append(allErrs, field.Invalid(fldPath, q.String(), apivalidation.IsNegativeErrorMsg))
 	}
 	if (integerResources.Has(name) || isExtendedResourceName(name)) && q.MilliValue()%1000 != 0 {
@@ -129,9 +130,11 @@ func validateResourceRequirements(req *v1.ResourceRequirements, claims sets.Set[
 		allErrs = append(allErrs, validateContainerResourceName(name, p)...)
 		allErrs = append(allErrs, validateResourceQuantityValue(name, q, p)...)
 		if lim, ok := req.Limits[name]; ok {
-			if q.Cmp(lim) != 0 && !isOvercommitAllowed(name) {
+			// quantity.Cmp: kube's Quantity.Cmp scales "1" to the
+			// exponent of "1e100000000" (minutes).
+			if quantity.Cmp(q, lim) != 0 && !isOvercommitAllowed(name) {
 				allErrs = append(allErrs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be equal to %s limit of %s", name, lim.String())))
-			} else if q.Cmp(lim) > 0 {
+			} else if quantity.Cmp(q, lim) > 0 {
 				allErrs = append(allErrs, field.Invalid(reqPath, q.String(), fmt.Sprintf("must be less than or equal to %s limit of %s", name, lim.String())))
 			}
 		} else if !isOvercommitAllowed(name) {

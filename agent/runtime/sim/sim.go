@@ -698,3 +698,91 @@ func (r *Runtime) Logs(id string) ([]LogLine, error) {
 	c.advance(r.clock.Now())
 	return append([]LogLine(nil), c.logs.kept()...), nil
 }
+
+// NormalizeImage returns the full reference the runtime reports for an
+// image ("busybox" → "docker.io/library/busybox:latest"), as a container
+// status's image shows it.
+func NormalizeImage(image string) (string, error) { return normalizeImage(image) }
+
+// AdoptedContainer is a container the node ran before its agent restarted,
+// as the agent last reported it in the pod's status.
+type AdoptedContainer struct {
+	// Config is what the container runs (its argv, environment, mounts),
+	// with its Attempt and Hash as they were; Config.Image is the full
+	// reference the status reports.
+	Config runtime.ContainerConfig
+	// ID is the container's ID as reported ("sim://<id>"); ImageRef its
+	// image's digest reference.
+	ID, ImageRef string
+	StartedAt    time.Time
+	// Exited: the container had ended at FinishedAt with ExitCode, Reason
+	// and Message.
+	Exited          bool
+	FinishedAt      time.Time
+	ExitCode        int32
+	Reason, Message string
+}
+
+// Adopt puts a pod back into the runtime as the node last reported it: a
+// real runtime outlives its kubelet and the kubelet finds its containers
+// by listing them; the simulated one lives in the agent's process, so a
+// restarted agent rebuilds it from what it wrote. The sandbox is ready
+// with the given IP; containers are given oldest first. A running
+// container's program is replayed from its start to now (its log and
+// state are what they would be had it kept running: it may have exited
+// meanwhile); an exited one is replayed to its end for its log and keeps
+// its recorded exit. IDs are kept, so the pod's status does not change.
+// The containers' images count as present.
+func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedContainer) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return r.down
+	}
+	if _, ok := r.pods[sandbox.UID]; ok {
+		return fmt.Errorf("adopt pod %s: the runtime has it already", sandbox.UID)
+	}
+	p := &pod{uid: sandbox.UID, name: sandbox.Name, ns: sandbox.Namespace, sandboxReady: true, ip: sandbox.IP}
+	now := r.clock.Now()
+	for _, ac := range containers {
+		id, ok := strings.CutPrefix(ac.ID, Name+"://")
+		if !ok || id == "" {
+			return fmt.Errorf("adopt pod %s: container %s: ID %q is not this runtime's", sandbox.UID, ac.Config.Name, ac.ID)
+		}
+		if _, dup := r.byID[id]; dup {
+			return fmt.Errorf("adopt pod %s: container ID %q in use", sandbox.UID, ac.ID)
+		}
+		prog, err := shell.FromArgv(ac.Config.Argv)
+		if err != nil {
+			prog = shell.Failing("sh: "+err.Error(), 2)
+		}
+		if _, ok := r.images[ac.Config.Image]; !ok {
+			r.images[ac.Config.Image] = runtime.Image{Ref: ac.ImageRef, Size: imageSize(ac.Config.Image)}
+		}
+		vars := make(map[string]string, len(ac.Config.Env)+1)
+		vars["HOSTNAME"] = p.name
+		for k, v := range ac.Config.Env {
+			vars[k] = v
+		}
+		c := &container{
+			id: id, fullID: ac.ID, name: ac.Config.Name, image: ac.Config.Image, ref: ac.ImageRef, hash: ac.Config.Hash,
+			attempt: ac.Config.Attempt, created: ac.StartedAt,
+			msgPath: ac.Config.TerminationMessagePath, msgFromLogs: ac.Config.TerminationMessageFallbackToLogs,
+			mounts: ac.Config.Mounts,
+		}
+		c.env = &shell.Env{Files: map[string]string{}, Vars: vars, MemoryLimit: ac.Config.MemoryLimit, Output: c.logs.write}
+		c.proc = prog.Start(ac.StartedAt, c.env)
+		if ac.Exited {
+			// Replayed for its log only: its end is the recorded one.
+			c.proc.Advance(ac.FinishedAt)
+			c.proc.Kill(ac.FinishedAt, int(ac.ExitCode))
+			c.exited, c.finished, c.exitCode, c.reason, c.message = true, ac.FinishedAt, ac.ExitCode, ac.Reason, ac.Message
+		} else {
+			c.advance(now)
+		}
+		p.containers = append(p.containers, c)
+		r.byID[id] = c
+	}
+	r.pods[sandbox.UID] = p
+	return nil
+}
