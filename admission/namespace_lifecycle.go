@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,8 +26,24 @@ var immortalNamespaces = map[string]bool{
 // namespaces being deleted (403, cause NamespaceTerminating), and deleting
 // the system namespaces, like kube's NamespaceLifecycle plugin.
 type NamespaceLifecycle struct {
+	// Get reads the namespace from a cache (the watch cache): cheap, and
+	// at most an instant behind.
 	Get NamespaceGetter
+	// GetLive reads it from storage. Used (when set) for namespaces
+	// deleted through this server in the last forceLiveLookupTTL, as
+	// kube's plugin does: a create sent right after the namespace's
+	// DELETE returned must see it terminating even if the cache has not
+	// caught up yet.
+	GetLive NamespaceGetter
+
+	mu       sync.Mutex
+	deleted  map[string]time.Time // namespace -> when its DELETE was admitted
+	lastTrim time.Time
 }
+
+// forceLiveLookupTTL is how long after a namespace's DELETE its creates
+// read the namespace from storage (kube's value).
+const forceLiveLookupTTL = 30 * time.Second
 
 // It is a Mutator (it runs before defaulting and validation) so that a
 // write into a missing namespace is 404 before it can be 422, as in kube.
@@ -40,6 +58,9 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 			return apierrors.NewForbidden(a.Resource.GroupResource(), a.Name,
 				fmt.Errorf("this namespace may not be deleted"))
 		}
+		if a.Operation == Delete {
+			p.recordDelete(a.Name, time.Now())
+		}
 		return nil
 	}
 	if a.Namespace == "" || a.Operation == Delete || a.Operation == Connect {
@@ -50,7 +71,11 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 	if a.Resource.Group == "authorization.k8s.io" && a.Resource.Resource == "localsubjectaccessreviews" {
 		return nil
 	}
-	ns, err := p.Get(ctx, a.Namespace)
+	get := p.Get
+	if a.Operation == Create && p.GetLive != nil && p.recentlyDeleted(a.Namespace, time.Now()) {
+		get = p.GetLive
+	}
+	ns, err := get(ctx, a.Namespace)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return apierrors.NewNotFound(namespacesResource, a.Namespace)
@@ -70,4 +95,32 @@ func (p *NamespaceLifecycle) Admit(ctx context.Context, a *Attributes) error {
 		return err
 	}
 	return nil
+}
+
+// recordDelete notes that the namespace name is being deleted at now.
+func (p *NamespaceLifecycle) recordDelete(name string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deleted == nil {
+		p.deleted = map[string]time.Time{}
+	}
+	p.deleted[name] = now
+	// Forget expired entries now and then, so that the map stays as small
+	// as the namespaces deleted in the last TTL.
+	if now.Sub(p.lastTrim) > forceLiveLookupTTL {
+		p.lastTrim = now
+		for n, at := range p.deleted {
+			if now.Sub(at) > forceLiveLookupTTL {
+				delete(p.deleted, n)
+			}
+		}
+	}
+}
+
+// recentlyDeleted: the namespace's DELETE was admitted within the TTL.
+func (p *NamespaceLifecycle) recentlyDeleted(name string, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.deleted[name]
+	return ok && now.Sub(at) <= forceLiveLookupTTL
 }

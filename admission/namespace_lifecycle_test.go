@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,5 +70,34 @@ func TestNamespaceLifecycle(t *testing.T) {
 				t.Errorf("details %+v, want cause %s", st.Status().Details, tc.wantCause)
 			}
 		})
+	}
+}
+
+// TestNamespaceLifecycleLiveLookupAfterDelete: a create right after its
+// namespace's DELETE reads the namespace from storage, not the cache that
+// may not have seen the deletion yet, as kube's forceLiveLookup does.
+func TestNamespaceLifecycleLiveLookupAfterDelete(t *testing.T) {
+	stale := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}, Status: v1.NamespaceStatus{Phase: v1.NamespaceActive}}
+	now := metav1.Now()
+	live := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", DeletionTimestamp: &now}, Status: v1.NamespaceStatus{Phase: v1.NamespaceTerminating}}
+	p := &NamespaceLifecycle{
+		Get:     func(context.Context, string) (*v1.Namespace, error) { return stale, nil },
+		GetLive: func(context.Context, string) (*v1.Namespace, error) { return live, nil },
+	}
+	create := &Attributes{Operation: Create, Resource: podsGVR, Namespace: "ns", Name: "p"}
+	if err := p.Admit(context.Background(), create); err != nil {
+		t.Fatalf("create before the delete (cache says active): %v", err)
+	}
+	if err := p.Admit(context.Background(), &Attributes{Operation: Delete, Resource: namespacesGVR, Name: "ns"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Admit(context.Background(), create); !apierrors.IsForbidden(err) {
+		t.Fatalf("create right after the namespace's delete = %v, want 403 (live lookup)", err)
+	}
+	if err := p.Admit(context.Background(), &Attributes{Operation: Create, Resource: podsGVR, Namespace: "other", Name: "p"}); err != nil {
+		t.Fatalf("create in another namespace: %v", err)
+	}
+	if p.recentlyDeleted("ns", time.Now().Add(forceLiveLookupTTL+time.Second)) {
+		t.Error("still looked up live after the TTL")
 	}
 }

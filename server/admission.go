@@ -38,6 +38,15 @@ func (d *admissionStores) namespace(ctx context.Context, name string) (*v1.Names
 	return obj.(*v1.Namespace), nil
 }
 
+// namespaceLive reads a namespace from etcd, not the watch cache.
+func (d *admissionStores) namespaceLive(ctx context.Context, name string) (*v1.Namespace, error) {
+	obj, err := d.namespaces.Get(ctx, "", name, nil)
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*v1.Namespace), nil
+}
+
 func (d *admissionStores) serviceAccount(ctx context.Context, namespace, name string) (*v1.ServiceAccount, error) {
 	obj, err := d.serviceAccounts.GetCached(ctx, namespace, name)
 	if err != nil {
@@ -85,7 +94,7 @@ func (d *admissionStores) podsIn(ctx context.Context, namespace string) ([]*v1.P
 // come.
 func registerAdmissionPlugins(p *admission.Plugins, cfg *Config, stores *admissionStores) {
 	p.Register(admission.PluginNamespaceLifecycle, func([]byte) (any, error) {
-		return &admission.NamespaceLifecycle{Get: stores.namespace}, nil
+		return &admission.NamespaceLifecycle{Get: stores.namespace, GetLive: stores.namespaceLive}, nil
 	})
 	p.Register(admission.PluginServiceAccount, func([]byte) (any, error) {
 		return &admission.ServiceAccount{Get: stores.serviceAccount}, nil
