@@ -87,6 +87,10 @@ const hangLimit = 15 * time.Second
 type writeLoad struct {
 	mu      sync.Mutex
 	results []writeResult
+	// paused: the senders skip their ticks (pause, resume).
+	paused bool
+	// inflight counts the creates sent and not yet answered.
+	inflight sync.WaitGroup
 
 	stop context.CancelFunc
 	wg   sync.WaitGroup
@@ -110,9 +114,17 @@ func startWriteLoad(t *testing.T, client kubernetes.Interface, ns string, writer
 					return
 				case <-tick.C:
 				}
+				l.mu.Lock()
+				if l.paused {
+					l.mu.Unlock()
+					continue
+				}
+				l.inflight.Add(1)
+				l.mu.Unlock()
 				l.wg.Add(1)
 				go func() {
 					defer l.wg.Done()
+					defer l.inflight.Done()
 					l.create(ctx, client, ns, fmt.Sprintf("w%d-%d", i, n), n%2 == 0)
 				}()
 			}
@@ -141,6 +153,23 @@ func (l *writeLoad) create(ctx context.Context, client kubernetes.Interface, ns,
 	}
 	l.mu.Lock()
 	l.results = append(l.results, r)
+	l.mu.Unlock()
+}
+
+// pause stops sending creates and waits until every create sent has been
+// answered (a create answered 504 may still commit a moment later: a
+// check that follows must poll). resume sends again.
+func (l *writeLoad) pause() {
+	l.mu.Lock()
+	l.paused = true
+	l.mu.Unlock()
+	l.inflight.Wait()
+}
+
+// resume undoes pause.
+func (l *writeLoad) resume() {
+	l.mu.Lock()
+	l.paused = false
 	l.mu.Unlock()
 }
 

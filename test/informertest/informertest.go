@@ -162,7 +162,9 @@ func stateOf(pod *v1.Pod) podState {
 
 // Diff compares the informer's store with the server's state (a
 // consistent list through client) and describes the differences; "" means
-// equal.
+// equal. The list is read first and the store after it, so writes must
+// have stopped: one in between makes the informer look ahead of the
+// server (an extra pod, or a newer resourceVersion).
 func (p *PodInformer) Diff(ctx context.Context, client kubernetes.Interface) (string, error) {
 	list, err := client.CoreV1().Pods(p.namespace).List(ctx, metav1.ListOptions{LabelSelector: p.selector})
 	if err != nil {
@@ -191,15 +193,24 @@ func (p *PodInformer) Diff(ctx context.Context, client kubernetes.Interface) (st
 			diffs = append(diffs, fmt.Sprintf("%s: informer %+v, server %+v", name, got, want))
 		}
 	}
+	listRV, _ := strconv.ParseInt(list.ResourceVersion, 10, 64)
+	newer := 0
 	for _, name := range slices.Sorted(maps.Keys(local)) {
 		if _, ok := server[name]; !ok {
 			diffs = append(diffs, fmt.Sprintf("extra %s (rv %s)", name, local[name].RV))
+			if rv, err := strconv.ParseInt(local[name].RV, 10, 64); err == nil && rv > listRV {
+				newer++
+			}
 		}
 	}
 	if len(diffs) == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("%d differences (server has %d pods at rv %s, informer %d): %s", len(diffs), len(server), list.ResourceVersion, len(local), strings.Join(diffs[:min(len(diffs), 10)], "; ")), nil
+	// Extra pods newer than the list are what a write between the LIST
+	// and the read of the store leaves: say so, for the reader of a
+	// failure.
+	return fmt.Sprintf("%d differences (server has %d pods at rv %s, informer %d; %d extra pods newer than the list, written after it): %s",
+		len(diffs), len(server), list.ResourceVersion, len(local), newer, strings.Join(diffs[:min(len(diffs), 10)], "; ")), nil
 }
 
 func equal(a, b podState) bool {
