@@ -7,6 +7,7 @@ import (
 
 	"github.com/corekube/corekube/storage"
 	"github.com/corekube/corekube/watch"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -80,6 +81,9 @@ func (s *Store) GetCached(ctx context.Context, namespace, name string) (runtime.
 
 // cacheError maps the cache's errors to Status errors.
 func (s *Store) cacheError(err error) error {
+	if errors.Is(err, watch.ErrNotReady) {
+		return apierrors.NewTooManyRequests(watch.ErrNotReady.Error(), 1)
+	}
 	var tooLarge *watch.TooLargeError
 	if errors.As(err, &tooLarge) {
 		return tooLargeResourceVersion(tooLarge.Requested, tooLarge.Current)

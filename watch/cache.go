@@ -515,10 +515,20 @@ func (c *Cache) waitFor(ctx context.Context, rev int64, timeout time.Duration, n
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
+			if !ready {
+				return ErrNotReady
+			}
 			return &TooLargeError{Requested: rev, Current: current}
 		}
 	}
 }
+
+// ErrNotReady: the cache is (re)initializing (its first list, or a relist
+// after its watch broke, e.g. while etcd has no quorum) and did not become
+// ready within the wait. kube's watch cache answers 429 "storage is
+// (re)initializing" then, so that clients retry rather than treat it as
+// a resourceVersion they must not ask for again.
+var ErrNotReady = errors.New("storage is (re)initializing")
 
 // progressRequestInterval is how often a waiting consistent read repeats
 // its progress request.

@@ -331,3 +331,20 @@ func TestIndexedWatchers(t *testing.T) {
 		t.Fatalf("index holds %d values and %d unindexed watchers, want 2 and 1", indexed, unindexed)
 	}
 }
+
+// TestWaitForNotReady: a cache that never became ready (its list failing,
+// or never run) answers ErrNotReady, kube's "storage is (re)initializing",
+// not a too-large resourceVersion; a ready one that lags answers the latter.
+func TestWaitForNotReady(t *testing.T) {
+	c := New(Config{Storage: store(t), Prefix: freshPrefix(t), Decode: decodePod,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := c.waitFor(context.Background(), 0, 10*time.Millisecond, false); !errors.Is(err, ErrNotReady) {
+		t.Fatalf("waitFor on a cache never run = %v, want ErrNotReady", err)
+	}
+	ready, _, _ := startCache(t, Config{})
+	err := ready.waitFor(context.Background(), 1<<40, 10*time.Millisecond, false)
+	var tooLarge *TooLargeError
+	if !errors.As(err, &tooLarge) {
+		t.Fatalf("waitFor a future revision on a ready cache = %v, want TooLargeError", err)
+	}
+}
