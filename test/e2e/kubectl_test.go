@@ -92,9 +92,9 @@ func testDiscovery(t *testing.T, k *kc) {
 		"rolebindings                                   rbac.authorization.k8s.io/v1      true         RoleBinding                      "+all+"   ",
 		"roles                                          rbac.authorization.k8s.io/v1      true         Role                             "+all+"   ",
 	), "api-resources", "-o", "wide")
-	k.expect(lines("namespaces", "nodes", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io", "subjectaccessreviews.authorization.k8s.io", "certificatesigningrequests.certificates.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
+	k.expect(lines("namespaces", "nodes", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io", "subjectaccessreviews.authorization.k8s.io", "certificatesigningrequests.certificates.k8s.io", "flowschemas.flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
 	k.expect("poddisruptionbudgets.policy", "api-resources", "--api-group=policy", "-o", "name")
-	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "authorization.k8s.io/v1", "certificates.k8s.io/v1", "coordination.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "v1"), "api-versions")
+	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "authorization.k8s.io/v1", "certificates.k8s.io/v1", "coordination.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "v1"), "api-versions")
 
 	// Every short name resolves.
 	k.expect("namespace/kube-system", "get", "ns", "kube-system", "-o", "name")
