@@ -91,5 +91,9 @@ func (s *Store) cacheError(err error) error {
 	return toAPIError(err, s.info.GroupResource(), "")
 }
 
+// CacheReady reports whether the watch cache serves (readyz's
+// informer-sync check).
+func (s *Store) CacheReady() bool { return s.cache.Ready() }
+
 // CacheStats returns the watch cache's figures, for metrics.
 func (s *Store) CacheStats() watch.Stats { return s.cache.Stats() }

@@ -37,13 +37,16 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 		handlers.NotFound(w, r)
 	})
 
-	checks := []healthCheck{
-		{name: "ping", check: func(context.Context) error { return nil }},
-		{name: "etcd", check: s.storage.Healthy},
-	}
-	r.Get("/healthz", healthHandler("healthz", checks))
-	r.Get("/livez", healthHandler("livez", checks[:1]))
-	r.Get("/readyz", healthHandler("readyz", append(checks, healthCheck{name: "shutdown", check: s.shutdown.check})))
+	// kube's checks, by kube's names: /livez has no etcd check here (an
+	// etcd outage must not make liveness probes restart API servers);
+	// informer-sync is every watch cache serving.
+	ping := healthCheck{name: "ping", check: func(context.Context) error { return nil }}
+	etcd := healthCheck{name: "etcd", check: s.storage.Healthy}
+	informerSync := healthCheck{name: "informer-sync", check: func(context.Context) error { return cachesReady(api) }}
+	shutdown := healthCheck{name: "shutdown", check: s.shutdown.check}
+	healthRoutes(r, "healthz", []healthCheck{ping, etcd})
+	healthRoutes(r, "livez", []healthCheck{ping})
+	healthRoutes(r, "readyz", []healthCheck{ping, etcd, informerSync, shutdown})
 	var metricsExtra []func(io.Writer)
 	if s.audit != nil {
 		metricsExtra = append(metricsExtra, s.audit.backend.Metrics)

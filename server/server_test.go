@@ -71,6 +71,38 @@ func TestExternalEtcd(t *testing.T) {
 	if code, _ := get(t, srv, srv.URL()+"/livez"); code != 200 {
 		t.Errorf("/livez with etcd down = %d, want 200", code)
 	}
+	// One check alone tells why; excluded checks are skipped, as kube's.
+	if code, body := get(t, srv, srv.URL()+"/readyz/etcd"); code != http.StatusInternalServerError || !strings.HasPrefix(body, "internal server error: ") {
+		t.Errorf("/readyz/etcd with etcd down = %d %q, want 500 internal server error: <reason>", code, body)
+	}
+	if code, body := get(t, srv, srv.URL()+"/readyz/ping"); code != 200 || body != "ok" {
+		t.Errorf("/readyz/ping = %d %q, want 200 ok", code, body)
+	}
+	code, body := get(t, srv, srv.URL()+"/readyz?verbose&exclude=etcd&exclude=informer-sync&exclude=nope")
+	want := "[+]ping ok\n[+]etcd excluded: ok\n[+]informer-sync excluded: ok\n[+]shutdown ok\n" +
+		"warn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
+	if code != 200 || body != want {
+		t.Errorf("/readyz excluding etcd = %d\n%s\nwant 200\n%s", code, body, want)
+	}
+}
+
+// TestReadyzChecks: a healthy server lists kube's readyz checks.
+func TestReadyzChecks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, Logger: quietLogger(), AnonymousAuth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	code, body := get(t, srv, srv.URL()+"/readyz?verbose")
+	want := "[+]ping ok\n[+]etcd ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed\n"
+	if code != 200 || body != want {
+		t.Errorf("/readyz?verbose = %d\n%s\nwant 200\n%s", code, body, want)
+	}
+	if code, body := get(t, srv, srv.URL()+"/livez?verbose"); code != 200 || body != "[+]ping ok\nlivez check passed\n" {
+		t.Errorf("/livez?verbose = %d %q", code, body)
+	}
 }
 
 func TestConfigRequiresStorage(t *testing.T) {

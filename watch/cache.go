@@ -610,6 +610,14 @@ func (c *Cache) Stats() Stats {
 	return Stats{Objects: c.items.len(), Watchers: len(c.watchers), Revision: c.rev, SlowWatchersClosed: c.slowWatchersClosed}
 }
 
+// Ready reports whether the cache has its list and follows etcd's watch
+// (false before the first list and while it relists).
+func (c *Cache) Ready() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ready
+}
+
 // SlowWatchersClosed counts watchers closed for falling behind.
 func (c *Cache) SlowWatchersClosed() int64 { return c.Stats().SlowWatchersClosed }
 
