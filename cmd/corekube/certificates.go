@@ -89,8 +89,8 @@ func certificatesLoops(cfg *rest.Config, ca *pki.CA, log *slog.Logger) ([]loop, 
 		log.Info("no signing CA: CSRs are approved, not signed")
 	}
 	return []loop{
-		{"certificates controller", ctrl.Start},
-		{"certificates informers", func(ctx context.Context) error {
+		{name: "certificates controller", start: ctrl.Start},
+		{name: "certificates informers", start: func(ctx context.Context) error {
 			factory.Start(ctx.Done())
 			<-ctx.Done()
 			factory.Shutdown()

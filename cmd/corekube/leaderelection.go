@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -144,6 +145,14 @@ func runElected(ctx context.Context, cfg *rest.Config, o leaderElection, identit
 		}
 		stopElection()
 	}()
+	// Caches first, as kube-scheduler: a standby that takes over acts at
+	// once on a current view instead of listing everything then.
+	if err := warmLoops(ctx, loops, identity, log); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
 	log.Info("attempting to acquire leader lease", "lease", o.namespace+"/"+o.name, "identity", identity)
 	elector.Run(electCtx)
 	if ctx.Err() != nil {
@@ -168,3 +177,32 @@ func runElected(ctx context.Context, cfg *rest.Config, o leaderElection, identit
 // lostLeaseGrace bounds how long a process that lost its lease waits for
 // its loops to return before it exits anyway.
 const lostLeaseGrace = 5 * time.Second
+
+// warmLoops runs the warm step of every loop that has one, in parallel,
+// and waits for them (until ctx ends: a process stopped while warming
+// returns nil).
+func warmLoops(ctx context.Context, loops []loop, identity string, log *slog.Logger) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, l := range loops {
+		if l.warm == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := l.warm(ctx); err != nil && ctx.Err() == nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", l.name, err))
+				mu.Unlock()
+				return
+			}
+			log.Info("caches synced", "loop", l.name, "identity", identity)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

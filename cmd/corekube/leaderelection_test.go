@@ -5,6 +5,7 @@ import (
 	"errors"
 	"k8s.io/client-go/util/retry"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 type leadingLog struct {
 	mu      sync.Mutex
 	leading []string
+	synced  []string // identities that logged "caches synced"
 }
 
 func (h *leadingLog) Enabled(context.Context, slog.Level) bool { return true }
@@ -30,17 +32,34 @@ func (h *leadingLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *leadingLog) WithGroup(string) slog.Handler            { return h }
 
 func (h *leadingLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "leading" {
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "identity" {
-				h.mu.Lock()
-				h.leading = append(h.leading, a.Value.String())
-				h.mu.Unlock()
-			}
-			return true
-		})
+	var into *[]string
+	switch r.Message {
+	case "leading":
+		into = &h.leading
+	case "caches synced":
+		into = &h.synced
+	default:
+		return nil
 	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "identity" {
+			h.mu.Lock()
+			*into = append(*into, a.Value.String())
+			h.mu.Unlock()
+		}
+		return true
+	})
 	return nil
+}
+
+// waitSynced reports whether id logged "caches synced" within 10 s.
+func (h *leadingLog) waitSynced(id string) bool {
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return slices.Contains(h.synced, id), nil
+	})
+	return err == nil
 }
 
 func (h *leadingLog) identities() []string {
@@ -252,6 +271,13 @@ func TestLeaderElection(t *testing.T) {
 		second := "host_a"
 		if first == "host_a" {
 			second = "host_b"
+		}
+		// The standby has its caches already, as kube-scheduler's.
+		if !logs.waitSynced(second) {
+			t.Errorf("standby %s never synced its caches while %s led", second, first)
+		}
+		if got := logs.identities(); len(got) != 1 {
+			t.Errorf("leading: %v while %s is the standby", got, second)
 		}
 		cands[first].stop()
 		if err := cands[first].wait(t, 10*time.Second); err != nil {

@@ -22,6 +22,10 @@ import (
 type loop struct {
 	name  string
 	start func(ctx context.Context) error
+	// warm, when set, fills the loop's caches without acting; a process
+	// that waits for a lease runs it first, so that its standby is ready
+	// to act the moment it leads (kube-scheduler's behaviour).
+	warm func(ctx context.Context) error
 }
 
 // loopSet selects the control loops a process runs.
@@ -63,7 +67,7 @@ func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
 		if err != nil {
 			return nil, err
 		}
-		loops = append(loops, loop{"namespace controller", ns.Start})
+		loops = append(loops, loop{name: "namespace controller", start: ns.Start})
 	}
 	if set&schedulerLoop != 0 {
 		// The scheduler keeps its informers, even beside the controllers
@@ -76,7 +80,7 @@ func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: %w", err)
 		}
-		loops = append(loops, loop{"scheduler", sched.Start})
+		loops = append(loops, loop{name: "scheduler", start: sched.Start, warm: sched.Warm})
 	}
 	if set&(namespaceLoop|controllerLoops) != 0 {
 		ctrls, err := sharedInformerLoops(cfg, set, log)
@@ -114,7 +118,7 @@ func sharedInformerLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loo
 		if err != nil {
 			return release(err)
 		}
-		loops = append(loops, loop{"service account controller", sa.Start})
+		loops = append(loops, loop{name: "service account controller", start: sa.Start})
 	}
 	if set&controllerLoops == 0 {
 		return withFactory(loops, factory), nil
@@ -123,23 +127,23 @@ func sharedInformerLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loo
 	if err != nil {
 		return release(err)
 	}
-	loops = append(loops, loop{"node lifecycle controller", lifecycle.Start})
+	loops = append(loops, loop{name: "node lifecycle controller", start: lifecycle.Start})
 	gc, err := podgc.NewForConfig(cfg, factory, podgc.Config{Logger: log})
 	if err != nil {
 		return release(err)
 	}
-	loops = append(loops, loop{"pod GC", gc.Start})
+	loops = append(loops, loop{name: "pod GC", start: gc.Start})
 	budgets, err := disruption.NewForConfig(cfg, factory, disruption.Config{Logger: log})
 	if err != nil {
 		return release(err)
 	}
-	loops = append(loops, loop{"disruption controller", budgets.Start})
+	loops = append(loops, loop{name: "disruption controller", start: budgets.Start})
 	return withFactory(loops, factory), nil
 }
 
 // withFactory appends to loops the loop that runs factory.
 func withFactory(loops []loop, factory informers.SharedInformerFactory) []loop {
-	return append(loops, loop{"shared informers", func(ctx context.Context) error {
+	return append(loops, loop{name: "shared informers", start: func(ctx context.Context) error {
 		sharedinformers.Run(ctx, factory)
 		return nil
 	}})

@@ -113,7 +113,7 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 				acfg.NodeConfig = nil
 			}
 		}
-		loops = append(loops, loop{"node agents", func(ctx context.Context) error {
+		loops = append(loops, loop{name: "node agents", start: func(ctx context.Context) error {
 			return agent.Run(ctx, srv.LoopbackConfig(), acfg)
 		}})
 	}

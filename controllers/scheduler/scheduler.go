@@ -48,6 +48,15 @@ type Scheduler struct {
 	moveCh  chan struct{}
 	apiCh   chan func(context.Context)
 	started atomic.Bool
+	// warmMu guards warmed: the informers Warm started (and their stop),
+	// which Start then uses instead of starting its own.
+	warmMu sync.Mutex
+	warmed *runningInformers
+}
+
+// runningInformers are the scheduler's running informers and how to stop them.
+type runningInformers struct {
+	stop func() // ends the informers and waits for their goroutines
 }
 
 // New returns a scheduler that talks to the API server through client.
@@ -85,6 +94,69 @@ func NewForConfig(restConfig *rest.Config, cfg Config) (*Scheduler, error) {
 	return New(client, cfg), nil
 }
 
+// Warm starts the scheduler's informers and waits until they have synced,
+// without scheduling anything: a standby that is not (yet) the leader
+// keeps its view of pods and nodes current, as kube-scheduler fills its
+// caches before it runs for the lease, so that taking over costs no
+// initial LIST. The informers run until ctx ends or Start (which uses
+// them) returns. Calling it is optional; Start warms by itself.
+func (s *Scheduler) Warm(ctx context.Context) error {
+	s.warmMu.Lock()
+	defer s.warmMu.Unlock()
+	if s.warmed != nil {
+		return nil
+	}
+	inf, err := s.startInformers(ctx)
+	if err != nil {
+		return err
+	}
+	s.warmed = inf
+	return nil
+}
+
+// startInformers creates the queue, starts the pod and node informers
+// with their handlers and waits for their first sync.
+func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, error) {
+	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: s.cfg.Clock})
+	informerCtx, cancel := context.WithCancel(ctx)
+	podFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nonTerminalPods }),
+		informers.WithTransform(stripPod))
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(stripNode))
+	stop := func() {
+		cancel()
+		podFactory.Shutdown()
+		nodeFactory.Shutdown()
+	}
+	podReg, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.onPod,
+		UpdateFunc: func(_, obj any) { s.onPod(obj) },
+		DeleteFunc: s.onPodDelete,
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	nodeReg, err := nodeFactory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.onNode,
+		UpdateFunc: func(_, obj any) { s.onNode(obj) },
+		DeleteFunc: s.onNodeDelete,
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	podFactory.Start(informerCtx.Done())
+	nodeFactory.Start(informerCtx.Done())
+	// The handlers must have seen every pod before the first decision, or
+	// the per-node sums would be short.
+	if !cache.WaitForCacheSync(informerCtx.Done(), podReg.HasSynced, nodeReg.HasSynced) {
+		stop()
+		return nil, ctx.Err()
+	}
+	return &runningInformers{stop: stop}, nil
+}
+
 // Start runs the scheduler until ctx ends. It returns nil when ctx ends
 // and an error when it cannot start; it runs once.
 func (s *Scheduler) Start(ctx context.Context) error {
@@ -93,27 +165,19 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: s.cfg.Clock})
 
-	podFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nonTerminalPods }),
-		informers.WithTransform(stripPod))
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(stripNode))
-	podReg, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.onPod,
-		UpdateFunc: func(_, obj any) { s.onPod(obj) },
-		DeleteFunc: s.onPodDelete,
-	})
-	if err != nil {
-		return fmt.Errorf("scheduler: %w", err)
-	}
-	nodeReg, err := nodeFactory.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    s.onNode,
-		UpdateFunc: func(_, obj any) { s.onNode(obj) },
-		DeleteFunc: s.onNodeDelete,
-	})
-	if err != nil {
-		return fmt.Errorf("scheduler: %w", err)
+	s.warmMu.Lock()
+	inf := s.warmed
+	s.warmed = nil
+	s.warmMu.Unlock()
+	if inf == nil {
+		var err error
+		if inf, err = s.startInformers(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
 	}
 
 	var wg sync.WaitGroup
@@ -121,16 +185,8 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		cancel()
 		s.queue.ShutDown()
 		wg.Wait()
-		podFactory.Shutdown()
-		nodeFactory.Shutdown()
+		inf.stop()
 	}()
-	podFactory.Start(ctx.Done())
-	nodeFactory.Start(ctx.Done())
-	// The handlers must have seen every pod before the first decision, or
-	// the per-node sums would be short.
-	if !cache.WaitForCacheSync(ctx.Done(), podReg.HasSynced, nodeReg.HasSynced) {
-		return nil
-	}
 	s.log.Info("scheduler started", "name", s.cfg.SchedulerName)
 
 	s.events.run(ctx, &wg)
