@@ -216,3 +216,22 @@ func splitPath(path string) []string {
 	}
 	return strings.Split(path, "/")
 }
+
+// LongRunning is kube's BasicLongRunningRequestCheck: watches, proxies and
+// the streaming subresources of pods run for as long as they need. The
+// request timeout and API Priority and Fairness both ask it (the latter
+// still queues a watch until it is set up).
+func (ri *RequestInfo) LongRunning() bool {
+	switch ri.Verb {
+	case "watch", "proxy":
+		return true
+	}
+	if !ri.IsResourceRequest {
+		return false
+	}
+	switch ri.Subresource {
+	case "attach", "exec", "proxy", "log", "portforward":
+		return true
+	}
+	return false
+}

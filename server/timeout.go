@@ -32,22 +32,11 @@ const (
 	invalidTimeoutPrefix = "invalid timeout specified in the request URL - "
 )
 
-// longRunning is kube-apiserver's long-running request check: watches,
-// proxies, the streaming subresources of pods and Go's profiles run for as
-// long as they need; every other request has a deadline.
+// longRunning is kube-apiserver's long-running request check
+// (RequestInfo.LongRunning), plus Go's profiles: those run for as long as
+// they need; every other request has a deadline.
 func longRunning(ri *handlers.RequestInfo) bool {
-	switch ri.Verb {
-	case "watch", "proxy":
-		return true
-	}
-	if ri.IsResourceRequest {
-		switch ri.Subresource {
-		case "attach", "exec", "proxy", "log", "portforward":
-			return true
-		}
-		return false
-	}
-	return strings.HasPrefix(ri.Path, "/debug/pprof/")
+	return ri.LongRunning() || strings.HasPrefix(ri.Path, "/debug/pprof/")
 }
 
 // isWrite reports the verbs whose kube handlers bound them by

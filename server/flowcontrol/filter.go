@@ -32,18 +32,6 @@ const (
 	maxSeats       = 10
 )
 
-// longRunningSubresources are served outside flow control, as kube's
-// BasicLongRunningRequestCheck (watches are not: they hold seats while
-// they start).
-var longRunningSubresources = map[string]bool{"attach": true, "exec": true, "proxy": true, "log": true, "portforward": true}
-
-func longRunning(ri *handlers.RequestInfo) bool {
-	if !ri.IsResourceRequest {
-		return false
-	}
-	return ri.Verb == "proxy" || longRunningSubresources[ri.Subresource]
-}
-
 // Handler is the filter: it runs after authentication and impersonation
 // (it classifies the user the request acts as) and before authorization,
 // as kube's handler chain.
@@ -51,7 +39,9 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ri, ok := handlers.RequestInfoFrom(r.Context())
 		u, uok := user.From(r.Context())
-		if !ok || !uok || longRunning(ri) {
+		// Long-running requests are served outside flow control, as
+		// kube's, except watches: they hold seats while they start.
+		if !ok || !uok || (ri.Verb != "watch" && ri.LongRunning()) {
 			next.ServeHTTP(w, r)
 			return
 		}
