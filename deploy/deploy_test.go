@@ -18,7 +18,6 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -692,7 +691,7 @@ func TestHaproxyBalancesAPIServers(t *testing.T) {
 	}
 	bin := imageBinary(t)
 	certDir := t.TempDir()
-	addrs := []string{freeAddr(t), freeAddr(t)}
+	addrs := []string{etcdcluster.FreeAddr(t), etcdcluster.FreeAddr(t)}
 	var servers []*exec.Cmd
 	for i, addr := range addrs {
 		cmd := exec.Command(bin, "apiserver", "--listen", addr, "--data-dir", t.TempDir(), "--cert-dir", certDir)
@@ -720,7 +719,7 @@ func TestHaproxyBalancesAPIServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lbAddr := freeAddr(t)
+	lbAddr := etcdcluster.FreeAddr(t)
 	text := string(cfg)
 	// Docker's DNS is not here: the servers are addresses.
 	text = regexp.MustCompile(`(?m)^resolvers docker\n([ \t]+.*\n)*`).ReplaceAllString(text, "")
@@ -841,17 +840,6 @@ func waitLog(t *testing.T, out *testserver.SyncBuffer, want ...string) {
 	t.Fatalf("haproxy never logged %q:\n%s", want, out.String())
 }
 
-// freeAddr is a loopback address with a port free at the moment.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestPKIInitEtcdTLS proves the etcd certificates pki-init.sh makes
 // (COREKUBE_ETCD_MEMBERS) as etcd.env and apiserver.env use them: an etcd
 // member serving clients and peers over TLS with client certificates
@@ -869,7 +857,7 @@ func TestPKIInitEtcdTLS(t *testing.T) {
 		t.Fatalf("pki-init.sh: %v\n%s", err, out)
 	}
 	pki := filepath.Join(dir, "etcd")
-	clientURL, peerURL := "https://"+freeAddr(t), "https://"+freeAddr(t)
+	clientURL, peerURL := "https://"+etcdcluster.FreeAddr(t), "https://"+etcdcluster.FreeAddr(t)
 	etcd := exec.Command(etcdcluster.Binary(t), "--name", "etcd-1", "--data-dir", t.TempDir(),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
@@ -894,7 +882,7 @@ func TestPKIInitEtcdTLS(t *testing.T) {
 		}
 	})
 
-	addr := freeAddr(t)
+	addr := etcdcluster.FreeAddr(t)
 	apiserver := exec.Command(bin, "apiserver", "--listen", addr, "--data-dir", filepath.Join(dir, "apiserver"),
 		"--etcd-servers", clientURL, "--etcd-cafile", filepath.Join(pki, "ca.crt"),
 		"--etcd-certfile", filepath.Join(pki, "apiserver-etcd-client.crt"), "--etcd-keyfile", filepath.Join(pki, "apiserver-etcd-client.key"))

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/test/etcdcluster"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -76,17 +76,6 @@ type process struct {
 	http   *http.Client
 	logs   *bytes.Buffer
 	exited chan error
-}
-
-// freeAddr returns a free loopback address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // startUp runs `corekube up` on dataDir and waits until /readyz says ok.
@@ -247,3 +236,6 @@ func (p *process) mustKubectl(args ...string) string {
 	}
 	return out
 }
+
+// freeAddr is a loopback address with a port free at the moment.
+func freeAddr(t *testing.T) string { return etcdcluster.FreeAddr(t) }

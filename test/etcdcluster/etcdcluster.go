@@ -129,8 +129,8 @@ func Start(tb testing.TB, n int, opts Options) *Cluster {
 	for i := 0; i < n; i++ {
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
-			ClientURL: scheme + "://" + freeAddr(tb),
-			PeerURL:   "http://" + freeAddr(tb),
+			ClientURL: scheme + "://" + FreeAddr(tb),
+			PeerURL:   "http://" + FreeAddr(tb),
 			DataDir:   filepath.Join(base, fmt.Sprintf("m%d", i)),
 			health:    health,
 		}
@@ -317,8 +317,8 @@ func (m *Member) WaitHealthy(ctx context.Context) error {
 	}
 }
 
-// freeAddr returns a loopback address with a port free at the moment.
-func freeAddr(tb testing.TB) string {
+// FreeAddr returns a loopback address with a port free at the moment.
+func FreeAddr(tb testing.TB) string {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
