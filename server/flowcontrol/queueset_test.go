@@ -62,6 +62,9 @@ func acquireAsync(l *level, flow uint64, seats int, wait time.Duration) <-chan *
 	return ch
 }
 
+// waitFor polls the level's state (queue lengths, seats in use) until
+// cond holds: a request parked in acquire by another goroutine sends no
+// signal of having been queued, so the test looks, with a deadline.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
