@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -202,4 +203,14 @@ type TTLStrategy interface {
 // agent): the watch cache indexes its watchers by that field.
 type WatchIndexStrategy interface {
 	WatchIndexField() string
+}
+
+// ClusterScopedAttrs is GetAttrs for a cluster-scoped resource whose only
+// selectable field is metadata.name (kube's DefaultClusterScopedAttr).
+func ClusterScopedAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	return labels.Set(m.GetLabels()), fields.Set{"metadata.name": m.GetName()}, nil
 }

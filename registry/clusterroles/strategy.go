@@ -7,7 +7,6 @@ package clusterroles
 
 import (
 	"context"
-	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -75,9 +74,5 @@ func (*Strategy) AllowCreateOnUpdate() bool { return true }
 
 // GetAttrs returns the cluster role's labels and metadata.name.
 func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	r, ok := obj.(*rbacv1.ClusterRole)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a ClusterRole")
-	}
-	return labels.Set(r.Labels), fields.Set{"metadata.name": r.Name}, nil
+	return registry.ClusterScopedAttrs(obj)
 }

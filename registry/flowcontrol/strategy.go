@@ -8,7 +8,6 @@ package flowcontrol
 
 import (
 	"context"
-	"fmt"
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -120,11 +119,7 @@ func (*FlowSchemaStrategy) AllowCreateOnUpdate() bool { return false }
 
 // GetAttrs returns the labels and metadata.name.
 func (*FlowSchemaStrategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	fs, ok := obj.(*flowcontrolv1.FlowSchema)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a flowschema")
-	}
-	return labels.Set(fs.Labels), fields.Set{"metadata.name": fs.Name}, nil
+	return registry.ClusterScopedAttrs(obj)
 }
 
 // GetResetFields: the main resource never writes the status.
@@ -140,10 +135,17 @@ func (*FlowSchemaStatusStrategy) PrepareForUpdate(_ context.Context, obj, old ru
 // ValidateUpdate validates the conditions (a type each), as kube's
 // ValidateFlowSchemaStatus.
 func (*FlowSchemaStatusStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
+	conds := obj.(*flowcontrolv1.FlowSchema).Status.Conditions
+	return validateConditionTypes(len(conds), func(i int) string { return string(conds[i].Type) })
+}
+
+// validateConditionTypes requires a type of each of n status conditions,
+// typeOf(i) being the i-th's: the one status rule of both resources.
+func validateConditionTypes(n int, typeOf func(i int) string) field.ErrorList {
 	var allErrs field.ErrorList
 	path := field.NewPath("status", "conditions")
-	for i, c := range obj.(*flowcontrolv1.FlowSchema).Status.Conditions {
-		if c.Type == "" {
+	for i := range n {
+		if typeOf(i) == "" {
 			allErrs = append(allErrs, field.Required(path.Index(i).Child("type"), "must not be empty"))
 		}
 	}
@@ -243,11 +245,7 @@ func (*PriorityLevelStrategy) AllowCreateOnUpdate() bool { return false }
 
 // GetAttrs returns the labels and metadata.name.
 func (*PriorityLevelStrategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	pl, ok := obj.(*flowcontrolv1.PriorityLevelConfiguration)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a prioritylevelconfiguration")
-	}
-	return labels.Set(pl.Labels), fields.Set{"metadata.name": pl.Name}, nil
+	return registry.ClusterScopedAttrs(obj)
 }
 
 // GetResetFields: the main resource never writes the status.
@@ -262,14 +260,8 @@ func (*PriorityLevelStatusStrategy) PrepareForUpdate(_ context.Context, obj, old
 
 // ValidateUpdate validates the conditions (a type each).
 func (*PriorityLevelStatusStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
-	var allErrs field.ErrorList
-	path := field.NewPath("status", "conditions")
-	for i, c := range obj.(*flowcontrolv1.PriorityLevelConfiguration).Status.Conditions {
-		if c.Type == "" {
-			allErrs = append(allErrs, field.Required(path.Index(i).Child("type"), "must not be empty"))
-		}
-	}
-	return allErrs
+	conds := obj.(*flowcontrolv1.PriorityLevelConfiguration).Status.Conditions
+	return validateConditionTypes(len(conds), func(i int) string { return string(conds[i].Type) })
 }
 
 // GetResetFields: a status write never changes the spec.

@@ -272,3 +272,23 @@ func TestTables(t *testing.T) {
 		t.Errorf("reject level row %v, want %v", row.Cells, want)
 	}
 }
+
+// TestStatusConditionTypes: a status write needs a type on every condition,
+// for both resources (kube's ValidateFlowSchemaStatus and
+// ValidatePriorityLevelConfigurationStatus).
+func TestStatusConditionTypes(t *testing.T) {
+	fs := flowSchema(nil)
+	fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: "Dangling"}, {}}
+	if got, want := errKeys(NewFlowSchemaStatusStrategy().ValidateUpdate(ctx, fs, fs)), []string{"FieldValueRequired status.conditions[1].type"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("flowschema status: %v, want %v", got, want)
+	}
+	pl := &flowcontrolv1.PriorityLevelConfiguration{Status: flowcontrolv1.PriorityLevelConfigurationStatus{
+		Conditions: []flowcontrolv1.PriorityLevelConfigurationCondition{{}}}}
+	if got, want := errKeys(NewPriorityLevelStatusStrategy().ValidateUpdate(ctx, pl, pl)), []string{"FieldValueRequired status.conditions[0].type"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("prioritylevel status: %v, want %v", got, want)
+	}
+	fs.Status.Conditions = fs.Status.Conditions[:1]
+	if errs := NewFlowSchemaStatusStrategy().ValidateUpdate(ctx, fs, fs); len(errs) != 0 {
+		t.Errorf("typed conditions refused: %v", errs)
+	}
+}
