@@ -80,8 +80,9 @@
 //     timestamps=&tailLines=&sinceSeconds=&sinceTime=&limitBytes= answers as
 //     the kubelet's getContainerLogs: 404 "pod %q does not exist\n" or
 //     "container %q not found in pod %q\n", then the kubelet's
-//     validateContainerLogStatus on the pod's status as the agent last wrote
-//     it (400 "container %q in pod %q is not available", "... is waiting to
+//     validateContainerLogStatus on the pod's status as the agent is
+//     writing it or last wrote it, as the kubelet's status manager (400
+//     "container %q in pod %q is not available", "... is waiting to
 //     start: ...", "previous terminated container %q in pod %q not found",
 //     ...), bad query values 400; else 200 text/plain, flushed after every
 //     write, read by the runtime's ReadLogs (tail, since, limitBytes,

@@ -164,7 +164,7 @@ func (a *Agent) podByName(namespace, name string) (*v1.Pod, *node) {
 	a.workersMu.Lock()
 	defer a.workersMu.Unlock()
 	for _, w := range a.workers {
-		pod, removed := w.snapshot()
+		pod, removed := w.statusView()
 		if pod != nil && !removed && pod.Name == name && pod.Namespace == namespace {
 			return pod, w.node
 		}

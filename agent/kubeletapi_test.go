@@ -359,3 +359,23 @@ func TestKubeletAPIStopsWithAgent(t *testing.T) {
 		t.Fatal("kubelet API still serving after Run returned")
 	}
 }
+
+// TestStatusViewWhileWriting: while a pods/status write is in flight the
+// kubelet API reads the status being written, so a client that saw the
+// write's watch event does not find the agent behind it.
+func TestStatusViewWhileWriting(t *testing.T) {
+	w := newPodWorker("u", nil)
+	w.setPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: "5"}, Status: v1.PodStatus{Phase: v1.PodPending}}, true)
+	running := v1.PodStatus{Phase: v1.PodRunning}
+	w.setWriting(&running)
+	if pod, _ := w.statusView(); pod.Status.Phase != v1.PodRunning || pod.Name != "p" {
+		t.Errorf("during the write: %q %q, want p Running", pod.Name, pod.Status.Phase)
+	}
+	if pod, _ := w.snapshot(); pod.Status.Phase != v1.PodPending {
+		t.Errorf("the worker's own pod changed to %q", pod.Status.Phase)
+	}
+	w.setWriting(nil)
+	if pod, _ := w.statusView(); pod.Status.Phase != v1.PodPending {
+		t.Errorf("after a failed write: %q, want the last written Pending", pod.Status.Phase)
+	}
+}

@@ -29,6 +29,11 @@ type podWorker struct {
 	mu      sync.Mutex
 	pod     *v1.Pod
 	removed bool
+	// writing is the status being written through pods/status, nil when
+	// no write is in flight: the kubelet API reads it, as the kubelet's
+	// status manager answers with the status it is syncing, so a client
+	// that saw the write's watch event never finds the agent behind it.
+	writing *v1.PodStatus
 
 	startTime time.Time
 	backoff   map[string]*backoffEntry
@@ -96,6 +101,27 @@ func (w *podWorker) setPod(pod *v1.Pod, fromInformer bool) {
 	if newerOrSame(pod.ResourceVersion, w.pod.ResourceVersion) {
 		w.pod = pod
 	}
+}
+
+// setWriting records the status a pods/status write is about to send, or
+// clears it (nil) when the write is over.
+func (w *podWorker) setWriting(status *v1.PodStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writing = status
+}
+
+// statusView is the pod as the kubelet API shows it: with the status being
+// written, when a write is in flight.
+func (w *podWorker) statusView() (*v1.Pod, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pod == nil || w.writing == nil {
+		return w.pod, w.removed
+	}
+	view := *w.pod
+	view.Status = *w.writing
+	return &view, w.removed
 }
 
 func (w *podWorker) setRemoved() {
@@ -671,7 +697,11 @@ func (a *Agent) writeStatus(ctx context.Context, w *podWorker, pod *v1.Pod, stat
 	}
 	next := pod.DeepCopy()
 	next.Status = status
+	w.setWriting(&next.Status)
 	updated, err := a.clientFor(pod.Spec.NodeName).CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+	// setPod below records the written status; until then the kubelet API
+	// reads the one in flight.
+	defer w.setWriting(nil)
 	if err == nil {
 		w.setPod(updated, false)
 		return updated, nil
