@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/corekube/corekube/admission"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"time"
 
@@ -40,6 +41,11 @@ type Config struct {
 	UnsafeNoFsync bool
 	// Logger is the server's logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics is the registry /metrics serves; nil means a new one. `up`
+	// passes one registry to the server and to every component it runs in
+	// the process, so that one /metrics serves them all. The server
+	// registers its own collectors (and Go's and the process's) in it.
+	Metrics *prometheus.Registry
 	// ShutdownTimeout bounds the graceful shutdown of open requests
 	// (default RequestTimeout, as kube).
 	ShutdownTimeout time.Duration

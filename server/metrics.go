@@ -2,44 +2,87 @@ package server
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/watch"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metricsHandler serves the watch caches' figures in the Prometheus text
-// format: enough to see watchers being closed for falling behind without
-// a metrics library.
-//
-// extra write more metrics after those (the audit backend's).
-func metricsHandler(api *handlers.API, extra ...func(io.Writer)) http.HandlerFunc {
-	type metric struct {
-		name, kind, help string
-		value            func(s watch.Stats) float64
+// Metrics is the registry /metrics serves: the server's, and in `up`
+// every in-process component's.
+func (s *Server) Metrics() *prometheus.Registry { return s.metrics }
+
+// setupMetrics takes the configured registry (or makes one) and registers
+// what every kube component exports: Go's runtime and the process's
+// collectors, under their usual go_* and process_* names.
+func (s *Server) setupMetrics() error {
+	s.metrics = s.cfg.Metrics
+	if s.metrics == nil {
+		s.metrics = prometheus.NewRegistry()
 	}
-	metrics := []metric{
-		{"corekube_watch_cache_objects", "gauge", "Objects in the watch cache.", func(s watch.Stats) float64 { return float64(s.Objects) }},
-		{"corekube_watch_cache_watchers", "gauge", "Open watches served by the watch cache.", func(s watch.Stats) float64 { return float64(s.Watchers) }},
-		{"corekube_watch_cache_revision", "gauge", "The etcd revision the watch cache reflects.", func(s watch.Stats) float64 { return float64(s.Revision) }},
-		{"corekube_watch_cache_slow_watchers_closed_total", "counter", "Watches closed because they fell too far behind.", func(s watch.Stats) float64 { return float64(s.SlowWatchersClosed) }},
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := s.metrics.Register(c); err != nil {
+			return fmt.Errorf("register the Go and process metrics: %w", err)
+		}
 	}
-	return func(w http.ResponseWriter, r *http.Request) {
-		var b strings.Builder
-		resources := api.Resources()
-		for _, m := range metrics {
-			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", m.name, m.help, m.name, m.kind)
-			for _, res := range resources {
-				info := res.Store.Info()
-				fmt.Fprintf(&b, "%s{group=%q,resource=%q} %g\n", m.name, info.Group, info.Resource, m.value(res.Store.CacheStats()))
-			}
+	return nil
+}
+
+// metricsHandler serves the registry in the Prometheus exposition formats
+// after registering the collectors that read the server's parts at each
+// scrape (watch caches, audit, API Priority and Fairness).
+func (s *Server) metricsHandler(api *handlers.API) http.Handler {
+	s.metrics.MustRegister(cacheCollector{api})
+	if s.audit != nil {
+		s.metrics.MustRegister(s.audit.backend)
+	}
+	if s.apf != nil {
+		s.metrics.MustRegister(s.apf.ctl)
+	}
+	return promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{ErrorLog: slogPrinter{s}})
+}
+
+// slogPrinter sends promhttp's gathering errors to the server's log.
+type slogPrinter struct{ s *Server }
+
+func (p slogPrinter) Println(v ...any) { p.s.log.Error("gather metrics", "err", fmt.Sprint(v...)) }
+
+// cacheCollector reads the watch caches' figures at each scrape: enough
+// to see watchers being closed for falling behind.
+type cacheCollector struct{ api *handlers.API }
+
+var cacheMetrics = []struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(s watch.Stats) float64
+}{
+	{prometheus.NewDesc("corekube_watch_cache_objects", "Objects in the watch cache.", []string{"group", "resource"}, nil),
+		prometheus.GaugeValue, func(s watch.Stats) float64 { return float64(s.Objects) }},
+	{prometheus.NewDesc("corekube_watch_cache_watchers", "Open watches served by the watch cache.", []string{"group", "resource"}, nil),
+		prometheus.GaugeValue, func(s watch.Stats) float64 { return float64(s.Watchers) }},
+	{prometheus.NewDesc("corekube_watch_cache_revision", "The etcd revision the watch cache reflects.", []string{"group", "resource"}, nil),
+		prometheus.GaugeValue, func(s watch.Stats) float64 { return float64(s.Revision) }},
+	{prometheus.NewDesc("corekube_watch_cache_slow_watchers_closed_total", "Watches closed because they fell too far behind.", []string{"group", "resource"}, nil),
+		prometheus.CounterValue, func(s watch.Stats) float64 { return float64(s.SlowWatchersClosed) }},
+}
+
+func (c cacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range cacheMetrics {
+		ch <- m.desc
+	}
+}
+
+func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, res := range c.api.Resources() {
+		info, stats := res.Store.Info(), res.Store.CacheStats()
+		for _, m := range cacheMetrics {
+			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(stats), info.Group, info.Resource)
 		}
-		for _, write := range extra {
-			write(&b)
-		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_, _ = w.Write([]byte(b.String()))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
@@ -47,14 +46,7 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	healthRoutes(r, "healthz", []healthCheck{ping, etcd})
 	healthRoutes(r, "livez", []healthCheck{ping})
 	healthRoutes(r, "readyz", []healthCheck{ping, etcd, informerSync, shutdown})
-	var metricsExtra []func(io.Writer)
-	if s.audit != nil {
-		metricsExtra = append(metricsExtra, s.audit.backend.Metrics)
-	}
-	if s.apf != nil {
-		metricsExtra = append(metricsExtra, s.apf.ctl.WriteMetrics)
-	}
-	r.Get("/metrics", metricsHandler(api, metricsExtra...))
+	r.Method(http.MethodGet, "/metrics", s.metricsHandler(api))
 	if s.cfg.Profiling {
 		// kube-apiserver's --profiling (on by default): Go's profiles at
 		// /debug/pprof/, e.g. `go tool pprof http://ADDR/debug/pprof/heap`.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"net/http"
@@ -47,6 +48,8 @@ type Server struct {
 	// as system:apiserver in system:masters.
 	loopbackToken string
 	loopbackUID   string
+	// metrics is the registry /metrics serves (metrics.go).
+	metrics *prometheus.Registry
 	// tls is the serving TLS material (nil with InsecureHTTP).
 	tls *serving
 	// audit is the audit log (nil when off).
@@ -84,6 +87,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger}
+	if err := s.setupMetrics(); err != nil {
+		return nil, err
+	}
 	s.longRunningCtx, s.endLongRunning = context.WithCancel(context.Background())
 	if s.loopbackToken, err = newLoopbackToken(); err != nil {
 		return nil, err

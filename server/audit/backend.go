@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"log/slog"
 	"sync"
@@ -122,9 +122,24 @@ func (b *LogBackend) Run(ctx context.Context) {
 // Wait waits until Run has returned.
 func (b *LogBackend) Wait() { <-b.done }
 
-// Metrics writes the backend's counters in the Prometheus text format
-// under kube's names.
-func (b *LogBackend) Metrics(w io.Writer) {
-	fmt.Fprintf(w, "# HELP apiserver_audit_event_total [ALPHA] Counter of audit events generated and sent to the audit backend.\n# TYPE apiserver_audit_event_total counter\napiserver_audit_event_total %d\n", b.Total())
-	fmt.Fprintf(w, "# HELP apiserver_audit_error_total [ALPHA] Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.\n# TYPE apiserver_audit_error_total counter\napiserver_audit_error_total{plugin=\"log\"} %d\n", b.Dropped()+b.Failed())
+// The backend's counters under kube's names.
+var (
+	auditEventDesc = prometheus.NewDesc("apiserver_audit_event_total",
+		"[ALPHA] Counter of audit events generated and sent to the audit backend.", nil, nil)
+	auditErrorDesc = prometheus.NewDesc("apiserver_audit_error_total",
+		"[ALPHA] Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
+		[]string{"plugin"}, nil)
+)
+
+// Describe implements prometheus.Collector: the backend is registered
+// with the server's metrics registry and read at every scrape.
+func (b *LogBackend) Describe(ch chan<- *prometheus.Desc) {
+	ch <- auditEventDesc
+	ch <- auditErrorDesc
+}
+
+// Collect implements prometheus.Collector.
+func (b *LogBackend) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(auditEventDesc, prometheus.CounterValue, float64(b.Total()))
+	ch <- prometheus.MustNewConstMetric(auditErrorDesc, prometheus.CounterValue, float64(b.Dropped()+b.Failed()), "log")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/corekube/corekube/test/metricstest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -186,9 +187,8 @@ func TestLogBackendDropsWhenFull(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &ev); err != nil || ev.AuditID != "b" {
 		t.Errorf("second line %q: %v", lines[1], err)
 	}
-	var m strings.Builder
-	b.Metrics(&m)
-	if !strings.Contains(m.String(), "apiserver_audit_event_total 5\n") || !strings.Contains(m.String(), `apiserver_audit_error_total{plugin="log"} 3`) {
-		t.Errorf("metrics:\n%s", m.String())
+	m := metricstest.Text(t, b)
+	if !strings.Contains(m, "apiserver_audit_event_total 5\n") || !strings.Contains(m, `apiserver_audit_error_total{plugin="log"} 3`) {
+		t.Errorf("metrics:\n%s", m)
 	}
 }

@@ -1,6 +1,7 @@
 package flowcontrol
 
 import (
+	"github.com/corekube/corekube/test/metricstest"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -56,15 +57,14 @@ func TestHandlerRejects(t *testing.T) {
 	if c.Rejected() != 1 {
 		t.Errorf("rejected %d", c.Rejected())
 	}
-	var m strings.Builder
-	c.WriteMetrics(&m)
+	m := metricstest.Text(t, c)
 	for _, want := range []string{
 		`apiserver_flowcontrol_rejected_requests_total{flow_schema="catch-all",priority_level="catch-all",reason="concurrency-limit"} 1`,
 		`apiserver_flowcontrol_current_executing_seats{priority_level="catch-all"} 1`,
 		`apiserver_flowcontrol_nominal_limit_seats{priority_level="catch-all"} 1`,
 	} {
-		if !strings.Contains(m.String(), want+"\n") {
-			t.Errorf("metrics lack %s:\n%s", want, m.String())
+		if !strings.Contains(string(m), want+"\n") {
+			t.Errorf("metrics lack %s:\n%s", want, m)
 		}
 	}
 	// The admin is exempt; logs are long-running: both pass.

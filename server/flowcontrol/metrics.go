@@ -1,10 +1,9 @@
 package flowcontrol
 
 import (
-	"fmt"
-	"io"
-	"slices"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // rejections counts the 429s by schema, level and reason, as kube's
@@ -23,50 +22,55 @@ func (r *rejections) add(schema, level string, reason rejectReason) {
 	r.counts[[3]string{schema, level, string(reason)}]++
 }
 
-// WriteMetrics writes kube's APF metrics (a subset: rejections, and per
-// level the seats executing, the requests waiting and the limit) in the
-// Prometheus text format.
-func (c *Controller) WriteMetrics(w io.Writer) {
+// The descriptions of kube's APF metrics this package keeps (a subset:
+// rejections, and per level the seats executing, the requests waiting
+// and the limit), with kube's names, help and labels.
+var (
+	rejectedDesc = prometheus.NewDesc("apiserver_flowcontrol_rejected_requests_total",
+		"[BETA] Number of requests rejected by API Priority and Fairness subsystem",
+		[]string{"flow_schema", "priority_level", "reason"}, nil)
+	executingSeatsDesc = prometheus.NewDesc("apiserver_flowcontrol_current_executing_seats",
+		"[BETA] Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem",
+		[]string{"priority_level"}, nil)
+	inqueueDesc = prometheus.NewDesc("apiserver_flowcontrol_current_inqueue_requests",
+		"[BETA] Number of requests currently pending in queues of the API Priority and Fairness subsystem",
+		[]string{"priority_level"}, nil)
+	nominalLimitDesc = prometheus.NewDesc("apiserver_flowcontrol_nominal_limit_seats",
+		"[BETA] Nominal number of execution seats configured for each priority level",
+		[]string{"priority_level"}, nil)
+)
+
+// Describe implements prometheus.Collector: the controller is registered
+// with the server's metrics registry and read at every scrape.
+func (c *Controller) Describe(ch chan<- *prometheus.Desc) {
+	ch <- rejectedDesc
+	ch <- executingSeatsDesc
+	ch <- inqueueDesc
+	ch <- nominalLimitDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c *Controller) Collect(ch chan<- prometheus.Metric) {
 	c.rejections.mu.Lock()
-	keys := make([][3]string, 0, len(c.rejections.counts))
-	for k := range c.rejections.counts {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [3]string) int { return slices.Compare(a[:], b[:]) })
-	fmt.Fprintf(w, "# HELP apiserver_flowcontrol_rejected_requests_total Number of requests rejected by API Priority and Fairness subsystem\n# TYPE apiserver_flowcontrol_rejected_requests_total counter\n")
-	for _, k := range keys {
-		fmt.Fprintf(w, "apiserver_flowcontrol_rejected_requests_total{flow_schema=%q,priority_level=%q,reason=%q} %d\n", k[0], k[1], k[2], c.rejections.counts[k])
+	for k, n := range c.rejections.counts {
+		ch <- prometheus.MustNewConstMetric(rejectedDesc, prometheus.CounterValue, float64(n), k[0], k[1], k[2])
 	}
 	c.rejections.mu.Unlock()
 
 	c.mu.Lock()
-	names := make([]string, 0, len(c.levels))
-	levels := map[string]*level{}
+	levels := make(map[string]*level, len(c.levels))
 	for name, l := range c.levels {
 		if !l.exempt && name != fallbackLevel {
-			names = append(names, name)
 			levels[name] = l
 		}
 	}
 	c.mu.Unlock()
-	slices.Sort(names)
-	type gauge struct{ name, help string }
-	gauges := []gauge{
-		{"apiserver_flowcontrol_current_executing_seats", "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem"},
-		{"apiserver_flowcontrol_current_inqueue_requests", "Number of requests currently pending in queues of the API Priority and Fairness subsystem"},
-		{"apiserver_flowcontrol_nominal_limit_seats", "Nominal number of execution seats configured for each priority level"},
-	}
-	values := map[string][3]int{}
-	for _, name := range names {
-		l := levels[name]
+	for name, l := range levels {
 		l.mu.Lock()
-		values[name] = [3]int{l.inUse, l.waiting, l.limit}
+		inUse, waiting, limit := l.inUse, l.waiting, l.limit
 		l.mu.Unlock()
-	}
-	for i, g := range gauges {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n", g.name, g.help, g.name)
-		for _, name := range names {
-			fmt.Fprintf(w, "%s{priority_level=%q} %d\n", g.name, name, values[name][i])
-		}
+		ch <- prometheus.MustNewConstMetric(executingSeatsDesc, prometheus.GaugeValue, float64(inUse), name)
+		ch <- prometheus.MustNewConstMetric(inqueueDesc, prometheus.GaugeValue, float64(waiting), name)
+		ch <- prometheus.MustNewConstMetric(nominalLimitDesc, prometheus.GaugeValue, float64(limit), name)
 	}
 }
