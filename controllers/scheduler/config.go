@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"k8s.io/utils/clock"
 )
 
@@ -19,6 +21,9 @@ type Config struct {
 	SchedulerName string
 	// Logger receives the scheduler's logs; nil is slog.Default().
 	Logger *slog.Logger
+	// Metrics is where the scheduler registers kube-scheduler's metrics
+	// (scheduler_*); nil means none.
+	Metrics prometheus.Registerer
 	// Clock drives back-offs and periodic work; nil is the real clock.
 	Clock clock.WithTicker
 

@@ -47,6 +47,12 @@ type podEntry struct {
 	attempts    int
 	lastFailure time.Time
 	parkedAt    time.Time
+	// readyAt is when the back-off of a queued pod ends (kube's backoffQ
+	// until then, activeQ after).
+	readyAt time.Time
+	// firstAttempt is when the first attempt started (the start of
+	// scheduler_pod_scheduling_sli_duration_seconds).
+	firstAttempt time.Time
 	// missed: a cluster change that may let the pod fit arrived while its
 	// failure was being recorded, so it is not parked but retried.
 	missed bool

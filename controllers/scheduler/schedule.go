@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,18 +28,30 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 		return
 	}
 	pod := e.pod
+	start := s.cfg.Clock.Now()
+	if e.firstAttempt.IsZero() {
+		e.firstAttempt = start
+	}
 	node, msg := s.decide(e)
 	if node != "" {
 		e.state = stateBinding
 		s.cache.setPod(key, &assignedPod{node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true})
+		a := attempt{start: start, first: e.firstAttempt, n: e.attempts + 1}
 		s.mu.Unlock()
-		s.submit(ctx, func(ctx context.Context) { s.bind(ctx, key, pod, node) })
+		s.submit(ctx, func(ctx context.Context) { s.bind(ctx, key, pod, node, a) })
 		return
 	}
 	e.state = stateFailing
 	e.missed = false
 	s.waiting[key] = e
 	s.mu.Unlock()
+	// Kube reports an attempt without nodes as an error, not as a fit
+	// error.
+	result := idxUnschedulable
+	if msg == msgNoNodes {
+		result = idxError
+	}
+	s.metrics.attempt(result, start, s.cfg.Clock.Now())
 	s.submit(ctx, func(ctx context.Context) { s.recordFailure(ctx, key, pod, msg) })
 }
 
@@ -88,8 +101,16 @@ func numFeasibleNodesToFind(percentage, numAllNodes int) int {
 	return max(numAllNodes*percentage/100, minFeasibleNodesToFind)
 }
 
+// attempt is what the metrics need of an attempt whose binding is in
+// flight (the pod's entry may be gone when it completes: the informer
+// can see the pod bound first).
+type attempt struct {
+	start, first time.Time // of this attempt, of the pod's first
+	n            int       // attempts so far, this one included
+}
+
 // bind posts the binding and reports the outcome as kube-scheduler does.
-func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node string) {
+func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node string, a attempt) {
 	binding := &v1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
 		Target:     v1.ObjectReference{Kind: "Node", Name: node},
@@ -97,6 +118,9 @@ func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node stri
 	err := s.client.CoreV1().Pods(pod.Namespace).Bind(ctx, binding, metav1.CreateOptions{})
 	if err == nil {
 		s.events.Eventf(pod, v1.EventTypeNormal, "Scheduled", "Binding", false, "Successfully assigned %v/%v to %v", pod.Namespace, pod.Name, node)
+		now := s.cfg.Clock.Now()
+		s.metrics.attempt(idxScheduled, a.start, now)
+		s.metrics.scheduled(a.n, a.first, now)
 		s.mu.Lock()
 		if e := s.pending[key]; e != nil && e.state == stateBinding && e.pod.UID == pod.UID {
 			s.dropPending(key)
@@ -107,11 +131,12 @@ func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node stri
 	if ctx.Err() != nil {
 		return
 	}
+	s.metrics.attempt(idxError, a.start, s.cfg.Clock.Now())
 	s.log.Info("binding failed", "pod", key, "node", node, "err", err)
 	s.mu.Lock()
 	if p := s.cache.pods[key]; p != nil && p.assumed && p.node == node {
 		s.cache.removePod(key)
-		s.markDirty(node)
+		s.markDirty(node, eventAssignedPodDelete)
 	}
 	e := s.pending[key]
 	retry := e != nil && e.state == stateBinding && e.pod.UID == pod.UID
@@ -122,7 +147,7 @@ func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node stri
 		} else {
 			e.attempts++
 			e.lastFailure = s.cfg.Clock.Now()
-			s.requeue(e)
+			s.requeue(e, eventScheduleAttemptFailure)
 		}
 	}
 	s.mu.Unlock()
@@ -161,11 +186,12 @@ func (s *Scheduler) recordFailure(ctx context.Context, key string, pod *v1.Pod, 
 	now := s.cfg.Clock.Now()
 	e.lastFailure = now
 	if e.missed {
-		s.requeue(e)
+		s.requeue(e, eventScheduleAttemptFailure)
 		return
 	}
 	e.state = stateParked
 	e.parkedAt = now
+	s.metrics.incomingPod(queueUnschedulable, eventScheduleAttemptFailure)
 }
 
 // podScheduledPatch is the strategic merge patch of pods/status that sets

@@ -37,12 +37,17 @@ type Scheduler struct {
 	pending map[string]*podEntry // pods to place, by namespace/name
 	waiting map[string]*podEntry // the pending pods parked or failing
 	dirty   map[string]struct{}  // nodes that changed since the last move pass
+	// dirtyEvent is kube's event label for the latest change in dirty
+	// (scheduler_queue_incoming_pods_total).
+	dirtyEvent string
 	// scheduling scratch and round-robin state (scheduling goroutine, under mu)
 	nextStart int
 	tie       int
 	feasible  []*nodeInfo
 	failures  []failure
 	buf       scoreBuf
+
+	metrics *schedulerMetrics
 
 	queue   workqueue.TypedDelayingInterface[string]
 	moveCh  chan struct{}
@@ -60,9 +65,11 @@ type runningInformers struct {
 }
 
 // New returns a scheduler that talks to the API server through client.
+// Its metrics go to cfg.Metrics; when they cannot be registered there (a
+// second scheduler on one registry) it logs why and runs without.
 func New(client kubernetes.Interface, cfg Config) *Scheduler {
 	cfg = cfg.withDefaults()
-	return &Scheduler{
+	s := &Scheduler{
 		client:  client,
 		cfg:     cfg,
 		log:     cfg.Logger.With("controller", "scheduler"),
@@ -74,6 +81,12 @@ func New(client kubernetes.Interface, cfg Config) *Scheduler {
 		moveCh:  make(chan struct{}, 1),
 		apiCh:   make(chan func(context.Context), cfg.APIWorkers),
 	}
+	m, err := newSchedulerMetrics(s, cfg.Metrics)
+	if err != nil {
+		s.log.Error("scheduler metrics not registered", "err", err)
+	}
+	s.metrics = m
+	return s
 }
 
 // NewForConfig returns a scheduler for the server restConfig points at. A
@@ -251,7 +264,7 @@ func (s *Scheduler) onPod(obj any) {
 			ports:   podHostPorts(pod),
 		})
 		if left != "" {
-			s.markDirty(left)
+			s.markDirty(left, eventAssignedPodDelete)
 		}
 		return
 	}
@@ -266,8 +279,10 @@ func (s *Scheduler) onPod(obj any) {
 		delete(s.waiting, key)
 		if gated(pod) {
 			e.state = stateGated
+			s.metrics.incomingPod(queueUnschedulable, eventPodAdd)
 		} else {
 			s.queue.Add(key)
+			s.metrics.incomingPod(queueActive, eventPodAdd)
 		}
 		return
 	}
@@ -282,10 +297,12 @@ func (s *Scheduler) onPod(obj any) {
 	case stateGated:
 		if !gated(pod) {
 			e.state = stateQueued
+			e.readyAt = time.Time{}
 			s.queue.Add(key)
+			s.metrics.incomingPod(queueActive, eventUnscheduledPodUpdate)
 		}
 	case stateParked:
-		s.requeue(e)
+		s.requeue(e, eventUnscheduledPodUpdate)
 	case stateFailing:
 		e.missed = true
 	}
@@ -304,7 +321,7 @@ func (s *Scheduler) onPodDelete(obj any) {
 	defer s.mu.Unlock()
 	s.dropPending(key)
 	if node := s.cache.removePod(key); node != "" {
-		s.markDirty(node)
+		s.markDirty(node, eventAssignedPodDelete)
 	}
 }
 
@@ -315,8 +332,12 @@ func (s *Scheduler) onNode(obj any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	event := eventNodeUpdate
+	if ni := s.cache.nodes[node.Name]; ni == nil || ni.node == nil {
+		event = eventNodeAdd
+	}
 	if s.cache.setNode(node) {
-		s.markDirty(node.Name)
+		s.markDirty(node.Name, event)
 	}
 }
 
@@ -336,10 +357,11 @@ func (s *Scheduler) dropPending(key string) {
 	delete(s.waiting, key)
 }
 
-// markDirty notes that node changed so parked pods may now fit it; s.mu
-// is held.
-func (s *Scheduler) markDirty(node string) {
+// markDirty notes that node changed (kube's event label event) so parked
+// pods may now fit it; s.mu is held.
+func (s *Scheduler) markDirty(node, event string) {
 	s.dirty[node] = struct{}{}
+	s.dirtyEvent = event
 	select {
 	case s.moveCh <- struct{}{}:
 	default:
@@ -357,8 +379,9 @@ func (s *Scheduler) backoff(attempts int) time.Duration {
 }
 
 // requeue puts a parked or failing pod back in the queue once its back-off
-// (counted from its last failure) is over; s.mu is held.
-func (s *Scheduler) requeue(e *podEntry) {
+// (counted from its last failure) is over, because of event (kube's
+// label); s.mu is held.
+func (s *Scheduler) requeue(e *podEntry, event string) {
 	e.state = stateQueued
 	e.missed = false
 	delete(s.waiting, e.key)
@@ -366,6 +389,14 @@ func (s *Scheduler) requeue(e *podEntry) {
 	if e.attempts > 0 {
 		delay = e.lastFailure.Add(s.backoff(e.attempts)).Sub(s.cfg.Clock.Now())
 	}
+	queue := queueActive
+	if delay > 0 {
+		queue = queueBackoff
+		e.readyAt = s.cfg.Clock.Now().Add(delay)
+	} else {
+		e.readyAt = time.Time{}
+	}
+	s.metrics.incomingPod(queue, event)
 	s.queue.AddAfter(e.key, delay)
 }
 
@@ -402,11 +433,12 @@ func (s *Scheduler) moveForDirtyNodes() {
 		}
 	}
 	clear(s.dirty)
+	event := s.dirtyEvent
 	for _, e := range s.waiting {
 		for _, ni := range nodes {
 			if f := filter(e, ni); f.kind == fits {
 				if e.state == stateParked {
-					s.requeue(e)
+					s.requeue(e, event)
 				} else {
 					e.missed = true
 				}
@@ -422,7 +454,7 @@ func (s *Scheduler) flushParked() {
 	now := s.cfg.Clock.Now()
 	for _, e := range s.waiting {
 		if e.state == stateParked && now.Sub(e.parkedAt) >= s.cfg.MaxUnschedulableDuration {
-			s.requeue(e)
+			s.requeue(e, eventUnschedulableTimeout)
 		}
 	}
 }
