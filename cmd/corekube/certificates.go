@@ -16,6 +16,8 @@ import (
 
 	"github.com/corekube/corekube/auth/pki"
 	"github.com/corekube/corekube/controllers/certificates"
+	"github.com/corekube/corekube/controllers/workqueuemetrics"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // signingOptions are kube-controller-manager's --cluster-signing-* flags:
@@ -72,8 +74,13 @@ func upSigningCA(certDir string) (*pki.CA, error) {
 // certificatesLoops are the CSR approver and signer (signer only with a
 // CA) and the loop of their informers: one watch of CSRs, apart from the
 // other controllers' factory, so that `up` and `corekube controllers` add
-// them without changing the others.
-func certificatesLoops(cfg *rest.Config, ca *pki.CA, log *slog.Logger) ([]loop, error) {
+// them without changing the others. Its workqueue's metrics go to
+// metrics (nil: none).
+func certificatesLoops(cfg *rest.Config, ca *pki.CA, log *slog.Logger, metrics prometheus.Registerer) ([]loop, error) {
+	queues, err := workqueuemetrics.For(metrics)
+	if err != nil {
+		return nil, err
+	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = useragent.For(useragent.KubeControllerManager, "certificate-controller")
 	client, err := kubernetes.NewForConfig(cfg)
@@ -81,7 +88,7 @@ func certificatesLoops(cfg *rest.Config, ca *pki.CA, log *slog.Logger) ([]loop, 
 		return nil, fmt.Errorf("certificates controller: %w", err)
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	ctrl, err := certificates.New(client, factory, certificates.Config{Logger: log, CA: ca})
+	ctrl, err := certificates.New(client, factory, certificates.Config{Logger: log, CA: ca, QueueMetrics: queues})
 	if err != nil {
 		return nil, err
 	}

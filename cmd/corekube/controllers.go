@@ -27,11 +27,14 @@ func restConfigFrom(path string) (*rest.Config, error) {
 // With --leader-elect (the default, as kube-scheduler's and
 // kube-controller-manager's), only the holder of the Lease leaseName in
 // kube-system runs them; `up` runs the same loops in-process without.
-func newLoopsCommand(use, short string, set loopSet, leaseName string) *cobra.Command {
+// Every process, leading or not, serves /healthz, /livez, /readyz and
+// /metrics over HTTPS on port (kube's --secure-port; 0: not at all).
+func newLoopsCommand(use, short string, set loopSet, leaseName string, port int) *cobra.Command {
 	var (
 		kubeconfig string
 		signing    signingOptions
 		election   leaderElection
+		serving    servingOptions
 	)
 	cmd := &cobra.Command{
 		Use:   use,
@@ -42,7 +45,8 @@ func newLoopsCommand(use, short string, set loopSet, leaseName string) *cobra.Co
 			if err != nil {
 				return err
 			}
-			loops, err := newLoops(cfg, set, slog.Default())
+			reg := newComponentRegistry()
+			loops, err := newLoops(cfg, set, slog.Default(), reg)
 			if err != nil {
 				return err
 			}
@@ -51,12 +55,17 @@ func newLoopsCommand(use, short string, set loopSet, leaseName string) *cobra.Co
 				if err != nil {
 					return err
 				}
-				certs, err := certificatesLoops(cfg, ca, slog.Default())
+				certs, err := certificatesLoops(cfg, ca, slog.Default(), reg)
 				if err != nil {
 					return err
 				}
 				loops = append(loops, certs...)
 			}
+			waitServing, err := serving.serve(cmd.Context(), cfg, reg, slog.Default())
+			if err != nil {
+				return err
+			}
+			defer waitServing()
 			if election.enabled {
 				id, err := electionIdentity()
 				if err != nil {
@@ -72,6 +81,7 @@ func newLoopsCommand(use, short string, set loopSet, leaseName string) *cobra.Co
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
 	election.addFlags(cmd.Flags(), leaseName)
+	serving.addFlags(cmd.Flags(), port)
 	if set&controllerLoops != 0 {
 		signing.addFlags(cmd.Flags())
 	}
@@ -79,10 +89,10 @@ func newLoopsCommand(use, short string, set loopSet, leaseName string) *cobra.Co
 }
 
 func newSchedulerCommand() *cobra.Command {
-	return newLoopsCommand("scheduler", "Run the scheduler against an API server", schedulerLoop, "kube-scheduler")
+	return newLoopsCommand("scheduler", "Run the scheduler against an API server", schedulerLoop, "kube-scheduler", schedulerSecurePort)
 }
 
 func newControllersCommand() *cobra.Command {
 	return newLoopsCommand("controllers", "Run the controllers (namespace, service account, node lifecycle, pod GC, ...) against an API server",
-		namespaceLoop|controllerLoops, "kube-controller-manager")
+		namespaceLoop|controllerLoops, "kube-controller-manager", controllersSecurePort)
 }

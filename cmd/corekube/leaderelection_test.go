@@ -96,7 +96,7 @@ func fastElection(name string) leaderElection {
 
 func startCandidate(t *testing.T, electCfg, loopsCfg *rest.Config, set loopSet, o leaderElection, id string, log *slog.Logger) *candidate {
 	t.Helper()
-	loops, err := newLoops(loopsCfg, set, log)
+	loops, err := newLoops(loopsCfg, set, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

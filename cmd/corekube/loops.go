@@ -13,8 +13,11 @@ import (
 	"github.com/corekube/corekube/controllers/scheduler"
 	"github.com/corekube/corekube/controllers/serviceaccount"
 	"github.com/corekube/corekube/controllers/sharedinformers"
+	"github.com/corekube/corekube/controllers/workqueuemetrics"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // loop is a long-running part of the process (a controller, the node
@@ -47,23 +50,29 @@ const (
 // namespace and ServiceAccounts controllers always (namespaces are never
 // deleted without the one, pods never admitted without the other);
 // with all, also the scheduler, node lifecycle, pod GC and disruption
-// controllers, as `up` runs them in one process.
-func controlLoops(cfg *rest.Config, all bool) ([]loop, error) {
+// controllers, as `up` runs them in one process. Their metrics go to
+// metrics (the server's registry, so that its /metrics has them).
+func controlLoops(cfg *rest.Config, all bool, metrics prometheus.Registerer) ([]loop, error) {
 	set := namespaceLoop
 	if all {
 		set |= schedulerLoop | controllerLoops
 	}
-	return newLoops(cfg, set, slog.Default())
+	return newLoops(cfg, set, slog.Default(), metrics)
 }
 
-// newLoops returns the loops of set for a server at cfg, logging to log.
-// Everything is constructed before it returns, so the shared informers
-// (started by their loop in runLoops) start after every controller has
-// registered its handlers.
-func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
+// newLoops returns the loops of set for a server at cfg, logging to log
+// and registering their metrics (the scheduler's, the workqueues') on
+// metrics (nil: none). Everything is constructed before it returns, so
+// the shared informers (started by their loop in runLoops) start after
+// every controller has registered its handlers.
+func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger, metrics prometheus.Registerer) ([]loop, error) {
+	queues, err := workqueuemetrics.For(metrics)
+	if err != nil {
+		return nil, err
+	}
 	var loops []loop
 	if set&namespaceLoop != 0 {
-		ns, err := namespace.New(cfg, log)
+		ns, err := namespace.New(cfg, log, queues)
 		if err != nil {
 			return nil, err
 		}
@@ -76,14 +85,14 @@ func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
 		// Sharing would put the terminated pods (pod GC keeps up to 12,500)
 		// in its cache and its fields in every controller's pods, and
 		// would tie `corekube scheduler` to the controllers' informers.
-		sched, err := scheduler.NewForConfig(cfg, scheduler.Config{Logger: log})
+		sched, err := scheduler.NewForConfig(cfg, scheduler.Config{Logger: log, Metrics: metrics})
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: %w", err)
 		}
 		loops = append(loops, loop{name: "scheduler", start: sched.Start, warm: sched.Warm})
 	}
 	if set&(namespaceLoop|controllerLoops) != 0 {
-		ctrls, err := sharedInformerLoops(cfg, set, log)
+		ctrls, err := sharedInformerLoops(cfg, set, log, queues)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +105,8 @@ func newLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
 // informer factory (one cache and one watch of pods, of nodes, ...), as
 // kube-controller-manager's share its SharedInformerFactory, and the loop
 // that owns the factory: it starts it and, once ctx ended, shuts it down.
-func sharedInformerLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loop, error) {
+// queues gives their workqueues metrics (nil: none).
+func sharedInformerLoops(cfg *rest.Config, set loopSet, log *slog.Logger, queues workqueue.MetricsProvider) ([]loop, error) {
 	factory, err := sharedinformers.NewFactoryForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -114,7 +124,7 @@ func sharedInformerLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loo
 		return nil, err
 	}
 	if set&namespaceLoop != 0 {
-		sa, err := serviceaccount.NewForConfig(cfg, factory, serviceaccount.Config{Logger: log})
+		sa, err := serviceaccount.NewForConfig(cfg, factory, serviceaccount.Config{Logger: log, QueueMetrics: queues})
 		if err != nil {
 			return release(err)
 		}
@@ -123,17 +133,17 @@ func sharedInformerLoops(cfg *rest.Config, set loopSet, log *slog.Logger) ([]loo
 	if set&controllerLoops == 0 {
 		return withFactory(loops, factory), nil
 	}
-	lifecycle, err := nodelifecycle.NewForConfig(cfg, factory, nodelifecycle.Config{Logger: log})
+	lifecycle, err := nodelifecycle.NewForConfig(cfg, factory, nodelifecycle.Config{Logger: log, QueueMetrics: queues})
 	if err != nil {
 		return release(err)
 	}
 	loops = append(loops, loop{name: "node lifecycle controller", start: lifecycle.Start})
-	gc, err := podgc.NewForConfig(cfg, factory, podgc.Config{Logger: log})
+	gc, err := podgc.NewForConfig(cfg, factory, podgc.Config{Logger: log, QueueMetrics: queues})
 	if err != nil {
 		return release(err)
 	}
 	loops = append(loops, loop{name: "pod GC", start: gc.Start})
-	budgets, err := disruption.NewForConfig(cfg, factory, disruption.Config{Logger: log})
+	budgets, err := disruption.NewForConfig(cfg, factory, disruption.Config{Logger: log, QueueMetrics: queues})
 	if err != nil {
 		return release(err)
 	}

@@ -38,7 +38,7 @@ func TestControllersShareInformers(t *testing.T) {
 	srv := testserver.Start(t)
 	var rec informertest.Recorder
 	started := make(startedLog, 16)
-	loops, err := newLoops(rec.Config(srv.Config), namespaceLoop|controllerLoops, slog.New(started))
+	loops, err := newLoops(rec.Config(srv.Config), namespaceLoop|controllerLoops, slog.New(started), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func watches(reqs []informertest.Request) int {
 func TestServiceAccountControllerAlwaysRuns(t *testing.T) {
 	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
 	for _, all := range []bool{false, true} {
-		loops, err := controlLoops(cfg, all)
+		loops, err := controlLoops(cfg, all, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

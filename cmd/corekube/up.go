@@ -86,7 +86,8 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 		}
 		slog.Info("admin kubeconfig written", "path", kubeconfig)
 	}
-	loops, err := controlLoops(srv.LoopbackConfig(), allLoops)
+	// The loops' metrics join the server's on its one /metrics.
+	loops, err := controlLoops(srv.LoopbackConfig(), allLoops, srv.Metrics())
 	if err != nil {
 		return errors.Join(err, srv.Shutdown(context.Background()))
 	}
@@ -95,7 +96,7 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 		ca, err := upSigningCA(cfg.CertDir)
 		if err == nil {
 			var certs []loop
-			certs, err = certificatesLoops(srv.LoopbackConfig(), ca, slog.Default())
+			certs, err = certificatesLoops(srv.LoopbackConfig(), ca, slog.Default(), srv.Metrics())
 			loops = append(loops, certs...)
 		}
 		if err != nil {

@@ -44,6 +44,9 @@ type Config struct {
 	Duration time.Duration
 	// Workers is how many CSRs are handled at once: 5.
 	Workers int
+	// QueueMetrics gives the controller's workqueues kube's workqueue_*
+	// metrics under kube's queue names (workqueuemetrics.For); nil: none.
+	QueueMetrics workqueue.MetricsProvider
 }
 
 // Controller approves and signs CSRs.
@@ -77,7 +80,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		lister: inf.Lister(),
 		synced: inf.Informer().HasSynced,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "certificates"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "certificate", MetricsProvider: cfg.QueueMetrics}),
 		log: cfg.Logger.With("controller", "certificates"),
 	}
 	enqueue := func(obj any) {

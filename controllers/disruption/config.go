@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
 
@@ -31,6 +32,9 @@ type Config struct {
 	// EventQueueSize bounds the events waiting to be written; more are
 	// dropped, as kube's broadcaster drops them (1000).
 	EventQueueSize int
+	// QueueMetrics gives the controller's workqueues kube's workqueue_*
+	// metrics under kube's queue names (workqueuemetrics.For); nil: none.
+	QueueMetrics workqueue.MetricsProvider
 }
 
 func (c Config) withDefaults() Config {

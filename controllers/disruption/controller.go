@@ -81,9 +81,9 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		log:    log,
 		events: events.NewWriter(client, cfg.Clock, log, cfg.EventQueueSize),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Clock: cfg.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "disruption", Clock: cfg.Clock, MetricsProvider: cfg.QueueMetrics}),
 		staleQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Clock: cfg.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stale_pod_disruption", Clock: cfg.Clock, MetricsProvider: cfg.QueueMetrics}),
 	}
 	if err := c.register(factory); err != nil {
 		c.queue.ShutDown()

@@ -42,10 +42,14 @@ type Controller struct {
 	// deletes a namespace and then, one by one, what the file puts in it,
 	// and counts on those objects still being there.
 	deletionDelay time.Duration
+	// queueMetrics is the metrics provider of the workqueue (nil: none).
+	queueMetrics workqueue.MetricsProvider
 }
 
-// New returns a controller for the server that cfg points at.
-func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
+// New returns a controller for the server that cfg points at; metrics,
+// when not nil, gives its workqueue ("namespace", as kube's) kube's
+// workqueue_* metrics.
+func New(cfg *rest.Config, log *slog.Logger, metrics workqueue.MetricsProvider) (*Controller, error) {
 	if cfg.UserAgent == "" {
 		cfg = rest.CopyConfig(cfg)
 		cfg.UserAgent = useragent.For(useragent.KubeControllerManager, "namespace-controller")
@@ -61,12 +65,13 @@ func New(cfg *rest.Config, log *slog.Logger) (*Controller, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Controller{client: client, dynamic: dyn, discovery: client.Discovery(), log: log, retryDelay: time.Second, deletionDelay: 5 * time.Second}, nil
+	return &Controller{client: client, dynamic: dyn, discovery: client.Discovery(), log: log, queueMetrics: metrics, retryDelay: time.Second, deletionDelay: 5 * time.Second}, nil
 }
 
 // Start runs the controller until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "namespace", MetricsProvider: c.queueMetrics})
 	defer queue.ShutDown()
 
 	factory := informers.NewSharedInformerFactory(c.client, 0)

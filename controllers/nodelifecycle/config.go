@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 
 	// Workers is how many nodes are checked at once: 8.
 	Workers int
+	// QueueMetrics gives the controller's workqueues kube's workqueue_*
+	// metrics under kube's queue names (workqueuemetrics.For); nil: none.
+	QueueMetrics workqueue.MetricsProvider
 }
 
 func (c Config) withDefaults() Config {

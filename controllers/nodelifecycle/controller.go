@@ -83,7 +83,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		retryPods:  map[string]bool{},
 	}
 	c.noSchedule = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: cfg.Clock})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "node_lifecycle_controller", Clock: cfg.Clock, MetricsProvider: cfg.QueueMetrics})
 	c.evictor = newEvictor(c)
 	if err := c.register(factory); err != nil {
 		c.shutDownQueues()

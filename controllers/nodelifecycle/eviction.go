@@ -47,7 +47,7 @@ func newEvictor(c *Controller) *evictor {
 	return &evictor{
 		c: c,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "noexec_taint_pod", Clock: c.cfg.Clock, MetricsProvider: c.cfg.QueueMetrics}),
 		scheduled: map[string]*eviction{},
 	}
 }

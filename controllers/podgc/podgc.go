@@ -42,6 +42,9 @@ type Config struct {
 	TerminatedPodThreshold int
 	// Workers is how many deletions run at once: 20.
 	Workers int
+	// QueueMetrics gives the controller's workqueues kube's workqueue_*
+	// metrics under kube's queue names (workqueuemetrics.For); nil: none.
+	QueueMetrics workqueue.MetricsProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -130,7 +133,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("pod GC: already started")
 	}
-	c.nodeQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: c.cfg.Clock})
+	c.nodeQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+		Name: "orphaned_pods_nodes", Clock: c.cfg.Clock, MetricsProvider: c.cfg.QueueMetrics})
 	defer c.nodeQueue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.podSynced, c.nodeSynced) {
 		return nil

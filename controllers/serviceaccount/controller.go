@@ -41,6 +41,9 @@ type Config struct {
 	// Workers is how many namespaces are synced at once: 1, as
 	// kube-controller-manager runs it.
 	Workers int
+	// QueueMetrics gives the controller's workqueues kube's workqueue_*
+	// metrics under kube's queue names (workqueuemetrics.For); nil: none.
+	QueueMetrics workqueue.MetricsProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -87,7 +90,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		nsSynced:        nsInformer.Informer().HasSynced,
 		saSynced:        saInformer.Informer().HasSynced,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "serviceaccount"}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "serviceaccount", MetricsProvider: cfg.QueueMetrics}),
 	}
 	// A deleted default ServiceAccount is made again; other deletions do
 	// not concern the controller.

@@ -43,7 +43,7 @@ func TestSystemNamespaces(t *testing.T) {
 // cmd/corekube runs) against the shared server until the test ends.
 func startNamespaceController(t *testing.T) {
 	t.Helper()
-	c, err := namespace.New(cfg, testserver.Logger())
+	c, err := namespace.New(cfg, testserver.Logger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
