@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// schedulerProcess is a `corekube scheduler` child process.
+// schedulerProcess is a `corekube scheduler` (or other command) child
+// process.
 type schedulerProcess struct {
 	cmd    *exec.Cmd
 	stderr *testserver.SyncBuffer
@@ -38,11 +39,20 @@ type schedulerProcess struct {
 	err    error
 }
 
+// startSchedulerProcess starts a `corekube scheduler` with short leader
+// election durations and no secure port: several run on one machine.
 func startSchedulerProcess(t *testing.T, kubeconfig string) *schedulerProcess {
 	t.Helper()
-	p := &schedulerProcess{stderr: &testserver.SyncBuffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "scheduler", "--kubeconfig", kubeconfig,
+	return startProcess(t, "scheduler", "--kubeconfig", kubeconfig, "--secure-port=0",
 		"--leader-elect-lease-duration=2s", "--leader-elect-renew-deadline=1s", "--leader-elect-retry-period=250ms")
+}
+
+// startProcess starts `corekube args...` (this test binary running
+// main), killed when the test ends.
+func startProcess(t *testing.T, args ...string) *schedulerProcess {
+	t.Helper()
+	p := &schedulerProcess{stderr: &testserver.SyncBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0], args...)
 	p.cmd.Env = append(os.Environ(), runMainEnv+"=1")
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -1,7 +1,6 @@
 package scheduler_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -11,30 +10,8 @@ import (
 	"github.com/corekube/corekube/test/metricstest"
 	"github.com/corekube/corekube/test/testserver"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	v1 "k8s.io/api/core/v1"
 )
-
-// gather renders reg as text and parses it back with Prometheus' parser,
-// as a scrape would.
-func gather(t *testing.T, reg *prometheus.Registry) metricstest.Families {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("gather: %v", err)
-	}
-	var b bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fs, err := metricstest.Parse(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fs
-}
 
 func TestSchedulerMetrics(t *testing.T) {
 	srv := testserver.Start(t)
@@ -94,7 +71,7 @@ func TestSchedulerMetrics(t *testing.T) {
 	}
 	var bad []string
 	waitFor(t, "the scheduler's metrics", func(_ context.Context) (bool, error) {
-		fs = gather(t, reg)
+		fs = metricstest.Gather(t, reg)
 		bad = checks()
 		return len(bad) == 0, nil
 	}, func() string { return strings.Join(bad, "\n") })
@@ -116,7 +93,7 @@ func TestSchedulerMetrics(t *testing.T) {
 	createNode(t, c, "node-big", "128", "8Gi", "110")
 	waitBound(t, c, "huge")
 	waitFor(t, "the retried pod's metrics", func(_ context.Context) (bool, error) {
-		fs = gather(t, reg)
+		fs = metricstest.Gather(t, reg)
 		bad = nil
 		for _, msg := range []string{
 			want("scheduler_schedule_attempts_total", n+1, "result", "scheduled"),

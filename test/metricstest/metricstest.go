@@ -151,3 +151,24 @@ func labelKey(labels []*dto.LabelPair) string {
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
 }
+
+// Gather renders what g (a registry) gathers as a text exposition and
+// parses it back, as a scrape of g would see it.
+func Gather(t testing.TB, g prometheus.Gatherer) Families {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var b bytes.Buffer
+	for _, f := range families {
+		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+			t.Fatalf("encode %s: %v", f.GetName(), err)
+		}
+	}
+	fs, err := Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
