@@ -306,8 +306,9 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 	defer c.stop(b) // agent, controllers, scheduler, then the server
 	c.apiserver = startProc(b, dir, "apiserver", bin, "apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig, "--listen", "127.0.0.1:0")
 	client := waitServer(b, &c, kubeconfig)
-	c.scheduler = startProc(b, dir, "scheduler", bin, "scheduler", "--kubeconfig", kubeconfig)
-	c.controllers = startProc(b, dir, "controllers", bin, "controllers", "--kubeconfig", kubeconfig)
+	// No secure ports: other runs on the machine may hold kube's.
+	c.scheduler = startProc(b, dir, "scheduler", bin, "scheduler", "--kubeconfig", kubeconfig, "--secure-port=0")
+	c.controllers = startProc(b, dir, "controllers", bin, "controllers", "--kubeconfig", kubeconfig, "--secure-port=0")
 
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corekube/corekube/test/metricstest"
 )
 
 // TestUpWithNodes: `corekube up --nodes 2` is a working cluster for
@@ -34,6 +36,24 @@ func TestUpWithNodes(t *testing.T) {
 	for _, reason := range []string{"Scheduled", "Pulled", "Created", "Started"} {
 		if !strings.Contains(events, reason) {
 			t.Errorf("events of pod web lack %s:\n%s", reason, events)
+		}
+	}
+
+	// The one /metrics of `up` has the scheduler's and the controllers'
+	// metrics beside the API server's.
+	fs, err := metricstest.Parse(strings.NewReader(p.mustKubectl("get", "--raw", "/metrics") + "\n"))
+	if err != nil {
+		t.Fatalf("/metrics: %v", err)
+	}
+	if v, _ := fs.Value("scheduler_schedule_attempts_total", "result", "scheduled", "profile", "default-scheduler"); v < 2 {
+		t.Errorf("scheduler_schedule_attempts_total{result=scheduled} = %v, want at least 2: %v", v, fs.Series("scheduler_schedule_attempts_total"))
+	}
+	if v, _ := fs.Value("workqueue_adds_total", "name", "serviceaccount"); v < 1 {
+		t.Errorf("workqueue_adds_total{name=serviceaccount} = %v: %v", v, fs.Series("workqueue_adds_total"))
+	}
+	for _, name := range []string{"scheduler_pending_pods", "scheduler_pod_scheduling_sli_duration_seconds", "workqueue_depth", "workqueue_work_duration_seconds"} {
+		if fs[name] == nil {
+			t.Errorf("/metrics lacks %s", name)
 		}
 	}
 

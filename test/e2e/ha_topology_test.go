@@ -112,7 +112,9 @@ func TestHATopology(t *testing.T) {
 	}
 	informer := informertest.Start(t, informerClient, "default", "")
 
-	election := []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms"}
+	// Two of each on one machine: no secure port (kube's 10259 and 10257
+	// would collide).
+	election := []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=500ms", "--secure-port=0"}
 	schedulerArgs := append([]string{"scheduler", "--kubeconfig", filepath.Join(dir, "scheduler.kubeconfig")}, election...)
 	controllersArgs := append([]string{"controllers", "--kubeconfig", filepath.Join(dir, "controllers.kubeconfig"),
 		"--cluster-signing-cert-file", filepath.Join(dir, "pki", "ca.crt"), "--cluster-signing-key-file", filepath.Join(dir, "pki", "ca.key")}, election...)
