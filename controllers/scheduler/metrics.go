@@ -1,10 +1,12 @@
 package scheduler
 
 import (
+	"reflect"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
 )
 
 // Kube-scheduler's metric names, help texts (with component-base's
@@ -21,14 +23,19 @@ const (
 	queueUnschedulable = "unschedulable"
 	queueGated         = "gated"
 
-	// Events of scheduler_queue_incoming_pods_total, kube's labels.
-	eventPodAdd                 = "PodAdd"
+	// Events of scheduler_queue_incoming_pods_total: kube's labels (the
+	// cluster event's resource and action, or a special event's name).
+	eventPodAdd                 = "UnschedulablePodAdd"
+	eventUnscheduledPodUpdate   = "UnschedulablePodUpdate"
 	eventScheduleAttemptFailure = "ScheduleAttemptFailure"
 	eventUnschedulableTimeout   = "UnschedulableTimeout"
 	eventNodeAdd                = "NodeAdd"
-	eventNodeUpdate             = "NodeUpdate"
+	eventNodeAllocatable        = "NodeUpdateNodeAllocatable"
+	eventNodeLabel              = "NodeUpdateNodeLabel"
+	eventNodeTaint              = "NodeUpdateNodeTaint"
+	eventNodeCondition          = "NodeUpdateNodeCondition"
+	eventAssignedPodUpdate      = "AssignedPodUpdate"
 	eventAssignedPodDelete      = "AssignedPodDelete"
-	eventUnscheduledPodUpdate   = "UnscheduledPodUpdate"
 
 	// maxAttemptsLabel: kube's attempts label stops counting at 15 ("15+").
 	maxAttemptsLabel = 15
@@ -195,4 +202,22 @@ func (e *podEntry) queue(now time.Time) string {
 		return queueUnschedulable
 	}
 	return ""
+}
+
+// nodeEvent is kube's label for the change from old (nil: none) to node:
+// the first of kube's node changes that applies, in kube's order.
+func nodeEvent(old, node *v1.Node) string {
+	switch {
+	case old == nil:
+		return eventNodeAdd
+	case old.Spec.Unschedulable && !node.Spec.Unschedulable:
+		return eventNodeTaint
+	case !reflect.DeepEqual(old.Status.Allocatable, node.Status.Allocatable):
+		return eventNodeAllocatable
+	case !reflect.DeepEqual(old.Labels, node.Labels):
+		return eventNodeLabel
+	case !reflect.DeepEqual(old.Spec.Taints, node.Spec.Taints):
+		return eventNodeTaint
+	}
+	return eventNodeCondition
 }

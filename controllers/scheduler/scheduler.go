@@ -264,7 +264,7 @@ func (s *Scheduler) onPod(obj any) {
 			ports:   podHostPorts(pod),
 		})
 		if left != "" {
-			s.markDirty(left, eventAssignedPodDelete)
+			s.markDirty(left, eventAssignedPodUpdate)
 		}
 		return
 	}
@@ -332,12 +332,12 @@ func (s *Scheduler) onNode(obj any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	event := eventNodeUpdate
-	if ni := s.cache.nodes[node.Name]; ni == nil || ni.node == nil {
-		event = eventNodeAdd
+	var old *v1.Node
+	if ni := s.cache.nodes[node.Name]; ni != nil {
+		old = ni.node
 	}
 	if s.cache.setNode(node) {
-		s.markDirty(node.Name, event)
+		s.markDirty(node.Name, nodeEvent(old, node))
 	}
 }
 
