@@ -62,6 +62,17 @@
 // node, in a way that lets it fit that node; and in any case after
 // MaxUnschedulableDuration (5 minutes), as kube's scheduling queue does.
 //
+// # Metrics
+//
+// With Config.Metrics, kube-scheduler's metrics under kube's names, help
+// texts, labels and buckets: scheduler_schedule_attempts_total,
+// scheduler_scheduling_attempt_duration_seconds, scheduler_pending_pods
+// (counted from the pending pods when scraped, so that scheduling keeps no
+// counts), scheduler_pod_scheduling_sli_duration_seconds,
+// scheduler_pod_scheduling_attempts, scheduler_queue_incoming_pods_total
+// and scheduler_preemption_attempts_total (0: no preemption). Recording a
+// placed pod costs about 0.5µs and no allocation (BenchmarkAttemptMetrics).
+//
 // # Not done
 //
 // Preemption (messages say what kube's says when no victim is found), inter-pod
