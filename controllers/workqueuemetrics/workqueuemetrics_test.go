@@ -79,3 +79,28 @@ func TestProviderPerRegistry(t *testing.T) {
 		t.Errorf("the other registry's disruption adds = %v, want 1 (its own queue only)", got)
 	}
 }
+
+// BenchmarkQueueItem measures one item through a named queue (Add, Get,
+// Done) without metrics and with a registry's provider.
+func BenchmarkQueueItem(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		reg  prometheus.Registerer
+	}{{"none", nil}, {"metrics", prometheus.NewRegistry()}} {
+		b.Run(tc.name, func(b *testing.B) {
+			p, err := workqueuemetrics.For(tc.reg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[int]{Name: "bench", MetricsProvider: p})
+			defer q.ShutDown()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				q.Add(i)
+				item, _ := q.Get()
+				q.Done(item)
+			}
+		})
+	}
+}
