@@ -104,7 +104,7 @@
 // kubelet_pleg_relist_duration_seconds, kubelet_pleg_relist_interval_seconds,
 // kubelet_pleg_last_seen_seconds, kubelet_pleg_discard_events,
 // kubelet_pod_worker_duration_seconds{operation_type} (create, update,
-// sync, kill), kubelet_pod_start_duration_seconds (first seen to Running),
+// sync, kill, terminated), kubelet_pod_start_duration_seconds (first seen to Running),
 // kubelet_pod_start_sli_duration_seconds and
 // kubelet_pod_start_total_duration_seconds (creation to all containers
 // started as seen through the watch, without and with image pulls),

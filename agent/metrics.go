@@ -38,10 +38,11 @@ const (
 	opUpdate
 	opCreate
 	opKill
+	opTerminated
 	numSyncOps
 )
 
-var syncOpNames = [numSyncOps]string{opSync: "sync", opUpdate: "update", opCreate: "create", opKill: "kill"}
+var syncOpNames = [numSyncOps]string{opSync: "sync", opUpdate: "update", opCreate: "create", opKill: "kill", opTerminated: "terminated"}
 
 // containerType is the container_type of kubelet_started_containers_total.
 type containerType uint8

@@ -14,7 +14,9 @@ import (
 	"github.com/corekube/corekube/test/metricstest"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 // checkKubeletMetrics runs n pods on node-1 of e's agent (which has two
@@ -99,6 +101,31 @@ func checkKubeletMetrics(t *testing.T, parent *env, n, otherPods int) {
 	if got, _ := fs.Value("kubelet_http_requests_total", "method", "GET", "path", "metrics", "server_type", "readwrite", "long_running", "false"); got < 1 {
 		t.Errorf("kubelet_http_requests_total for /metrics = %v; series %v", got, fs.Series("kubelet_http_requests_total"))
 	}
+
+	// A deleted pod: stopped (kill), then cleaned up once gone from the
+	// API (terminated), no longer running.
+	if err := e.client.CoreV1().Pods(pods[0].Namespace).Delete(context.Background(), pods[0].Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(1))}); err != nil {
+		t.Fatal(err)
+	}
+	e.poll(10*time.Second, "the kubelet metrics to show the pod gone", func(context.Context) (bool, error) {
+		fs = metricstest.Scrape(t, http.DefaultClient, url)
+		for _, w := range []struct {
+			name   string
+			labels []string
+			ok     func(float64) bool
+		}{
+			{"kubelet_running_pods", node1, func(v float64) bool { return v == float64(n-1) }},
+			{"kubelet_running_containers", append(node1, "container_state", "running"), func(v float64) bool { return v == float64(n-1) }},
+			{"kubelet_pod_worker_duration_seconds", append(node1, "operation_type", "kill"), func(v float64) bool { return v >= 1 }},
+			{"kubelet_pod_worker_duration_seconds", append(node1, "operation_type", "terminated"), func(v float64) bool { return v == 1 }},
+			{"kubelet_started_pods_total", node1, func(v float64) bool { return v == float64(n) }},
+		} {
+			if got, ok := fs.Value(w.name, w.labels...); !ok || !w.ok(got) {
+				return false, fmt.Errorf("%s%v = %v (found: %v)", w.name, w.labels, got, ok)
+			}
+		}
+		return true, nil
+	})
 }
 
 // TestMetricsRegistry: the agent registers into the Registerer it is

@@ -82,14 +82,17 @@ type podWorker struct {
 }
 
 // nextOp is the operation_type of the sync about to run, as the kubelet
-// names its sync types: the pod's first sync creates it, a sync after the
-// informer showed a change updates it, one of a pod going away kills it,
+// names its pod work: the pod's first sync creates it, a sync after the
+// informer showed a change updates it, one of a pod being stopped kills
+// it, the last one (the pod gone from the API: cleanup) is terminated,
 // others (wake-ups for events and timers, resyncs) sync it.
 func (w *podWorker) nextOp() syncOp {
 	updated := w.updated.Swap(false)
 	pod, removed := w.snapshot()
 	switch {
-	case removed || pod == nil || pod.DeletionTimestamp != nil || w.terminal:
+	case removed || pod == nil:
+		return opTerminated
+	case pod.DeletionTimestamp != nil || w.terminal:
 		return opKill
 	case !w.created:
 		w.created = true
