@@ -60,6 +60,8 @@ type Agent struct {
 
 	// podSyncs counts every pod sync (PodSyncs).
 	podSyncs atomic.Uint64
+
+	metrics *kubeletMetrics
 }
 
 // PodSyncs is the number of pod syncs the agent has run: a pod whose
@@ -161,12 +163,16 @@ func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {
 		plegEvents: make(chan *pleg.PodLifecycleEvent, 1000+cfg.Nodes*110),
 	}
 	a.events = newEventRecorder(client, cfg.Clock, cfg.Logger, cfg.EventWorkers, cfg.DisableEvents)
+	a.metrics = newKubeletMetrics()
 	podCIDRs, _ := netip.ParsePrefix(cfg.PodCIDRs)
 	nodeIPs, _ := netip.ParsePrefix(cfg.NodeIPs)
 	for i := 0; i < cfg.Nodes; i++ {
 		n := a.newNode(cfg.FirstNode+i, podCIDRs, nodeIPs)
 		a.nodes = append(a.nodes, n)
 		a.byName[n.name] = n
+	}
+	if err := a.metrics.register(cfg.Metrics, stateCollector{a}); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -385,10 +391,13 @@ func (a *Agent) podChanged(obj any) {
 	w, ok := a.workers[pod.UID]
 	if !ok {
 		w = newPodWorker(pod.UID, n)
+		w.firstSeen = a.clock.Now()
 		a.workers[pod.UID] = w
 	}
 	a.workersMu.Unlock()
 	w.setPod(pod, true)
+	w.updated.Store(true)
+	a.observePodOnWatch(w, pod)
 	a.podQueue.Add(pod.UID)
 }
 
@@ -441,7 +450,12 @@ func (a *Agent) podWorkerLoop(ctx context.Context) {
 		}
 		w.syncs.Add(1)
 		a.podSyncs.Add(1)
+		op := w.nextOp()
+		start := time.Now()
 		wake, err := a.syncPod(ctx, w)
+		if w.node != nil {
+			w.node.metrics.podWorker[op].Observe(time.Since(start).Seconds())
+		}
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
@@ -99,6 +100,14 @@ type Config struct {
 	ClusterCA []byte
 	// Clock is for tests (default the real clock).
 	Clock clock.WithTicker
+
+	// Metrics is where the agent registers its kubelet metrics (see
+	// metrics.go; in `corekube up`, the API server's registry, so that one
+	// /metrics serves everything). The kubelet API's /metrics serves it
+	// when it is a prometheus.Gatherer too, else the agent's metrics
+	// alone. Nil: a registry of the agent's own, with the Go and process
+	// collectors, served on the kubelet API.
+	Metrics prometheus.Registerer
 
 	// NodeConfig, when set, gives each node an identity of its own: the
 	// client config (a client certificate of system:node:NAME) that node's

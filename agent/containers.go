@@ -74,14 +74,18 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 			return setReason("ErrImagePull", msg)
 		}
 		delete(w.imageBackoff, c.Image)
+		pulled := a.clock.Now()
+		w.recordPull(now, pulled)
 		// The pull itself and the pull with its wait in the puller's queue
 		// (the agent pulls at once: the same), truncated as the kubelet's.
-		took := a.clock.Since(now).Truncate(time.Millisecond)
+		took := pulled.Sub(now).Truncate(time.Millisecond)
 		event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Successfully pulled image %q in %v (%v including waiting). Image size: %d bytes.", c.Image, took, took, img.Size))
 	default:
 		event(v1.EventTypeNormal, "Pulled", fmt.Sprintf("Container image %q already present on machine", c.Image))
 	}
 
+	// Counted before the attempt, as the kubelet does.
+	n.metrics.startedContainers[containerTypeOf(pod, c)].Inc()
 	id, err := n.runtime.StartContainer(ctx, w.uid, a.containerConfig(pod, c, w, attempt))
 	if err != nil {
 		event(v1.EventTypeWarning, "Failed", "Error: "+err.Error())

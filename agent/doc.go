@@ -88,7 +88,38 @@
 //     write, read by the runtime's ReadLogs (tail, since, limitBytes,
 //     timestamps as the kubelet's ReadLogs). A followed log streams until
 //     the container exits or is removed, the client goes away or Run ends;
-//   - GET /healthz: "ok".
+//   - GET /healthz: "ok";
+//   - GET /metrics: the kubelet's metrics (Prometheus text format), for
+//     every node of the process (below).
+//
+// # Metrics
+//
+// The kubelet v1.32's metrics, under its names, help texts ("[ALPHA] ..."),
+// labels and buckets, registered into Config.Metrics (nil: a registry of
+// the agent's own with the Go and process collectors; `corekube up` passes
+// the API server's, so its /metrics has them too):
+// kubelet_node_name{node}, kubelet_running_pods,
+// kubelet_running_containers{container_state} (created, running, exited,
+// unknown, as the PLEG's last relist counted them),
+// kubelet_pleg_relist_duration_seconds, kubelet_pleg_relist_interval_seconds,
+// kubelet_pleg_last_seen_seconds, kubelet_pleg_discard_events,
+// kubelet_pod_worker_duration_seconds{operation_type} (create, update,
+// sync, kill, terminated), kubelet_pod_start_duration_seconds (first seen to Running),
+// kubelet_pod_start_sli_duration_seconds and
+// kubelet_pod_start_total_duration_seconds (creation to all containers
+// started as seen through the watch, without and with image pulls),
+// kubelet_started_pods_total, kubelet_started_pods_errors_total,
+// kubelet_started_containers_total{container_type}; and, for the kubelet
+// API server, kubelet_http_requests_total, kubelet_http_requests_duration_seconds
+// and kubelet_http_inflight_requests{method,path,server_type,long_running}.
+//
+// Where kube runs one kubelet per node, with one series of each, the
+// agent runs many nodes in one process: every per-node series has a node
+// label with the node's name (the label kube's kubelet_node_name has), so
+// sum by (node) or drop it to aggregate; the kubelet API's request
+// metrics are the process's and have none. Each node's series are created
+// with the node, so a pod sync observes them without a label lookup.
+// kubelet_evictions is not exported: the agent never evicts.
 //
 // The simulated runtime keeps each container's last 1,000 lines (256 KiB at
 // most) for as long as it keeps the container: the agent keeps the newest

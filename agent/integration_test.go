@@ -364,6 +364,9 @@ func TestPodRuns(t *testing.T) {
 		return got["Pulling"] == `Pulling image "busybox:1.36"` && strings.HasPrefix(got["Pulled"], `Successfully pulled image "busybox:1.36" in `) &&
 			got["Created"] == "Created container main" && got["Started"] == "Started container main", nil
 	})
+	// The kubelet metrics, on the same agent: 3 pods on node-1, this one
+	// on node-2.
+	t.Run("metrics", func(t *testing.T) { checkKubeletMetrics(t, e, 3, 1) })
 }
 
 func TestGracefulDelete(t *testing.T) {

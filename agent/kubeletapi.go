@@ -22,7 +22,8 @@ import (
 const KubeletEndpointAnnotation = "node.corekube.io/kubelet-endpoint"
 
 // kubeletServer is the kubelet API of one agent process, for all its
-// nodes: GET /containerLogs/{namespace}/{pod}/{container} and /healthz.
+// nodes: GET /containerLogs/{namespace}/{pod}/{container}, /healthz and
+// /metrics (the kubelet metrics of all the nodes, see metrics.go).
 // Agent.Run owns it: it listens before the nodes register (they advertise
 // its URL and port) and shuts down when Run's context ends.
 type kubeletServer struct {
@@ -53,8 +54,9 @@ func (a *Agent) listenKubelet(ctx context.Context) (*kubeletServer, error) {
 		writeText(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.serveContainerLogs)
+	mux.Handle("GET /metrics", a.metrics.metricsHandler(a))
 	s.srv = &http.Server{
-		Handler:           mux,
+		Handler:           a.metrics.instrumentKubeletAPI(mux),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 		// Requests live in Run's context: when it ends, log streams being

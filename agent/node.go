@@ -40,6 +40,8 @@ type node struct {
 	pleg    *pleg.GenericPLEG
 	// admissions: the pods the node admitted and that have not ended.
 	admissions admissions
+	// metrics are the node's series of the kubelet metrics.
+	metrics *nodeMetrics
 
 	mu         sync.Mutex
 	ipam       *ipam     // replaced when an adopted Node has another podCIDR
@@ -69,6 +71,7 @@ func (a *Agent) newNode(num int, podCIDRs, nodeIPs netip.Prefix) *node {
 		podCIDR: cidr.String(),
 		bootID:  string(uuid.NewUUID()),
 		runtime: sim.New(a.cfg.Clock),
+		metrics: a.metrics.forNode(name),
 	}
 	n.ipam = newIPAM(cidr)
 	n.pleg = pleg.New(n.runtime, pleg.Options{
@@ -77,6 +80,7 @@ func (a *Agent) newNode(num int, podCIDRs, nodeIPs netip.Prefix) *node {
 		Clock:           a.cfg.Clock,
 		Events:          a.plegEvents,
 		Logger:          a.log.With("node", name),
+		Metrics:         &n.metrics.pleg,
 	})
 	return n
 }

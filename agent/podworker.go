@@ -64,6 +64,64 @@ type podWorker struct {
 
 	// syncs counts the pod's syncs (tests and benchmarks read it).
 	syncs atomic.Uint64
+
+	// For the kubelet metrics. firstSeen: when the informer first showed
+	// the pod (set before the worker is shared). updated: the informer
+	// showed a change since the last sync began. created: a sync has run
+	// (the first is a create). startObserved: the pod's start from
+	// Pending to Running was measured. sli: the pod startup latency
+	// tracker's state, owned by the informer's handler. pullStart and
+	// pullEnd (under mu): the first image pull's start and the last one's
+	// end.
+	firstSeen          time.Time
+	updated            atomic.Bool
+	created            bool
+	startObserved      bool
+	sli                uint8
+	pullStart, pullEnd time.Time
+}
+
+// nextOp is the operation_type of the sync about to run, as the kubelet
+// names its pod work: the pod's first sync creates it, a sync after the
+// informer showed a change updates it, one of a pod being stopped kills
+// it, the last one (the pod gone from the API: cleanup) is terminated,
+// others (wake-ups for events and timers, resyncs) sync it.
+func (w *podWorker) nextOp() syncOp {
+	updated := w.updated.Swap(false)
+	pod, removed := w.snapshot()
+	switch {
+	case removed || pod == nil:
+		return opTerminated
+	case pod.DeletionTimestamp != nil || w.terminal:
+		return opKill
+	case !w.created:
+		w.created = true
+		return opCreate
+	case updated:
+		return opUpdate
+	}
+	return opSync
+}
+
+// recordPull records an image pull from start to end (the agent's clock).
+func (w *podWorker) recordPull(start, end time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pullStart.IsZero() {
+		w.pullStart = start
+	}
+	w.pullEnd = end
+}
+
+// pullDuration is the time from the first image pull's start to the last
+// one's end, as the kubelet's tracker takes off the pod's startup latency.
+func (w *podWorker) pullDuration() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pullStart.IsZero() || w.pullEnd.Before(w.pullStart) {
+		return 0
+	}
+	return w.pullEnd.Sub(w.pullStart)
 }
 
 // newPodWorker returns a worker with nil maps: most pods never need most of
@@ -254,7 +312,9 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 				return time.Time{}, err
 			}
 		}
+		n.metrics.startedPods.Inc()
 		if err := n.runtime.RunPodSandbox(ctx, runtime.SandboxConfig{UID: w.uid, Name: pod.Name, Namespace: pod.Namespace, Hostname: pod.Name, IP: ip}); err != nil {
+			n.metrics.startedPodsErrors.Inc()
 			return time.Time{}, err
 		}
 	}
@@ -704,6 +764,12 @@ func (a *Agent) writeStatus(ctx context.Context, w *podWorker, pod *v1.Pod, stat
 	defer w.setWriting(nil)
 	if err == nil {
 		w.setPod(updated, false)
+		// As the kubelet: the pod went from Pending to Running, measured
+		// from when it was first seen.
+		if !w.startObserved && status.Phase == v1.PodRunning && (pod.Status.Phase == v1.PodPending || pod.Status.Phase == "") && !w.firstSeen.IsZero() {
+			w.startObserved = true
+			w.node.metrics.podStart.Observe(a.clock.Since(w.firstSeen).Seconds())
+		}
 		return updated, nil
 	}
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {

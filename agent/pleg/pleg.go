@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/agent/runtime"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -67,6 +68,58 @@ type Options struct {
 	// Nil: a channel of DefaultChannelCapacity, returned by Watch.
 	Events chan *PodLifecycleEvent
 	Logger *slog.Logger
+	// Metrics receive the relists' measurements; nil: none.
+	Metrics *Metrics
+}
+
+// Metrics receive what a PLEG measures, as the kubelet's
+// kubelet_pleg_relist_duration_seconds, kubelet_pleg_relist_interval_seconds
+// and kubelet_pleg_discard_events. The owner creates them (per node, with
+// its labels already applied) so that a relist costs no label lookup; nil
+// fields are not measured.
+type Metrics struct {
+	// RelistDuration observes how long each relist took, in seconds of
+	// real time (the cost of listing, whatever the PLEG's clock).
+	RelistDuration prometheus.Observer
+	// RelistInterval observes the time since the previous successful
+	// relist, in seconds of the PLEG's clock, before each relist.
+	RelistInterval prometheus.Observer
+	// DiscardEvents counts the events dropped because the channel was
+	// full.
+	DiscardEvents prometheus.Counter
+}
+
+// Counts are what the last successful relist found: the pods whose
+// sandbox runs and the containers by state (the kubelet's
+// kubelet_running_pods and kubelet_running_containers{container_state}).
+type Counts struct {
+	RunningPods int
+	// Containers by state, indexed as ContainerStates.
+	Containers [len(ContainerStates)]int
+	// Seen: the state has been counted at least once since the PLEG
+	// started (the kubelet exposes a state's series from the first relist
+	// that found a container in it).
+	Seen [len(ContainerStates)]bool
+}
+
+// ContainerStates are the container states Counts counts, as the kubelet's
+// container_state label values.
+var ContainerStates = [...]runtime.ContainerState{
+	runtime.ContainerStateCreated, runtime.ContainerStateRunning,
+	runtime.ContainerStateExited, runtime.ContainerStateUnknown,
+}
+
+func stateIndex(s runtime.ContainerState) int {
+	switch s {
+	case runtime.ContainerStateCreated:
+		return 0
+	case runtime.ContainerStateRunning:
+		return 1
+	case runtime.ContainerStateExited:
+		return 2
+	default:
+		return 3
+	}
 }
 
 type plegContainerState string
@@ -101,12 +154,14 @@ type GenericPLEG struct {
 	clock     clock.WithTicker
 	events    chan *PodLifecycleEvent
 	log       *slog.Logger
+	metrics   Metrics
 
 	mu         sync.Mutex // serialises Relist
 	podRecords map[types.UID]*podRecord
 
 	relistMu   sync.RWMutex
 	relistTime time.Time
+	counts     Counts
 }
 
 // New returns a PLEG over the runtime.
@@ -126,10 +181,14 @@ func New(rt Lister, opts Options) *GenericPLEG {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &GenericPLEG{
+	g := &GenericPLEG{
 		runtime: rt, period: opts.RelistPeriod, threshold: opts.RelistThreshold, clock: opts.Clock,
 		events: opts.Events, log: opts.Logger, podRecords: map[types.UID]*podRecord{},
 	}
+	if opts.Metrics != nil {
+		g.metrics = *opts.Metrics
+	}
+	return g
 }
 
 // Watch returns the channel the events are sent to.
@@ -172,20 +231,47 @@ func (g *GenericPLEG) RelistTime() time.Time {
 	return g.relistTime
 }
 
+// Counts are what the last successful relist counted.
+func (g *GenericPLEG) Counts() Counts {
+	g.relistMu.RLock()
+	defer g.relistMu.RUnlock()
+	return g.counts
+}
+
 // Relist lists the runtime, compares with the previous listing and sends
 // the events. A failed listing leaves the relist time (and so Healthy)
 // where it was.
 func (g *GenericPLEG) Relist(ctx context.Context) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.metrics.RelistDuration != nil {
+		start := time.Now()
+		defer func() { g.metrics.RelistDuration.Observe(time.Since(start).Seconds()) }()
+	}
 	timestamp := g.clock.Now()
+	if last := g.RelistTime(); g.metrics.RelistInterval != nil && !last.IsZero() {
+		g.metrics.RelistInterval.Observe(timestamp.Sub(last).Seconds())
+	}
 	pods, err := g.runtime.ListPods(ctx)
 	if err != nil {
 		g.log.Warn("PLEG: unable to retrieve pods", "err", err)
 		return
 	}
+	counts := g.Counts()
+	counts.RunningPods, counts.Containers = 0, [len(ContainerStates)]int{}
+	for i := range pods {
+		if pods[i].SandboxReady {
+			counts.RunningPods++
+		}
+		for _, c := range pods[i].Containers {
+			j := stateIndex(c.State)
+			counts.Containers[j]++
+			counts.Seen[j] = true
+		}
+	}
 	g.relistMu.Lock()
 	g.relistTime = timestamp
+	g.counts = counts
 	g.relistMu.Unlock()
 
 	// setCurrent
@@ -228,6 +314,9 @@ func (g *GenericPLEG) Relist(ctx context.Context) {
 			select {
 			case g.events <- e:
 			default:
+				if g.metrics.DiscardEvents != nil {
+					g.metrics.DiscardEvents.Inc()
+				}
 				g.log.Error("PLEG: event channel is full, discarding this relist() cycle event", "pod", pid, "type", e.Type)
 			}
 		}

@@ -3,6 +3,8 @@ package pleg
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"reflect"
 	"sort"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/agent/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -206,5 +210,72 @@ func TestRun(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCountsAndMetrics: each successful relist counts the pods with a
+// running sandbox and the containers by state (a state shown from the
+// first relist that saw it, at 0 later); the relists' duration is observed
+// every time, the interval from the second on (in the PLEG's clock),
+// discarded events are counted; a failed relist counts nothing.
+func TestCountsAndMetrics(t *testing.T) {
+	withSandbox := func(p runtime.Pod) runtime.Pod { p.SandboxReady = true; return p }
+	rt := &fakeRuntime{pods: []runtime.Pod{
+		withSandbox(pod("p1", "a=running", "b=exited")),
+		withSandbox(pod("p2", "c=running")),
+		pod("p3", "d=exited"), // sandbox stopped
+	}}
+	clk := clocktesting.NewFakeClock(time.Now())
+	m := &Metrics{
+		RelistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "d"}),
+		RelistInterval: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "i"}),
+		DiscardEvents:  prometheus.NewCounter(prometheus.CounterOpts{Name: "x"}),
+	}
+	g := New(rt, Options{Clock: clk, Metrics: m, Events: make(chan *PodLifecycleEvent, 2), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if c := g.Counts(); c != (Counts{}) {
+		t.Fatalf("counts before a relist: %+v", c)
+	}
+	g.Relist(context.Background())
+	// 4 events (a, b, c, d) into a channel of 2.
+	var discarded dto.Metric
+	if err := m.DiscardEvents.Write(&discarded); err != nil {
+		t.Fatal(err)
+	}
+	if got := discarded.Counter.GetValue(); got != 2 {
+		t.Errorf("discarded events %v, want 2", got)
+	}
+	drain(g.Watch())
+	// created, running, exited, unknown
+	want := Counts{RunningPods: 2, Containers: [4]int{0, 2, 2, 0}, Seen: [4]bool{false, true, true, false}}
+	if c := g.Counts(); c != want {
+		t.Fatalf("counts %+v, want %+v", c, want)
+	}
+	clk.Step(2 * time.Second)
+	rt.pods = []runtime.Pod{withSandbox(pod("p1", "a=created"))}
+	g.Relist(context.Background())
+	want = Counts{RunningPods: 1, Containers: [4]int{1, 0, 0, 0}, Seen: [4]bool{true, true, true, false}}
+	if c := g.Counts(); c != want {
+		t.Fatalf("counts %+v, want %+v", c, want)
+	}
+	rt.err = errors.New("runtime down")
+	g.Relist(context.Background())
+	if c := g.Counts(); c != want {
+		t.Fatalf("a failed relist changed the counts: %+v", c)
+	}
+
+	hist := func(o prometheus.Observer) *dto.Histogram {
+		var out dto.Metric
+		if err := o.(prometheus.Metric).Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Histogram
+	}
+	if n := hist(m.RelistDuration).GetSampleCount(); n != 3 {
+		t.Errorf("relist durations observed %d times, want 3", n)
+	}
+	// The second relist, 2s after the first; the failed one, 2s after the
+	// second success (the clock did not move).
+	if h := hist(m.RelistInterval); h.GetSampleCount() != 2 || h.GetSampleSum() != 2 {
+		t.Errorf("relist intervals: %d observed, sum %v; want 2, 2s", h.GetSampleCount(), h.GetSampleSum())
 	}
 }

@@ -42,6 +42,9 @@ type Pod struct {
 	Name       string
 	Namespace  string
 	Containers []Container
+	// SandboxReady: the pod's sandbox runs (the kubelet counts these pods
+	// as running, kubelet_running_pods).
+	SandboxReady bool
 }
 
 // ContainerStatus is the detailed status of one container.

@@ -91,7 +91,7 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.PodCIDRs, "pod-cidrs", agent.DefaultPodCIDRs, "range of the nodes' pod CIDRs: node n gets the n-th /24")
 	f.StringVar(&cfg.NodeIPs, "node-ips", agent.DefaultNodeIPs, "range of the nodes' InternalIPs: node n gets the n-th address")
 	f.StringVar(&cfg.KubeletVersion, "kubelet-version", agent.DefaultKubeletVersion, "kubeletVersion the nodes report")
-	f.StringVar(&cfg.KubeletListen, "kubelet-listen", agent.DefaultKubeletListen, "address of the kubelet API (container logs) that serves all the nodes of the process")
+	f.StringVar(&cfg.KubeletListen, "kubelet-listen", agent.DefaultKubeletListen, "address of the kubelet API (container logs, /metrics) that serves all the nodes of the process")
 	f.StringVar(&cfg.KubeletAdvertiseURL, "kubelet-advertise-url", "", "base URL the API server reaches the kubelet API at, set in each Node's "+agent.KubeletEndpointAnnotation+
 		" annotation (default: http://<listening host:port>; required when --kubelet-listen binds every interface)")
 	f.DurationVar(&cfg.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "leaseDurationSeconds of the node leases")

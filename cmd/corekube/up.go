@@ -105,6 +105,9 @@ func runServer(ctx context.Context, cfg server.Config, kubeconfig string, allLoo
 	}
 	if agentCfg != nil && agentCfg.Nodes > 0 {
 		acfg := *agentCfg
+		// One /metrics for everything: the kubelet metrics go into the
+		// API server's registry (the kubelet port serves it too).
+		acfg.Metrics = srv.Metrics()
 		if acfg.NodeConfig != nil {
 			acfg.NodeConfig = srv.NodeClientConfig
 			if _, err := srv.NodeClientConfig(""); err != nil {

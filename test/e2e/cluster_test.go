@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,7 @@ func TestUpWithNodes(t *testing.T) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
+	t.Run("kubelet metrics", func(t *testing.T) { checkUpKubeletMetrics(t, p) })
 
 	start := time.Now()
 	p.mustKubectl("delete", "pod", "web", "--wait=true", "--timeout=60s")
@@ -64,4 +66,43 @@ func TestUpWithNodes(t *testing.T) {
 	}
 	t.Logf("graceful delete took %v", time.Since(start))
 	p.stop()
+}
+
+// checkUpKubeletMetrics: the in-process agents' kubelet metrics are on the
+// API server's /metrics, one series per node, counting the two pods the
+// agents started; the kubelet port serves the same registry.
+func checkUpKubeletMetrics(t *testing.T, p *process) {
+	api := metricstest.Scrape(t, p.http, p.url+"/metrics")
+	for _, node := range []string{"node-1", "node-2"} {
+		if v, ok := api.Value("kubelet_node_name", "node", node); !ok || v != 1 {
+			t.Errorf("kubelet_node_name{node=%s} = %v (found: %v); series %v", node, v, ok, api.Series("kubelet_node_name"))
+		}
+		for _, name := range []string{"kubelet_running_pods", "kubelet_pleg_relist_duration_seconds", "kubelet_pod_start_sli_duration_seconds"} {
+			if _, ok := api.Value(name, "node", node); !ok {
+				t.Errorf("no %s{node=%s} on /metrics", name, node)
+			}
+		}
+	}
+	// web and once, wherever the scheduler put them.
+	if v, _ := api.Value("kubelet_started_pods_total"); v != 2 {
+		t.Errorf("kubelet_started_pods_total summed over the nodes = %v, want 2; series %v", v, api.Series("kubelet_started_pods_total"))
+	}
+	if v, _ := api.Value("kubelet_started_containers_total", "container_type", "container"); v != 2 {
+		t.Errorf("kubelet_started_containers_total{container_type=container} = %v, want 2", v)
+	}
+
+	endpoint := p.mustKubectl("get", "node", "node-1", "-o", `jsonpath={.metadata.annotations.node\.corekube\.io/kubelet-endpoint}`)
+	kubelet := metricstest.Scrape(t, http.DefaultClient, endpoint+"/metrics")
+	shared := 0
+	for name := range api {
+		if _, ok := kubelet[name]; ok && !strings.HasPrefix(name, "kubelet_") && !strings.HasPrefix(name, "go_") && !strings.HasPrefix(name, "process_") {
+			shared++
+		}
+		if strings.HasPrefix(name, "kubelet_") && kubelet[name] == nil {
+			t.Errorf("%s on the API server's /metrics, not on the kubelet port's", name)
+		}
+	}
+	if shared == 0 {
+		t.Errorf("the kubelet port (%s) does not serve the API server's registry", endpoint)
+	}
 }

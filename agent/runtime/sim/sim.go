@@ -230,7 +230,7 @@ func (r *Runtime) ListPods(_ context.Context) ([]runtime.Pod, error) {
 	now := r.clock.Now()
 	out := make([]runtime.Pod, 0, len(r.pods))
 	for _, p := range r.pods {
-		rp := runtime.Pod{ID: p.uid, Name: p.name, Namespace: p.ns, Containers: make([]runtime.Container, 0, len(p.containers))}
+		rp := runtime.Pod{ID: p.uid, Name: p.name, Namespace: p.ns, SandboxReady: p.sandboxReady, Containers: make([]runtime.Container, 0, len(p.containers))}
 		for _, c := range p.containers {
 			c.advance(now)
 			rp.Containers = append(rp.Containers, runtime.Container{ID: c.fullID, Name: c.name, State: c.state()})
