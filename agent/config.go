@@ -101,12 +101,11 @@ type Config struct {
 	// Clock is for tests (default the real clock).
 	Clock clock.WithTicker
 
-	// Metrics is where the agent registers its kubelet metrics (see
-	// metrics.go; in `corekube up`, the API server's registry, so that one
-	// /metrics serves everything). The kubelet API's /metrics serves it
-	// when it is a prometheus.Gatherer too, else the agent's metrics
-	// alone. Nil: a registry of the agent's own, with the Go and process
-	// collectors, served on the kubelet API.
+	// Metrics, when set, is where the agent registers its kubelet metrics
+	// besides its own registry (see metrics.go; in `corekube up`, the API
+	// server's registry, so that one /metrics serves everything). The
+	// kubelet API's /metrics serves the agent's own registry alone: its
+	// kubelet metrics with the Go and process collectors.
 	Metrics prometheus.Registerer
 
 	// NodeConfig, when set, gives each node an identity of its own: the

@@ -146,20 +146,16 @@ func newKubeletMetrics() *kubeletMetrics {
 }
 
 // register registers the metrics and the collector of the nodes' state
-// into reg, or, when reg is nil, into a registry of the agent's own with
-// the Go and process collectors (what a kubelet's /metrics has besides).
-// The kubelet API serves reg when it is also a Gatherer (a
-// *prometheus.Registry: in `corekube up`, the API server's), else only the
-// agent's metrics.
+// into a registry of the agent's own, with the Go and process collectors
+// (what a kubelet's /metrics has besides), which the kubelet API serves;
+// and into reg too when it is set (in `corekube up`, the API server's, so
+// that one /metrics serves everything). The kubelet API never serves reg:
+// it answers anyone who reaches its port, and the API server's metrics are
+// for those its authorization lets read them.
 func (m *kubeletMetrics) register(reg prometheus.Registerer, state prometheus.Collector) error {
 	own := prometheus.NewRegistry()
 	m.gatherer = own
-	if reg == nil {
-		reg = own
-		own.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	} else if g, ok := reg.(prometheus.Gatherer); ok {
-		m.gatherer = g
-	}
+	own.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cs := []prometheus.Collector{
 		m.podWorkerDuration, m.podStartDuration, m.podStartSLIDuration, m.podStartTotalDuration,
 		m.plegRelistDuration, m.plegRelistInterval, m.plegDiscardEvents,
@@ -167,11 +163,12 @@ func (m *kubeletMetrics) register(reg prometheus.Registerer, state prometheus.Co
 		m.httpRequests, m.httpDuration, m.httpInflight, state,
 	}
 	for _, c := range cs {
+		own.MustRegister(c)
+		if reg == nil {
+			continue
+		}
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("agent: register the kubelet metrics: %w", err)
-		}
-		if reg != own && m.gatherer == own {
-			own.MustRegister(c)
 		}
 	}
 	return nil
