@@ -111,7 +111,7 @@ func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalv
 		// As kube: sendInitialEvents with resourceVersion unset starts at
 		// the current etcd revision (a consistent read, like a LIST
 		// without resourceVersion), so a client reads its own writes.
-		rev, err := s.storage.CurrentRevision(ctx)
+		rev, err := s.storage.CurrentRevision(ctx, s.prefix)
 		if err != nil {
 			return nil, toAPIError(err, s.info.GroupResource(), "")
 		}

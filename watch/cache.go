@@ -572,7 +572,7 @@ const waitTimeout = 3 * time.Second
 func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
 	min := opts.MinRevision
 	if opts.Consistent {
-		rev, err := c.cfg.Storage.CurrentRevision(ctx)
+		rev, err := c.cfg.Storage.CurrentRevision(ctx, c.cfg.Prefix)
 		if err != nil {
 			return Snapshot{}, err
 		}
