@@ -173,6 +173,11 @@ func (w *Watcher) Ready() bool {
 	return w.w.Ready()
 }
 
+// Sent records that the consumer sent an event whose object's encoding
+// is size bytes to its client (kube's apiserver_watch_events_total and
+// apiserver_watch_events_sizes); the watch handler calls it per event.
+func (w *Watcher) Sent(size int) { w.store.cache.RecordSent(size) }
+
 // Stop ends the watch; it may be called more than once.
 func (w *Watcher) Stop() {
 	if w.w != nil {

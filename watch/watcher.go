@@ -159,6 +159,11 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	}
 	c.addLocked(w)
 	c.mu.Unlock()
+	initial := len(first)
+	if opts.InitialEventsEnd && opts.SendInitial {
+		initial-- // the bookmark is no object's event
+	}
+	c.metrics.initialEvents(initial)
 
 	pw := &Watcher{c: c, w: w, first: first}
 	// No goroutine waits on ctx: AfterFunc starts one only once ctx ends,
@@ -327,6 +332,7 @@ func (c *Cache) dropLocked(w *watcher, slow bool) {
 	}
 	if slow {
 		c.slowWatchersClosed++
+		c.metrics.terminatedWatcher()
 		c.log.Info("closing a watcher that fell behind", "buffer", w.limit)
 	}
 	w.closeOnce.Do(func() { close(w.done) })

@@ -1,0 +1,197 @@
+package watch
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Metrics are the watch caches' metrics under kube-apiserver's names
+// (its cacher's, k8s.io/apiserver/pkg/storage/cacher/metrics, and the
+// watch events of its endpoints): one Metrics per server, shared by its
+// caches, each of which makes its label children once (Config.Metrics),
+// so that counting an event is an atomic add, not a label lookup.
+type Metrics struct {
+	eventsDispatched *prometheus.CounterVec
+	eventsReceived   *prometheus.CounterVec
+	initializations  *prometheus.CounterVec
+	initEvents       *prometheus.CounterVec
+	terminated       *prometheus.CounterVec
+	readWait         *prometheus.HistogramVec
+	listTotal        *prometheus.CounterVec
+	listFetched      *prometheus.CounterVec
+	listReturned     *prometheus.CounterVec
+	watchEvents      *prometheus.CounterVec
+	watchEventSizes  *prometheus.HistogramVec
+}
+
+// readWaitBuckets are kube's for apiserver_watch_cache_read_wait_seconds.
+var readWaitBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3}
+
+// watchEventSizeBuckets are kube's for apiserver_watch_events_sizes:
+// 1 KiB to 128 KiB, doubling.
+var watchEventSizeBuckets = prometheus.ExponentialBuckets(1024, 2, 8)
+
+// NewMetrics registers the watch caches' metrics in reg; nil reg means
+// no metrics (a nil *Metrics, which caches accept).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		return nil
+	}
+	byResource := []string{"resource"}
+	counter := func(name, help string, labels []string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	}
+	gvk := []string{"group", "version", "kind"}
+	m := &Metrics{
+		eventsDispatched: counter("apiserver_watch_cache_events_dispatched_total",
+			"[ALPHA] Counter of events dispatched in watch cache broken by resource type.", byResource),
+		eventsReceived: counter("apiserver_watch_cache_events_received_total",
+			"[ALPHA] Counter of events received in watch cache broken by resource type.", byResource),
+		initializations: counter("apiserver_watch_cache_initializations_total",
+			"[ALPHA] Counter of watch cache initializations broken by resource type.", byResource),
+		initEvents: counter("apiserver_init_events_total",
+			"[ALPHA] Counter of init events processed in watch cache broken by resource type.", byResource),
+		terminated: counter("apiserver_terminated_watchers_total",
+			"[ALPHA] Counter of watchers closed due to unresponsiveness broken by resource type.", byResource),
+		readWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_watch_cache_read_wait_seconds",
+			Help:    "[ALPHA] Histogram of time spent waiting for a watch cache to become fresh.",
+			Buckets: readWaitBuckets,
+		}, byResource),
+		listTotal: counter("apiserver_cache_list_total",
+			"[ALPHA] Number of LIST requests served from watch cache", []string{"resource_prefix", "index"}),
+		listFetched: counter("apiserver_cache_list_fetched_objects_total",
+			"[ALPHA] Number of objects read from watch cache in the course of serving a LIST request", []string{"resource_prefix", "index"}),
+		listReturned: counter("apiserver_cache_list_returned_objects_total",
+			"[ALPHA] Number of objects returned for a LIST request from watch cache", []string{"resource_prefix"}),
+		watchEvents: counter("apiserver_watch_events_total",
+			"[ALPHA] Number of events sent in watch clients", gvk),
+		watchEventSizes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_watch_events_sizes",
+			Help:    "[ALPHA] Watch event size distribution in bytes",
+			Buckets: watchEventSizeBuckets,
+		}, gvk),
+	}
+	reg.MustRegister(m.eventsDispatched, m.eventsReceived, m.initializations, m.initEvents, m.terminated,
+		m.readWait, m.listTotal, m.listFetched, m.listReturned, m.watchEvents, m.watchEventSizes)
+	return m
+}
+
+// cacheMetrics are one cache's label children. A nil *cacheMetrics (a
+// cache without Metrics) records nothing.
+type cacheMetrics struct {
+	eventsDispatched prometheus.Counter
+	eventsReceived   prometheus.Counter
+	initializations  prometheus.Counter
+	initEvents       prometheus.Counter
+	terminated       prometheus.Counter
+	readWait         prometheus.Observer
+	listTotal        prometheus.Counter
+	listFetched      prometheus.Counter
+	listReturned     prometheus.Counter
+	watchEvents      prometheus.Counter
+	watchEventSizes  prometheus.Observer
+}
+
+// forCache makes the children of one cache: resource is kube's group
+// resource ("pods", "leases.coordination.k8s.io"), prefix the cache's key
+// prefix, kind the kind its watchers are sent.
+func (m *Metrics) forCache(resource, prefix string, kind schema.GroupVersionKind) *cacheMetrics {
+	if m == nil {
+		return nil
+	}
+	// kube's resource_prefix is the resource's key prefix without the
+	// trailing slash ("/pods"); the cache lists without an index.
+	resourcePrefix := strings.TrimSuffix(prefix, "/")
+	const noIndex = ""
+	return &cacheMetrics{
+		eventsDispatched: m.eventsDispatched.WithLabelValues(resource),
+		eventsReceived:   m.eventsReceived.WithLabelValues(resource),
+		initializations:  m.initializations.WithLabelValues(resource),
+		initEvents:       m.initEvents.WithLabelValues(resource),
+		terminated:       m.terminated.WithLabelValues(resource),
+		readWait:         m.readWait.WithLabelValues(resource),
+		listTotal:        m.listTotal.WithLabelValues(resourcePrefix, noIndex),
+		listFetched:      m.listFetched.WithLabelValues(resourcePrefix, noIndex),
+		listReturned:     m.listReturned.WithLabelValues(resourcePrefix),
+		watchEvents:      m.watchEvents.WithLabelValues(kind.Group, kind.Version, kind.Kind),
+		watchEventSizes:  m.watchEventSizes.WithLabelValues(kind.Group, kind.Version, kind.Kind),
+	}
+}
+
+// received counts a change the cache took from etcd, which it also
+// dispatches (kube counts both).
+func (cm *cacheMetrics) received() {
+	if cm == nil {
+		return
+	}
+	cm.eventsReceived.Inc()
+	cm.eventsDispatched.Inc()
+}
+
+// progressed counts a progress notification that moved the cache's
+// revision: kube's cache dispatches it as a bookmark of its own.
+func (cm *cacheMetrics) progressed() {
+	if cm != nil {
+		cm.eventsDispatched.Inc()
+	}
+}
+
+func (cm *cacheMetrics) initialized() {
+	if cm != nil {
+		cm.initializations.Inc()
+	}
+}
+
+func (cm *cacheMetrics) initialEvents(n int) {
+	if cm != nil && n > 0 {
+		cm.initEvents.Add(float64(n))
+	}
+}
+
+func (cm *cacheMetrics) terminatedWatcher() {
+	if cm != nil {
+		cm.terminated.Inc()
+	}
+}
+
+// waited records how long a read waited for the cache to reach the
+// revision it asked for (reads at any revision do not wait, and are not
+// recorded, as kube's).
+func (cm *cacheMetrics) waited(start time.Time) {
+	if cm != nil {
+		cm.readWait.Observe(time.Since(start).Seconds())
+	}
+}
+
+// now is time.Now, or the zero time without metrics.
+func (cm *cacheMetrics) now() time.Time {
+	if cm == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// RecordList counts one LIST served from the cache: fetched objects read
+// under its prefix, returned in the answer (after selectors and limit).
+func (c *Cache) RecordList(fetched, returned int) {
+	if cm := c.metrics; cm != nil {
+		cm.listTotal.Inc()
+		cm.listFetched.Add(float64(fetched))
+		cm.listReturned.Add(float64(returned))
+	}
+}
+
+// RecordSent counts one event sent to a watch client, whose object's
+// encoding is size bytes: apiserver_watch_events_total and
+// apiserver_watch_events_sizes. The watch handler calls it per event per
+// watcher: two atomic adds, no allocation.
+func (c *Cache) RecordSent(size int) {
+	if cm := c.metrics; cm != nil {
+		cm.watchEvents.Inc()
+		cm.watchEventSizes.Observe(float64(size))
+	}
+}
