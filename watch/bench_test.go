@@ -64,3 +64,16 @@ func benchmarkDispatch(b *testing.B, m *Metrics) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*watchers), "ns/delivery")
 }
+
+// BenchmarkRecordSent measures what the metrics add per event sent to a
+// watch client (the handler's RecordSent), from many watchers at once.
+func BenchmarkRecordSent(b *testing.B) {
+	c := New(Config{Prefix: "/pods/", Metrics: NewMetrics(prometheus.NewRegistry())})
+	b.ReportAllocs()
+	b.SetParallelism(64)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			c.RecordSent(3000)
+		}
+	})
+}

@@ -594,7 +594,10 @@ type SnapshotOptions struct {
 const waitTimeout = 3 * time.Second
 
 // List returns the matching objects, sorted by key.
-func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
+func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (snap Snapshot, err error) {
+	if opts.Consistent {
+		defer func() { c.metrics.consistentRead(err) }()
+	}
 	min := opts.MinRevision
 	if opts.Consistent {
 		rev, err := c.cfg.Storage.CurrentRevision(ctx, c.cfg.Prefix)
@@ -608,7 +611,7 @@ func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (Snapshot, error
 	}
 	prefix := c.cfg.Prefix + opts.Prefix
 	c.mu.RLock()
-	snap := Snapshot{Revision: c.rev, Items: []*Object{}}
+	snap = Snapshot{Revision: c.rev, Items: []*Object{}}
 	c.items.ascend(prefix, opts.StartKey, func(obj *Object) bool {
 		snap.Fetched++
 		if opts.Match == nil || opts.Match(obj) {

@@ -97,6 +97,7 @@ func TestMetricsCountCacheEvents(t *testing.T) {
 		{"apiserver_cache_list_total", []string{"resource_prefix", prefix[:len(prefix)-1], "index", ""}, 1},
 		{"apiserver_cache_list_fetched_objects_total", []string{"resource_prefix", prefix[:len(prefix)-1]}, 7},
 		{"apiserver_cache_list_returned_objects_total", []string{"resource_prefix", prefix[:len(prefix)-1]}, 2},
+		{"apiserver_watch_cache_consistent_read_total", []string{"resource", prefix[:len(prefix)-1], "success", "true", "fallback", "false"}, 1},
 	} {
 		if got := mustValue(t, fs, m.name, m.labels...); got != m.want {
 			t.Errorf("%s%v = %v, want %v", m.name, m.labels, got, m.want)
