@@ -60,6 +60,7 @@ type metrics struct {
 	listFetched    *prometheus.CounterVec
 	listEvaluated  *prometheus.CounterVec
 	listReturned   *prometheus.CounterVec
+	leaseObjects   prometheus.Histogram
 
 	// types maps the first segment of a key ("pods" of "/pods/ns/name")
 	// to its label children; copied on write, so that a request's lookup
@@ -130,11 +131,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "apiserver_storage_list_returned_objects_total",
 			Help: "[ALPHA] Number of objects returned for a LIST request from storage",
 		}, byResource),
+		leaseObjects: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "etcd_lease_object_counts",
+			Help:    "[ALPHA] Number of objects attached to a single etcd lease.",
+			Buckets: []float64{10, 50, 100, 500, 1000, 2500, 5000},
+		}),
 		names: map[string]string{},
 	}
 	m.types.Store(&map[string]*typeMetrics{})
 	reg.MustRegister(m.latency, m.requests, m.errors, m.bookmarks, m.eventsReceived,
-		m.listTotal, m.listFetched, m.listEvaluated, m.listReturned)
+		m.listTotal, m.listFetched, m.listEvaluated, m.listReturned, m.leaseObjects)
 	return m
 }
 

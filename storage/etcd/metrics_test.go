@@ -209,3 +209,23 @@ func BenchmarkRecord(b *testing.B) {
 		}
 	})
 }
+
+// TestMetricsLeaseObjects: each lease granted observes, as kube's lease
+// manager does, the objects of the lease before it plus the new one.
+func TestMetricsLeaseObjects(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	s := New(shared.Client(), WithMetrics(reg), WithLeaseConfig(LeaseConfig{MaxObjects: 2}),
+		WithPrefix("/metrics-lease-"+strconv.FormatInt(time.Now().UnixNano(), 10)))
+	withTTL := storage.WithTTL("/events/", time.Hour)
+	// Three writes: a lease for the first two, a second for the third.
+	for i := range 3 {
+		if _, err := s.Create(t.Context(), "/events/ns/e"+strconv.Itoa(i), []byte("v"), withTTL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := scrape(t, reg)["etcd_lease_object_counts"].GetMetric()[0].GetHistogram()
+	if h.GetSampleCount() != 2 || h.GetSampleSum() != 1+3 {
+		t.Errorf("etcd_lease_object_counts: %d samples summing to %v, want 2 (one per grant) summing to 4 (1, then 2+1)",
+			h.GetSampleCount(), h.GetSampleSum())
+	}
+}

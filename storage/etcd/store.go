@@ -125,6 +125,7 @@ func New(client *clientv3.Client, opts ...Option) *Store {
 	s.leases = newLeaseManager(client.Lease, s.leaseConfig)
 	if s.registerer != nil {
 		s.metrics = newMetrics(s.registerer)
+		s.leases.granted = func(n int64) { s.metrics.leaseObjects.Observe(float64(n)) }
 		s.registerer.MustRegister(&sizeCollector{client: client})
 	}
 	return s
