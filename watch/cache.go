@@ -595,11 +595,9 @@ const waitTimeout = 3 * time.Second
 
 // List returns the matching objects, sorted by key.
 func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (snap Snapshot, err error) {
-	if opts.Consistent {
-		defer func() { c.metrics.consistentRead(err) }()
-	}
 	min := opts.MinRevision
 	if opts.Consistent {
+		defer func() { c.metrics.consistentRead(err) }()
 		rev, err := c.cfg.Storage.CurrentRevision(ctx, c.cfg.Prefix)
 		if err != nil {
 			return Snapshot{}, err
