@@ -133,7 +133,7 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 			}
 		}
 		// Counted as kube counts: every event sent, sent whole or not.
-		events.Sent(size)
+		events.Sent(ev, size, cached, n.media == mediaProtobuf)
 		if err != nil {
 			loggerFrom(q.ctx()).Debug("watch client went away", "path", q.r.URL.Path, "err", err)
 			return

@@ -17,7 +17,7 @@ import (
 // drains it: the fan-out path that runs once per watcher per event. It
 // needs no etcd: the events are applied directly.
 // With metrics on, each delivery is also counted as the watch handler
-// counts it (RecordSent).
+// counts one with the cache's encoding (RecordSentShared).
 func BenchmarkDispatch(b *testing.B) {
 	b.Run("metrics=off", func(b *testing.B) { benchmarkDispatch(b, nil) })
 	b.Run("metrics=on", func(b *testing.B) { benchmarkDispatch(b, NewMetrics(prometheus.NewRegistry())) })
@@ -47,7 +47,7 @@ func benchmarkDispatch(b *testing.B, m *Metrics) {
 					b.Error("watch ended early")
 					return
 				}
-				c.RecordSent(len(ev.Object.json))
+				c.RecordSentShared(ev.Object, ev.Type, false, len(ev.Object.json))
 			}
 		}()
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corekube/corekube/storage"
@@ -48,6 +49,11 @@ type Object struct {
 	// client reads costs one word more, not the encoding's fields.
 	protobufOnce sync.Once
 	protobuf     *encoding
+
+	// sizesObserved has a bit per encoding (JSON, protobuf) and event
+	// type whose size apiserver_watch_events_sizes has observed
+	// (RecordSentShared).
+	sizesObserved atomic.Uint32
 }
 
 // encoding is one encoding of an object, or why there is none.

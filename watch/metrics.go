@@ -217,12 +217,50 @@ func (c *Cache) RecordList(fetched, returned int) {
 }
 
 // RecordSent counts one event sent to a watch client, whose object's
-// encoding is size bytes: apiserver_watch_events_total and
-// apiserver_watch_events_sizes. The watch handler calls it per event per
-// watcher: two atomic adds, no allocation.
+// encoding (made for this watcher) is size bytes:
+// apiserver_watch_events_total and apiserver_watch_events_sizes. The
+// watch handler calls it per event per watcher: two atomic adds, no
+// allocation.
 func (c *Cache) RecordSent(size int) {
 	if cm := c.metrics; cm != nil {
 		cm.watchEvents.Inc()
 		cm.watchEventSizes.Observe(float64(size))
 	}
+}
+
+// RecordSentShared counts one dispatched event sent to a watch client
+// with the cache's encoding of its object (JSON, or protobuf), size
+// bytes, which every watcher of the event shares. Its size is observed
+// once per object, encoding and event type, not per watcher, as kube
+// observes it when it encodes a dispatched event, whose encoding its
+// watchers then share. The count is per watcher, as kube's.
+func (c *Cache) RecordSentShared(obj *Object, typ EventType, protobuf bool, size int) {
+	cm := c.metrics
+	if cm == nil {
+		return
+	}
+	cm.watchEvents.Inc()
+	bit := uint32(1) << sizeBit(typ, protobuf)
+	// A load first: after the first watcher, the word is only read, so
+	// the watchers of one event do not contend for its cache line.
+	if obj.sizesObserved.Load()&bit == 0 && obj.sizesObserved.Or(bit)&bit == 0 {
+		cm.watchEventSizes.Observe(float64(size))
+	}
+}
+
+// sizeBit numbers an encoding and event type for Object.sizesObserved.
+func sizeBit(typ EventType, protobuf bool) uint {
+	var n uint
+	switch typ {
+	case Modified:
+		n = 1
+	case Deleted:
+		n = 2
+	case Bookmark:
+		n = 3
+	}
+	if protobuf {
+		n += 4
+	}
+	return n
 }

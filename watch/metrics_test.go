@@ -135,3 +135,56 @@ func TestNoMetrics(t *testing.T) {
 		t.Fatal("a cache without Metrics has label children")
 	}
 }
+
+// TestMetricsSharedEventSizes: every watcher's event is counted, the size
+// of a dispatched event's shared encoding once per encoding and type;
+// initial events are not dispatched, so counted per watcher.
+func TestMetricsSharedEventSizes(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
+	c, st, prefix := startCache(t, Config{Metrics: NewMetrics(reg), Resource: "pods", Kind: pod})
+	put(t, st, prefix+"a", "1")
+	var ws []*Watcher
+	for range 3 {
+		w, err := c.Watch(context.Background(), WatchOptions{SendInitial: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		ws = append(ws, w)
+	}
+	send := func(ev Event) {
+		if ev.Dispatched {
+			c.RecordSentShared(ev.Object, ev.Type, false, 100)
+		} else {
+			c.RecordSent(100)
+		}
+	}
+	for _, w := range ws {
+		ev := next(t, w)
+		if ev.Type != Added || ev.Dispatched {
+			t.Fatalf("initial event %s, dispatched %v; want ADDED, not dispatched", ev.Type, ev.Dispatched)
+		}
+		send(ev)
+	}
+	put(t, st, prefix+"a", "2")
+	for _, w := range ws {
+		ev := next(t, w)
+		if ev.Type != Modified || !ev.Dispatched {
+			t.Fatalf("change %s, dispatched %v; want MODIFIED, dispatched", ev.Type, ev.Dispatched)
+		}
+		send(ev)
+		// The same object in protobuf is another encoding.
+		if w == ws[0] {
+			c.RecordSentShared(ev.Object, ev.Type, true, 90)
+		}
+	}
+	fs := gather(t, reg)
+	labels := []string{"group", "", "version", "v1", "kind", "Pod"}
+	if got := mustValue(t, fs, "apiserver_watch_events_total", labels...); got != 3+3+1 {
+		t.Errorf("apiserver_watch_events_total = %v, want 7 (every event to every watcher)", got)
+	}
+	if got := mustValue(t, fs, "apiserver_watch_events_sizes", labels...); got != 3+1+1 {
+		t.Errorf("apiserver_watch_events_sizes has %v samples, want 5 (3 initial, the change in JSON and in protobuf)", got)
+	}
+}

@@ -35,6 +35,11 @@ type Event struct {
 	Type             EventType
 	Object           *Object
 	InitialEventsEnd bool
+	// Dispatched: the event is a change dispatched to the watchers as it
+	// happened, not one of the initial or replayed events of this watch
+	// (kube shares the encoding of a dispatched event among its watchers,
+	// and counts its size once; see RecordSentShared).
+	Dispatched bool
 }
 
 // Watcher is one client's watch. Its consumer pulls events with Next (one
@@ -275,6 +280,7 @@ func (w *watcher) offer(ev *event) bool {
 	if !ok {
 		return true
 	}
+	out.Dispatched = ev.typ != Bookmark
 	w.mu.Lock()
 	if len(w.queue)-w.head >= w.limit {
 		w.mu.Unlock()

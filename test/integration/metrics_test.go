@@ -60,36 +60,49 @@ func TestMetricsStorageAndWatch(t *testing.T) {
 	}
 	before := scrapeMetrics(t)
 	watchers := metricValue(t, before, "apiserver_registered_watchers", podKind...)
+	// Two watches of the namespace: the second only reads at the end.
 	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	// From resourceVersion 0 the watch starts with p0 as ADDED.
-	seen := 0 // events the client read
-	next := func(want watch.EventType) watch.EventType {
+	w2, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	seen := 0 // events the first watch's client read
+	nextOf := func(w watch.Interface, want watch.EventType) watch.EventType {
 		t.Helper()
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
 				t.Fatalf("watch closed, want %s", want)
 			}
-			seen++
 			return ev.Type
 		case <-ctx.Done():
 			t.Fatalf("no %s event: %v", want, ctx.Err())
 		}
 		return ""
 	}
+	next := func(want watch.EventType) watch.EventType {
+		t.Helper()
+		seen++
+		return nextOf(w, want)
+	}
+	// From resourceVersion 0 a watch starts with p0 as ADDED.
 	if got := next(watch.Added); got != watch.Added {
 		t.Fatalf("first event %s, want ADDED", got)
 	}
-	afterOpen := scrapeMetrics(t)
-	if got := metricValue(t, afterOpen, "apiserver_registered_watchers", podKind...); got != watchers+1 {
-		t.Errorf("apiserver_registered_watchers{Pod} = %v after a watch opened, want %v", got, watchers+1)
+	if got := nextOf(w2, watch.Added); got != watch.Added {
+		t.Fatalf("second watch's first event %s, want ADDED", got)
 	}
-	if got, was := metricValue(t, afterOpen, "apiserver_init_events_total", "resource", "pods"), metricOrZero(before, "apiserver_init_events_total", "resource", "pods"); got != was+1 {
-		t.Errorf("apiserver_init_events_total{pods} = %v, want %v (the watch's one initial event)", got, was+1)
+	afterOpen := scrapeMetrics(t)
+	if got := metricValue(t, afterOpen, "apiserver_registered_watchers", podKind...); got != watchers+2 {
+		t.Errorf("apiserver_registered_watchers{Pod} = %v after two watches opened, want %v", got, watchers+2)
+	}
+	if got, was := metricValue(t, afterOpen, "apiserver_init_events_total", "resource", "pods"), metricOrZero(before, "apiserver_init_events_total", "resource", "pods"); got != was+2 {
+		t.Errorf("apiserver_init_events_total{pods} = %v, want %v (the watches' one initial event each)", got, was+2)
 	}
 
 	const n = 3
@@ -110,7 +123,10 @@ func TestMetricsStorageAndWatch(t *testing.T) {
 		deleteEvents++
 	}
 	deleteEvents++
-	// The events were sent: the handler counted them before the client
+	for i := 1; i < seen; i++ {
+		nextOf(w2, "")
+	}
+	// The events were sent: the handler counted them before the clients
 	// read them.
 	after := scrapeMetrics(t)
 	delta := func(name string, labels ...string) float64 {
@@ -124,9 +140,12 @@ func TestMetricsStorageAndWatch(t *testing.T) {
 		{"etcd_requests_total", []string{"operation", "create", "type", "pods"}, n},
 		{"etcd_request_duration_seconds", []string{"operation", "create", "type", "pods"}, n},
 		{"etcd_requests_total", []string{"operation", "delete", "type", "pods"}, 1},
-		// ADDED for the initial state, the creates, the delete's.
-		{"apiserver_watch_events_total", podKind, float64(seen)},
-		{"apiserver_watch_events_sizes", podKind, float64(seen)},
+		// ADDED for the initial state, the creates, the delete's, to
+		// each watcher.
+		{"apiserver_watch_events_total", podKind, float64(2 * seen)},
+		// As kube: the size of an initial event's encoding (made per
+		// watcher) per watcher, of a dispatched change's (shared) once.
+		{"apiserver_watch_events_sizes", podKind, float64(2 + seen - 1)},
 		{"apiserver_storage_objects", []string{"resource", "pods"}, n - 1},
 		{"apiserver_watch_cache_events_received_total", []string{"resource", "pods"}, float64(n + deleteEvents)},
 		{"apiserver_storage_events_received_total", []string{"resource", "pods"}, float64(n + deleteEvents)},
@@ -144,7 +163,8 @@ func TestMetricsStorageAndWatch(t *testing.T) {
 	}
 
 	w.Stop()
-	eventually(t, 10*time.Second, "the closed watch to leave apiserver_registered_watchers", func(context.Context) (bool, error) {
+	w2.Stop()
+	eventually(t, 10*time.Second, "the closed watches to leave apiserver_registered_watchers", func(context.Context) (bool, error) {
 		return metricValue(t, scrapeMetrics(t), "apiserver_registered_watchers", podKind...) == watchers, nil
 	})
 }
