@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -77,7 +78,10 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 	blueprint := &listBlueprint{q: q, n: n}
 	kind := q.gvk()
 	envelope := rawproto.Envelope{APIVersion: kind.GroupVersion().String(), Kind: kind.Kind}
-	enc := json.NewEncoder(q.w)
+	// counted measures what the JSON encoder writes of an event that has
+	// no cached encoding, for the event size metric.
+	counted := &countingWriter{w: q.w}
+	enc := json.NewEncoder(counted)
 	var line, object []byte
 	for {
 		ev, ok := events.Next()
@@ -87,6 +91,7 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 		// Asked only for a plain watch: a protobuf encoding is computed
 		// (and kept) on first use, which a metadata watch has no use for.
 		var data []byte
+		var size int // of the object's encoding, for the metrics
 		cached := false
 		if plain {
 			data, cached = cachedEncoding(ev, n.media)
@@ -98,6 +103,7 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 				line = append(append(append(append(line[:0], `{"type":"`...), ev.Type...), `","object":`...), data...)
 				line = append(line, "}\n"...)
 			}
+			size = len(data)
 			_, err = q.w.Write(line)
 		} else {
 			obj, derr := ev.Decoded()
@@ -117,11 +123,17 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 				return
 			}
 			if n.media == mediaProtobuf {
+				size = len(object)
 				_, err = q.w.Write(line)
 			} else {
+				// The whole event's size: the object's alone is not known.
+				counted.n = 0
 				err = enc.Encode(watchEvent{Type: ev.Type, Object: obj})
+				size = counted.n
 			}
 		}
+		// Counted as kube counts: every event sent, sent whole or not.
+		events.Sent(ev, size, cached, n.media == mediaProtobuf)
 		if err != nil {
 			loggerFrom(q.ctx()).Debug("watch client went away", "path", q.r.URL.Path, "err", err)
 			return
@@ -215,4 +227,16 @@ func (b *listBlueprint) encode() (string, error) {
 		data = append(data, '\n') // kube's JSON encoder ends with one
 	}
 	return base64.StdEncoding.EncodeToString(data), err
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += n
+	return n, err
 }

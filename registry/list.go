@@ -145,6 +145,7 @@ func (s *Store) listFromCache(ctx context.Context, namespace string, opts *metai
 		}
 		items = items[:limit]
 	}
+	s.cache.RecordList(snap.Fetched, len(items))
 	page.cached = items
 	return page, nil
 }

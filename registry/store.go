@@ -35,6 +35,9 @@ type Options struct {
 	// TypeConverter turns on metadata.managedFields tracking and
 	// server-side apply; nil leaves both off.
 	TypeConverter TypeConverterSource
+	// WatchMetrics, when set, receives the watch cache's metrics
+	// (watch.NewMetrics, one per server).
+	WatchMetrics *watch.Metrics
 }
 
 // Store implements every REST verb of one resource over storage.Interface.
@@ -93,6 +96,9 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		WindowSize:       opts.WatchCacheSize,
 		BookmarkInterval: opts.BookmarkInterval,
 		Logger:           opts.Logger,
+		Metrics:          opts.WatchMetrics,
+		Resource:         info.GroupResource().String(),
+		Kind:             info.GroupVersion().WithKind(info.Kind),
 	}
 	if ix, ok := strategy.(WatchIndexStrategy); ok {
 		cacheCfg.IndexField = ix.WatchIndexField()

@@ -33,6 +33,9 @@ type WatchEvent struct {
 	Object runtime.Object // bookmarks and errors
 	cached *watch.Object
 	store  *Store
+	// dispatched: a change sent to every watcher as it happened (see
+	// watch.Event.Dispatched).
+	dispatched bool
 }
 
 // Decoded returns the event's object for the server's own readers (the
@@ -111,7 +114,7 @@ func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalv
 		// As kube: sendInitialEvents with resourceVersion unset starts at
 		// the current etcd revision (a consistent read, like a LIST
 		// without resourceVersion), so a client reads its own writes.
-		rev, err := s.storage.CurrentRevision(ctx)
+		rev, err := s.storage.CurrentRevision(ctx, s.prefix)
 		if err != nil {
 			return nil, toAPIError(err, s.info.GroupResource(), "")
 		}
@@ -161,7 +164,7 @@ func (w *Watcher) Next() (WatchEvent, bool) {
 	if ev.Type == watch.Bookmark {
 		return WatchEvent{Type: apiwatch.Bookmark, Object: w.store.bookmark(ev.Object.Revision, ev.InitialEventsEnd)}, true
 	}
-	return WatchEvent{Type: apiwatch.EventType(ev.Type), cached: ev.Object, store: w.store}, true
+	return WatchEvent{Type: apiwatch.EventType(ev.Type), cached: ev.Object, store: w.store, dispatched: ev.Dispatched}, true
 }
 
 // Ready reports whether Next would return at once; a streaming consumer
@@ -171,6 +174,19 @@ func (w *Watcher) Ready() bool {
 		return w.final != nil
 	}
 	return w.w.Ready()
+}
+
+// Sent records that the consumer sent ev to its client, with an object
+// encoding of size bytes: kube's apiserver_watch_events_total and
+// apiserver_watch_events_sizes. cached says the encoding was the cache's
+// (ev.JSON, or with protobuf ev.Protobuf), shared by every watcher of a
+// dispatched event; the watch handler calls it per event.
+func (w *Watcher) Sent(ev WatchEvent, size int, cached, protobuf bool) {
+	if cached && ev.dispatched && ev.cached != nil {
+		w.store.cache.RecordSentShared(ev.cached, watch.EventType(ev.Type), protobuf, size)
+		return
+	}
+	w.store.cache.RecordSent(size)
 }
 
 // Stop ends the watch; it may be called more than once.

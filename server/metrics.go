@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/corekube/corekube/handlers"
-	"github.com/corekube/corekube/watch"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -53,36 +52,58 @@ type slogPrinter struct{ s *Server }
 
 func (p slogPrinter) Println(v ...any) { p.s.log.Error("gather metrics", "err", fmt.Sprint(v...)) }
 
-// cacheCollector reads the watch caches' figures at each scrape: enough
-// to see watchers being closed for falling behind.
-type cacheCollector struct{ api *handlers.API }
-
-var cacheMetrics = []struct {
-	desc  *prometheus.Desc
-	kind  prometheus.ValueType
-	value func(s watch.Stats) float64
-}{
-	{prometheus.NewDesc("corekube_watch_cache_objects", "Objects in the watch cache.", []string{"group", "resource"}, nil),
-		prometheus.GaugeValue, func(s watch.Stats) float64 { return float64(s.Objects) }},
-	{prometheus.NewDesc("corekube_watch_cache_watchers", "Open watches served by the watch cache.", []string{"group", "resource"}, nil),
-		prometheus.GaugeValue, func(s watch.Stats) float64 { return float64(s.Watchers) }},
-	{prometheus.NewDesc("corekube_watch_cache_revision", "The etcd revision the watch cache reflects.", []string{"group", "resource"}, nil),
-		prometheus.GaugeValue, func(s watch.Stats) float64 { return float64(s.Revision) }},
-	{prometheus.NewDesc("corekube_watch_cache_slow_watchers_closed_total", "Watches closed because they fell too far behind.", []string{"group", "resource"}, nil),
-		prometheus.CounterValue, func(s watch.Stats) float64 { return float64(s.SlowWatchersClosed) }},
+// nameStorageMetrics labels the etcd metrics of each resource's keys
+// with kube's group resource ("leases.coordination.k8s.io"), before the
+// first request under them.
+func (s *Server) nameStorageMetrics(api *handlers.API) {
+	for _, res := range api.Resources() {
+		info := res.Store.Info()
+		s.etcd.SetMetricsName(info.Resource, info.GroupResource().String())
+	}
 }
 
+// cacheCollector reads the watch caches' gauges at each scrape, which
+// costs the hot paths nothing: kube's objects per resource (it counts
+// them in etcd once a minute; the cache has the count at hand), the
+// cache's revision and capacity, and the open watchers.
+type cacheCollector struct{ api *handlers.API }
+
+var (
+	storageObjectsDesc = prometheus.NewDesc("apiserver_storage_objects",
+		"[STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
+		[]string{"resource"}, nil)
+	cacheRevisionDesc = prometheus.NewDesc("apiserver_watch_cache_resource_version",
+		"[ALPHA] Current resource version of watch cache broken by resource type.", []string{"resource"}, nil)
+	cacheCapacityDesc = prometheus.NewDesc("watch_cache_capacity",
+		"[ALPHA] Total capacity of watch cache broken by resource type.", []string{"resource"}, nil)
+	// apiserver_registered_watchers left kube in 1.25 (for
+	// apiserver_longrunning_requests{verb="WATCH"}); it is served as kube
+	// served it until then, for the dashboards that still read it.
+	registeredWatchersDesc = prometheus.NewDesc("apiserver_registered_watchers",
+		"[ALPHA] Number of currently registered watchers for a given resources", []string{"group", "version", "kind"}, nil)
+)
+
 func (c cacheCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, m := range cacheMetrics {
-		ch <- m.desc
-	}
+	ch <- storageObjectsDesc
+	ch <- cacheRevisionDesc
+	ch <- cacheCapacityDesc
+	ch <- registeredWatchersDesc
 }
 
 func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, res := range c.api.Resources() {
 		info, stats := res.Store.Info(), res.Store.CacheStats()
-		for _, m := range cacheMetrics {
-			ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(stats), info.Group, info.Resource)
+		resource := info.GroupResource().String()
+		// A cache that is (re)listing has no count to give: kube's -1
+		// for a count it could not fetch.
+		objects := float64(stats.Objects)
+		if !res.Store.CacheReady() {
+			objects = -1
 		}
+		ch <- prometheus.MustNewConstMetric(storageObjectsDesc, prometheus.GaugeValue, objects, resource)
+		ch <- prometheus.MustNewConstMetric(cacheRevisionDesc, prometheus.GaugeValue, float64(stats.Revision), resource)
+		ch <- prometheus.MustNewConstMetric(cacheCapacityDesc, prometheus.GaugeValue, float64(stats.Capacity), resource)
+		ch <- prometheus.MustNewConstMetric(registeredWatchersDesc, prometheus.GaugeValue, float64(stats.Watchers),
+			info.Group, info.Version, info.Kind)
 	}
 }

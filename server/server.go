@@ -16,6 +16,7 @@ import (
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/storage"
 	etcdstore "github.com/corekube/corekube/storage/etcd"
+	"github.com/corekube/corekube/watch"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
@@ -105,15 +106,17 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s.etcd = etcdstore.New(client, etcdstore.WithPrefix(cfg.EtcdPrefix))
+	s.etcd = etcdstore.New(client, etcdstore.WithPrefix(cfg.EtcdPrefix), etcdstore.WithMetrics(s.metrics))
 	s.storage = s.etcd
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
 	types := &typeConverter{}
 	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
-		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get}, &cfg, s.authorization.escalation)
+		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get, WatchMetrics: watch.NewMetrics(s.metrics)},
+		&cfg, s.authorization.escalation)
 	if err != nil {
 		return nil, err
 	}
+	s.nameStorageMetrics(api)
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}

@@ -121,7 +121,7 @@ func TestPeriodicCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown(context.Background())
-	first, err := srv.Storage().CurrentRevision(ctx)
+	first, err := srv.Storage().CurrentRevision(ctx, "/pods/")
 	if err != nil {
 		t.Fatal(err)
 	}

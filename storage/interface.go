@@ -159,8 +159,10 @@ type Interface interface {
 	// after an Error event. Progress events are sent when the backend reports
 	// progress with no changes.
 	Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan Event, error)
-	// CurrentRevision returns the store's latest revision.
-	CurrentRevision(ctx context.Context) (int64, error)
+	// CurrentRevision returns the store's latest revision. prefix names
+	// the resource the caller reads (a key prefix, as List's), for the
+	// backend's metrics; the revision is the whole store's.
+	CurrentRevision(ctx context.Context, prefix string) (int64, error)
 	// RequestProgress asks every open watch to report (with a Progress
 	// event) the revision it has seen, even when nothing under its prefix
 	// changed: a cache uses it to prove it has caught up.

@@ -12,13 +12,16 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corekube/corekube/storage"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Object is one object at one revision as the cache keeps it: its JSON
@@ -46,6 +49,11 @@ type Object struct {
 	// client reads costs one word more, not the encoding's fields.
 	protobufOnce sync.Once
 	protobuf     *encoding
+
+	// sizesObserved has a bit per encoding (JSON, protobuf) and event
+	// type whose size apiserver_watch_events_sizes has observed
+	// (RecordSentShared).
+	sizesObserved atomic.Uint32
 }
 
 // encoding is one encoding of an object, or why there is none.
@@ -177,6 +185,14 @@ type Config struct {
 	// selector matches.
 	IndexField string
 	Logger     *slog.Logger
+	// Metrics, when set, counts the cache's events, watchers, LISTs and
+	// waits (kube's apiserver_watch_cache_* and related metrics), with
+	// Resource (kube's group resource: "pods",
+	// "leases.coordination.k8s.io"; default the prefix's first segment)
+	// and Kind (of the events sent to watch clients) as labels.
+	Metrics  *Metrics
+	Resource string
+	Kind     schema.GroupVersionKind
 }
 
 // Cache is the watch cache of one resource.
@@ -202,6 +218,8 @@ type Cache struct {
 	unindexed map[*watcher]struct{}
 
 	slowWatchersClosed int64
+	// metrics are the cache's label children (nil: no metrics).
+	metrics *cacheMetrics
 }
 
 // New returns a cache; Run fills and maintains it.
@@ -225,7 +243,11 @@ func New(cfg Config) *Cache {
 			return obj, err
 		}
 	}
+	if cfg.Resource == "" {
+		cfg.Resource, _, _ = strings.Cut(strings.TrimPrefix(cfg.Prefix, "/"), "/")
+	}
 	return &Cache{
+		metrics:   cfg.Metrics.forCache(cfg.Resource, cfg.Prefix, cfg.Kind),
 		cfg:       cfg,
 		log:       cfg.Logger.With("cache", cfg.Prefix),
 		advanced:  make(chan struct{}),
@@ -296,6 +318,7 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 	c.items, c.rev, c.floor, c.n, c.start, c.ready = items, rev, rev, 0, 0, true
 	c.signalLocked()
 	c.mu.Unlock()
+	c.metrics.initialized()
 
 	bookmarks := time.NewTicker(c.cfg.BookmarkInterval)
 	defer bookmarks.Stop()
@@ -361,6 +384,7 @@ func (c *Cache) apply(se storage.Event) error {
 		if se.KV.Revision > c.rev {
 			c.rev = se.KV.Revision
 			c.signalLocked()
+			c.metrics.progressed()
 		}
 		c.mu.Unlock()
 		return nil
@@ -385,6 +409,7 @@ func (c *Cache) apply(se storage.Event) error {
 	}
 	c.rev = obj.Revision
 	c.push(ev)
+	c.metrics.received()
 	c.dispatchLocked(ev)
 	c.signalLocked()
 	return nil
@@ -487,6 +512,9 @@ func (c *Cache) bookmark() {
 // while it waits: the revision may belong to a write under another prefix,
 // which this cache's watch would otherwise never hear of.
 func (c *Cache) waitFor(ctx context.Context, rev int64, timeout time.Duration, nudge bool) error {
+	if rev > 0 {
+		defer c.metrics.waited(c.metrics.now())
+	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	var tick <-chan time.Time
@@ -549,6 +577,9 @@ func (e *TooLargeError) Unwrap() error { return storage.ErrFutureRevision }
 type Snapshot struct {
 	Revision int64
 	Items    []*Object
+	// Fetched is how many objects were read to select Items (for
+	// RecordList).
+	Fetched int
 }
 
 // SnapshotOptions select what List returns.
@@ -569,10 +600,11 @@ type SnapshotOptions struct {
 const waitTimeout = 3 * time.Second
 
 // List returns the matching objects, sorted by key.
-func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
+func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (snap Snapshot, err error) {
 	min := opts.MinRevision
 	if opts.Consistent {
-		rev, err := c.cfg.Storage.CurrentRevision(ctx)
+		defer func() { c.metrics.consistentRead(err) }()
+		rev, err := c.cfg.Storage.CurrentRevision(ctx, c.cfg.Prefix)
 		if err != nil {
 			return Snapshot{}, err
 		}
@@ -583,8 +615,9 @@ func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (Snapshot, error
 	}
 	prefix := c.cfg.Prefix + opts.Prefix
 	c.mu.RLock()
-	snap := Snapshot{Revision: c.rev, Items: []*Object{}}
+	snap = Snapshot{Revision: c.rev, Items: []*Object{}}
 	c.items.ascend(prefix, opts.StartKey, func(obj *Object) bool {
+		snap.Fetched++
 		if opts.Match == nil || opts.Match(obj) {
 			snap.Items = append(snap.Items, obj)
 		}
@@ -601,13 +634,16 @@ type Stats struct {
 	Revision int64
 	// SlowWatchersClosed counts watchers closed for falling behind.
 	SlowWatchersClosed int64
+	// Capacity is how many recent events the cache keeps (WindowSize).
+	Capacity int
 }
 
 // Stats returns the cache's current figures.
 func (c *Cache) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return Stats{Objects: c.items.len(), Watchers: len(c.watchers), Revision: c.rev, SlowWatchersClosed: c.slowWatchersClosed}
+	return Stats{Objects: c.items.len(), Watchers: len(c.watchers), Revision: c.rev,
+		SlowWatchersClosed: c.slowWatchersClosed, Capacity: len(c.window)}
 }
 
 // Ready reports whether the cache has its list and follows etcd's watch

@@ -35,6 +35,11 @@ type Event struct {
 	Type             EventType
 	Object           *Object
 	InitialEventsEnd bool
+	// Dispatched: the event is a change dispatched to the watchers as it
+	// happened, not one of the initial or replayed events of this watch
+	// (kube shares the encoding of a dispatched event among its watchers,
+	// and counts its size once; see RecordSentShared).
+	Dispatched bool
 }
 
 // Watcher is one client's watch. Its consumer pulls events with Next (one
@@ -159,6 +164,11 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	}
 	c.addLocked(w)
 	c.mu.Unlock()
+	initial := len(first)
+	if opts.InitialEventsEnd && opts.SendInitial {
+		initial-- // the bookmark is no object's event
+	}
+	c.metrics.initialEvents(initial)
 
 	pw := &Watcher{c: c, w: w, first: first}
 	// No goroutine waits on ctx: AfterFunc starts one only once ctx ends,
@@ -270,6 +280,7 @@ func (w *watcher) offer(ev *event) bool {
 	if !ok {
 		return true
 	}
+	out.Dispatched = ev.typ != Bookmark
 	w.mu.Lock()
 	if len(w.queue)-w.head >= w.limit {
 		w.mu.Unlock()
@@ -327,6 +338,7 @@ func (c *Cache) dropLocked(w *watcher, slow bool) {
 	}
 	if slow {
 		c.slowWatchersClosed++
+		c.metrics.terminatedWatcher()
 		c.log.Info("closing a watcher that fell behind", "buffer", w.limit)
 	}
 	w.closeOnce.Do(func() { close(w.done) })

@@ -58,6 +58,9 @@ type leaseManager struct {
 	granter leaseGranter
 	cfg     LeaseConfig
 	now     func() time.Time
+	// granted, when set, is told at each grant the count kube's
+	// etcd_lease_object_counts observes then.
+	granted func(count int64)
 
 	mu     sync.Mutex // guards scopes, not the slots in it
 	scopes map[string]*leaseSlot
@@ -112,6 +115,11 @@ func (m *leaseManager) get(ctx context.Context, scope string, ttl time.Duration)
 	resp, err := m.granter.Grant(ctx, int64(grant/time.Second))
 	if err != nil {
 		return clientv3.NoLease, err
+	}
+	if m.granted != nil {
+		// As kube: the objects attached to the previous lease, plus the
+		// one this grant is for.
+		m.granted(sl.attached + 1)
 	}
 	sl.id, sl.expires, sl.attached = resp.ID, now.Add(grant), 1
 	return sl.id, nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/storage"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -40,6 +41,10 @@ type Store struct {
 	leaseConfig   LeaseConfig
 	// leases attaches keys written with a TTL to shared etcd leases.
 	leases *leaseManager
+	// registerer is where WithMetrics puts the metrics; metrics records
+	// them (nil: none).
+	registerer prometheus.Registerer
+	metrics    *metrics
 }
 
 // Option configures a Store.
@@ -79,6 +84,27 @@ func WithPrefix(prefix string) Option {
 	return func(s *Store) { s.prefix = CleanPrefix(prefix) }
 }
 
+// WithMetrics records kube-apiserver's etcd metrics in reg:
+// etcd_request_duration_seconds, etcd_requests_total and
+// etcd_request_errors_total by operation and type (the resource, from the
+// key's first segment; see SetMetricsName), the storage LIST, watch event
+// and bookmark counters, and apiserver_storage_size_bytes. nil records
+// nothing.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(s *Store) { s.registerer = reg }
+}
+
+// SetMetricsName labels the requests for keys under "/"+resource+"/"
+// with name in the metrics' type and resource labels: kube's group
+// resource ("leases.coordination.k8s.io"); without it the label is the
+// key segment itself, which is the same for the core group. Call it
+// before the first request under the prefix.
+func (s *Store) SetMetricsName(resource, name string) {
+	if s.metrics != nil {
+		s.metrics.setName(resource, name)
+	}
+}
+
 // CleanPrefix is prefix as the store uses it: absolute, without a
 // trailing slash ("" for the root).
 func CleanPrefix(prefix string) string {
@@ -97,6 +123,11 @@ func New(client *clientv3.Client, opts ...Option) *Store {
 		s.kv, s.watcher = namespace.NewKV(client.KV, s.prefix), namespace.NewWatcher(client.Watcher, s.prefix)
 	}
 	s.leases = newLeaseManager(client.Lease, s.leaseConfig)
+	if s.registerer != nil {
+		s.metrics = newMetrics(s.registerer)
+		s.leases.granted = func(n int64) { s.metrics.leaseObjects.Observe(float64(n)) }
+		s.registerer.MustRegister(&sizeCollector{client: client})
+	}
 	return s
 }
 
@@ -111,7 +142,9 @@ func (s *Store) Get(ctx context.Context, key string) (storage.KV, error) {
 
 // get is Get without the error context, for methods that add their own.
 func (s *Store) get(ctx context.Context, key string) (storage.KV, error) {
+	start := s.metrics.now()
 	resp, err := s.kv.Get(ctx, key)
+	s.metrics.record(opGet, key, start, err)
 	if err != nil {
 		return storage.KV{}, translate(err)
 	}
@@ -131,10 +164,12 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, opts ...st
 			return storage.KV{}, fmt.Errorf("create %s: %w", key, err)
 		}
 		// No Else branch: the existing value is of no use to the caller.
+		start := s.metrics.now()
 		resp, err := s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
 			Commit()
+		s.metrics.record(opCreate, key, start, err)
 		if err != nil && !retried && s.leases.staleLease(o.LeaseScope, lease, err) {
 			continue
 		}
@@ -186,11 +221,13 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		if err != nil {
 			return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 		}
+		start := s.metrics.now()
 		resp, err := s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.Revision)).
 			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
 			Else(clientv3.OpGet(key)).
 			Commit()
+		s.metrics.record(opUpdate, key, start, err)
 		if err != nil && !leaseRetried && s.leases.staleLease(o.LeaseScope, lease, err) {
 			leaseRetried = true
 			continue
@@ -222,11 +259,13 @@ func (s *Store) Delete(ctx context.Context, key string, precondition func(curren
 		}
 		// The compare pins the deleted value to cur, so there is no need to
 		// ask etcd for it (WithPrevKV) again.
+		start := s.metrics.now()
 		resp, err := s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.Revision)).
 			Then(clientv3.OpDelete(key)).
 			Else(clientv3.OpGet(key)).
 			Commit()
+		s.metrics.record(opDelete, key, start, err)
 		if err != nil {
 			return storage.KV{}, fmt.Errorf("delete %s: %w", key, translate(err))
 		}
@@ -265,12 +304,15 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	var (
 		res storage.ListResult
 		err error
+		// The cost of the LIST, counted even when it fails, as kube does.
+		cost listCost
 	)
 	if opts.Predicate == nil {
-		res, err = s.listPage(ctx, start, prefix, opts)
+		res, err = s.listPage(ctx, start, prefix, opts, &cost)
 	} else {
-		res, err = s.listFiltered(ctx, start, prefix, opts)
+		res, err = s.listFiltered(ctx, start, prefix, opts, &cost)
 	}
+	s.metrics.recordList(prefix, cost.fetched, cost.evaluated, len(res.Items))
 	if err != nil {
 		if opts.Revision != 0 {
 			return storage.ListResult{}, fmt.Errorf("list %s at revision %d: %w", prefix, opts.Revision, err)
@@ -280,14 +322,31 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	return res, nil
 }
 
+// listCost counts the objects a LIST read from etcd and tested against
+// its predicate, for the metrics.
+type listCost struct{ fetched, evaluated int }
+
+// rangeList is one range request of a LIST, counted in the metrics.
+func (s *Store) rangeList(ctx context.Context, start, prefix string, rev, limit int64, cost *listCost) (*clientv3.GetResponse, error) {
+	began := s.metrics.now()
+	resp, err := s.kv.Get(ctx, start, rangeOpts(prefix, rev, limit)...)
+	s.metrics.record(opList, prefix, began, err)
+	if err != nil {
+		return nil, translate(err)
+	}
+	cost.fetched += len(resp.Kvs)
+	return resp, nil
+}
+
 // listPage reads one page with a single range request; etcd returns keys in
 // ascending order and counts the whole range, which gives the remaining
 // item count for free.
-func (s *Store) listPage(ctx context.Context, start, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	resp, err := s.kv.Get(ctx, start, rangeOpts(prefix, opts.Revision, opts.Limit)...)
+func (s *Store) listPage(ctx context.Context, start, prefix string, opts storage.ListOptions, cost *listCost) (storage.ListResult, error) {
+	resp, err := s.rangeList(ctx, start, prefix, opts.Revision, opts.Limit, cost)
 	if err != nil {
-		return storage.ListResult{}, translate(err)
+		return storage.ListResult{}, err
 	}
+	cost.evaluated += len(resp.Kvs) // no predicate: every object is taken
 	res := storage.ListResult{Items: make([]storage.KV, len(resp.Kvs)), Revision: readRevision(opts.Revision, resp)}
 	for i, kv := range resp.Kvs {
 		res.Items[i] = toKV(kv)
@@ -302,18 +361,19 @@ func (s *Store) listPage(ctx context.Context, start, prefix string, opts storage
 
 // listFiltered reads batches at one pinned revision until it has
 // opts.Limit matches or the range is exhausted.
-func (s *Store) listFiltered(ctx context.Context, start, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+func (s *Store) listFiltered(ctx context.Context, start, prefix string, opts storage.ListOptions, cost *listCost) (storage.ListResult, error) {
 	batch := max(opts.Limit, s.listBatch)
 	res := storage.ListResult{Revision: opts.Revision}
 	for {
-		resp, err := s.kv.Get(ctx, start, rangeOpts(prefix, res.Revision, batch)...)
+		resp, err := s.rangeList(ctx, start, prefix, res.Revision, batch, cost)
 		if err != nil {
-			return storage.ListResult{}, translate(err)
+			return storage.ListResult{}, err
 		}
 		// Later batches must see the same snapshot as the first.
 		res.Revision = readRevision(res.Revision, resp)
 		for i, ekv := range resp.Kvs {
 			kv := toKV(ekv)
+			cost.evaluated++
 			ok, err := opts.Predicate(kv)
 			if err != nil {
 				return storage.ListResult{}, err
@@ -364,7 +424,7 @@ func after(key string) string { return key + "\x00" }
 // change made after the call.
 func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
 	if fromRevision == 0 {
-		rev, err := s.CurrentRevision(ctx)
+		rev, err := s.CurrentRevision(ctx, prefix)
 		if err != nil {
 			return nil, fmt.Errorf("watch %s: %w", prefix, err)
 		}
@@ -384,7 +444,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, fromRevision int64) (<
 	go func() {
 		defer close(out)
 		defer cancel() // releases the etcd watch when we stop early
-		w := watcher{ctx: ctx, out: out, prefix: prefix, from: fromRevision}
+		w := watcher{ctx: ctx, out: out, prefix: prefix, from: fromRevision, metrics: s.metrics.watchType(prefix)}
 		w.run(wch)
 	}()
 	return out, nil
@@ -395,6 +455,8 @@ type watcher struct {
 	out    chan<- storage.Event
 	prefix string
 	from   int64
+	// metrics counts the watch's events and bookmarks (nil: no metrics).
+	metrics *typeMetrics
 }
 
 func (w *watcher) run(wch clientv3.WatchChan) {
@@ -428,8 +490,10 @@ func (w *watcher) handle(resp clientv3.WatchResponse) bool {
 		w.fail(translate(resp.Err()))
 		return false
 	case resp.IsProgressNotify():
+		w.metrics.bookmark()
 		return w.send(storage.Event{Type: storage.Progress, KV: storage.KV{Revision: resp.Header.Revision}})
 	}
+	w.metrics.events(len(resp.Events))
 	for _, ev := range resp.Events {
 		if !w.send(toEvent(ev)) {
 			return false
@@ -472,9 +536,15 @@ func toEvent(ev *clientv3.Event) storage.Event {
 }
 
 // CurrentRevision returns the latest revision with a linearizable read of
-// a single key's count, the cheapest request that carries it.
-func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
+// a single key's count, the cheapest request that carries it. The metrics
+// count it as kube counts its equivalent (a one-item read of the
+// resource's prefix key): a "get" of prefix's type, and a LIST from
+// storage that read nothing.
+func (s *Store) CurrentRevision(ctx context.Context, prefix string) (int64, error) {
+	start := s.metrics.now()
 	resp, err := s.kv.Get(ctx, "/", clientv3.WithCountOnly())
+	s.metrics.record(opGet, prefix, start, err)
+	s.metrics.recordList(prefix, 0, 0, 0)
 	if err != nil {
 		return 0, fmt.Errorf("current revision: %w", translate(err))
 	}

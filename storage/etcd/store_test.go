@@ -12,6 +12,7 @@ import (
 
 	"github.com/corekube/corekube/storage"
 	"github.com/corekube/corekube/storage/storagetest"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -145,8 +146,13 @@ func TestEmbeddedRestartKeepsData(t *testing.T) {
 // BenchmarkCreate measures parallel creates of 1 KiB values through the
 // embedded etcd (with fsync off, so it measures corekube and etcd, not the
 // disk).
+// With metrics=on the Store records kube's etcd metrics too.
 func BenchmarkCreate(b *testing.B) {
-	s := New(shared.Client())
+	b.Run("metrics=off", func(b *testing.B) { benchmarkCreate(b, New(shared.Client())) })
+	b.Run("metrics=on", func(b *testing.B) { benchmarkCreate(b, New(shared.Client(), WithMetrics(prometheus.NewRegistry()))) })
+}
+
+func benchmarkCreate(b *testing.B, s *Store) {
 	value := make([]byte, 1024)
 	prefix := "/bench/" + strconv.FormatInt(time.Now().UnixNano(), 10) + "/"
 	var seq atomic.Int64

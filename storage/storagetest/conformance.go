@@ -652,7 +652,7 @@ func mustUpdate(t *testing.T, s storage.Interface, key, value string) storage.KV
 
 func mustCurrentRevision(t *testing.T, s storage.Interface) int64 {
 	t.Helper()
-	rev, err := s.CurrentRevision(t.Context())
+	rev, err := s.CurrentRevision(t.Context(), "/")
 	if err != nil {
 		t.Fatalf("CurrentRevision: %v", err)
 	}

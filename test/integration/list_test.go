@@ -448,7 +448,7 @@ func TestPagination(t *testing.T) {
 // is gone.
 func compactNow(t *testing.T) int64 {
 	t.Helper()
-	rev, err := srv.Storage().CurrentRevision(context.Background())
+	rev, err := srv.Storage().CurrentRevision(context.Background(), "/pods/")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestStorageLayout(t *testing.T) {
 	}
 
 	// A failed write leaves etcd as it was.
-	before, err := srv.Storage().CurrentRevision(ctx)
+	before, err := srv.Storage().CurrentRevision(ctx, "/pods/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestStorageLayout(t *testing.T) {
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, newPod("p", nil), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("duplicate create: %v", err)
 	}
-	after, err := srv.Storage().CurrentRevision(ctx)
+	after, err := srv.Storage().CurrentRevision(ctx, "/pods/")
 	if err != nil {
 		t.Fatal(err)
 	}
