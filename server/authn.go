@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/auth/authenticator"
+	"github.com/corekube/corekube/trace"
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/server/audit"
@@ -96,6 +97,9 @@ func (s *Server) withAuthentication(authn authenticator.Request) func(http.Handl
 				handlers.WriteError(w, r, errUnauthorized)
 				return
 			}
+			tr := trace.From(r.Context())
+			tr.SetUser(resp.User.Name)
+			tr.Mark(trace.Authenticated)
 			next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), resp.User)))
 		})
 	}

@@ -79,6 +79,10 @@ type Config struct {
 	// Profiling serves Go's profiles at /debug/pprof/ (kube-apiserver's
 	// --profiling, which the command line turns on by default as kube).
 	Profiling bool
+	// Verbosity is kube's -v: from 3 on every request's log line (kube's
+	// httplog) is logged at info level; below, at debug level. Slow
+	// requests are logged with their trace at info level whatever it is.
+	Verbosity int
 	// CompactionInterval is how often etcd history is compacted: each time
 	// to the revision of the previous round, so that at least one interval
 	// of history stays, by one of the servers sharing the etcd (default 5
