@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/auth/authenticator"
-	"github.com/corekube/corekube/trace"
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/server/audit"
+	"github.com/corekube/corekube/trace"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -25,12 +25,6 @@ import (
 // counted from it when the request ends, and one log line per request
 // (slow ones with their trace).
 
-// slowRequestThreshold is the latency above which a request that is not
-// long-running is logged with its trace whatever the log level (kube's
-// traces log over 500 ms in its handlers; 1 s here). A variable for the
-// tests.
-var slowRequestThreshold = time.Second
-
 // requestLogVerbosity is kube's -v from which every request's line is
 // logged at info level (kube's httplog logs at V(3)); below it the lines
 // are logged at debug level.
@@ -276,7 +270,7 @@ func dryRunLabel(r *http.Request) string {
 	return "All"
 }
 
-// requestLabels are the labels of r. Non-resource requests are those kube
+// labelsOf are the labels of r. Non-resource requests are those kube
 // instruments: the health endpoints (component "") and discovery, with the
 // path as the subresource.
 func labelsOf(r *http.Request, ri *handlers.RequestInfo) metricLabels {
@@ -466,7 +460,7 @@ func (m *requestMetrics) count(rec *recorder, r *http.Request, ri *handlers.Requ
 // level.
 func (s *Server) logRequest(rec *recorder, r *http.Request, ri *handlers.RequestInfo, code int, elapsed time.Duration, lr, aborted bool) {
 	ctx := r.Context()
-	slow := !lr && elapsed > slowRequestThreshold
+	slow := !lr && elapsed > s.cfg.SlowRequestThreshold
 	level := s.requestLogLevel
 	if slow {
 		level = slog.LevelInfo
