@@ -98,7 +98,7 @@ func (s *Server) withAuthentication(authn authenticator.Request) func(http.Handl
 				return
 			}
 			tr := trace.From(r.Context())
-			tr.SetUser(resp.User.Name)
+			tr.SetUser(&resp.User.Name)
 			tr.Mark(trace.Authenticated)
 			next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), resp.User)))
 		})

@@ -91,8 +91,10 @@ type Trace struct {
 	flags    atomic.Uint32
 	// onServed runs once when a handler takes the request (Served).
 	onServed func()
-	// user is the authenticated user's name, for the request's log line.
-	user string
+	// user is the authenticated user's name, for the request's log line:
+	// written by authentication, which may still run after a timed-out
+	// request was logged.
+	user atomic.Pointer[string]
 }
 
 // Flags a request's trace carries for the request metrics.
@@ -124,11 +126,12 @@ func (t *Trace) Mark(s Step) {
 	t.steps[i].Store(int64(s)<<stepShift | int64(time.Since(t.start)))
 }
 
-// SetUser records the name of the user authentication found, before the
-// request goes on (the handlers never read it).
-func (t *Trace) SetUser(name string) {
+// SetUser records the name of the user authentication found. name points
+// into the user's own record (no copy on the request's path) and must not
+// change.
+func (t *Trace) SetUser(name *string) {
 	if t != nil {
-		t.user = name
+		t.user.Store(name)
 	}
 }
 
@@ -137,7 +140,10 @@ func (t *Trace) User() string {
 	if t == nil {
 		return ""
 	}
-	return t.user
+	if p := t.user.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // IsAuthorized reports whether the request reached the Authorized step.
