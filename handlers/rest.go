@@ -53,10 +53,8 @@ func (q *request) respond(code int, obj runtime.Object) {
 		q.fail(err)
 		return
 	}
-	tr := trace.From(q.r.Context())
-	tr.Mark(trace.Responding)
 	writeObject(q.w, q.r, code, out)
-	tr.Mark(trace.ResponseWritten)
+	trace.Mark(q.r.Context(), trace.ResponseWritten)
 }
 
 func (q *request) gvk() schema.GroupVersionKind {

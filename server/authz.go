@@ -434,7 +434,7 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 			if s.requests != nil && !longRunning(ri) {
 				// Executing: past flow control and authorization, as
 				// kube's inflight counts.
-				defer s.requests.executing(ri.Verb)()
+				defer s.requests.executing(ri.Verb).Add(-1)
 			}
 			next.ServeHTTP(w, r)
 			return

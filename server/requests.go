@@ -142,9 +142,10 @@ func (m *requestMetrics) maintainWatermarks(ctx context.Context) {
 }
 
 // executing counts a request that passed flow control and authorization
-// until done is called, as kube's executing-phase inflight counts (get,
-// list and watch are read-only).
-func (m *requestMetrics) executing(verb string) (done func()) {
+// as kube's executing-phase inflight counts (get, list and watch are
+// read-only); the caller subtracts one from the count returned when the
+// request ends.
+func (m *requestMetrics) executing(verb string) *atomic.Int64 {
 	cur, mark := &m.mutating, &m.mutatingMark
 	switch verb {
 	case "get", "list", "watch":
@@ -157,7 +158,7 @@ func (m *requestMetrics) executing(verb string) (done func()) {
 			break
 		}
 	}
-	return func() { cur.Add(-1) }
+	return cur
 }
 
 // labels are a request's metric labels (but the code), as kube's
@@ -306,16 +307,39 @@ func instrumentedNonResource(path string) bool {
 
 // recorder is the request's ResponseWriter from the first filter on: it
 // records the status and the bytes written for the metrics and the log
-// line, and carries the request's trace (one allocation for both).
+// line, and carries the request's trace and its context node (one
+// allocation for all).
 type recorder struct {
 	http.ResponseWriter
 	code     int
 	written  int64
 	hijacked bool
-	trace    trace.Trace
+	// completed is false when the request was aborted (a panic).
+	completed bool
+	trace     trace.Trace
 	// longRunning is the gauge a long-running request is counted in
 	// while a handler serves it.
 	longRunning prometheus.Gauge
+	ctx         requestContext
+}
+
+// requestContext is the request's context from the first filter on: it
+// carries the RequestInfo and the trace as two context.WithValue would,
+// without their allocations.
+type requestContext struct {
+	context.Context
+	ri *handlers.RequestInfo
+	tr *trace.Trace
+}
+
+func (c *requestContext) Value(key any) any {
+	switch key {
+	case handlers.RequestInfoContextKey:
+		return c.ri
+	case trace.ContextKey:
+		return c.tr
+	}
+	return c.Context.Value(key)
 }
 
 func (w *recorder) WriteHeader(code int) {
@@ -382,15 +406,11 @@ func (s *Server) withRequestInfo(next http.Handler) http.Handler {
 			// Counted while a handler serves it, as kube's.
 			rec.trace.OnServed(func() { s.requests.longRunningStarted(rec, r, ri) })
 		}
-		r = r.WithContext(trace.WithTrace(handlers.WithRequestInfo(r.Context(), ri), &rec.trace))
-		completed := false
-		defer func() {
-			// Not completed: the request was aborted (http.ErrAbortHandler,
-			// the only panic the recoverer lets through).
-			s.requestDone(rec, r, ri, lr, !completed)
-		}()
+		rec.ctx = requestContext{Context: r.Context(), ri: ri, tr: &rec.trace}
+		r = r.WithContext(&rec.ctx)
+		defer s.requestDone(rec, r, ri, lr)
 		next.ServeHTTP(rec, r)
-		completed = true
+		rec.completed = true
 	})
 }
 
@@ -403,8 +423,11 @@ func (m *requestMetrics) longRunningStarted(rec *recorder, r *http.Request, ri *
 	rec.longRunning = g
 }
 
-// requestDone counts the request and logs it.
-func (s *Server) requestDone(rec *recorder, r *http.Request, ri *handlers.RequestInfo, lr, aborted bool) {
+// requestDone counts the request and logs it. A request that did not
+// complete was aborted (http.ErrAbortHandler, the only panic the
+// recoverer lets through).
+func (s *Server) requestDone(rec *recorder, r *http.Request, ri *handlers.RequestInfo, lr bool) {
+	aborted := !rec.completed
 	elapsed := time.Since(rec.trace.StartTime())
 	code := rec.status()
 	if m := s.requests; m != nil {

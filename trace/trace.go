@@ -42,9 +42,8 @@ const (
 	StorageRead
 	// StorageReadDone: the read answered.
 	StorageReadDone
-	// Responding: the handler starts encoding its answer.
-	Responding
-	// ResponseWritten: the answer is written.
+	// ResponseWritten: the answer is encoded and written (the time since
+	// the previous step is the encoding's).
 	ResponseWritten
 	numSteps
 )
@@ -58,7 +57,6 @@ var stepNames = [numSteps]string{
 	StorageWritten:  "Object stored in database",
 	StorageRead:     "About to read from storage",
 	StorageReadDone: "Read from storage done",
-	Responding:      "About to write a response",
 	ResponseWritten: "Writing http response done",
 }
 
@@ -205,6 +203,11 @@ func (t *Trace) TimedOut() {
 func (t *Trace) IsTimedOut() bool { return t != nil && t.flags.Load()&flagTimedOut != 0 }
 
 type contextKey struct{}
+
+// ContextKey is the key WithTrace stores under, for a server whose own
+// context node carries the trace (saving a context.WithValue on every
+// request).
+var ContextKey any = contextKey{}
 
 // WithTrace returns ctx carrying t.
 func WithTrace(ctx context.Context, t *Trace) context.Context {
