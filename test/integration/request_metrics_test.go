@@ -3,17 +3,22 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/pem"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/corekube/corekube/server"
 	"github.com/corekube/corekube/test/metricstest"
 	"github.com/corekube/corekube/test/testserver"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -21,15 +26,15 @@ import (
 // server of its own (the shared one serves other tests' pods meanwhile)
 // and checks kube's request metrics move by exactly what each request
 // adds, the long-running gauge while a watch is open, the inflight gauges
-// back at rest, the request lines (-v 3) and the slow-request traces (the
-// threshold is 1ns here, so every request that is not long-running is
-// "slow", deterministically).
+// back at rest, the request lines (-v 3), no trace for fast requests and
+// the trace of a slow one: a create a mutating webhook holds until the
+// webhook call's own 1s timeout (failurePolicy Ignore), which the SLI
+// latency leaves out.
 func TestRequestMetricsAndLogs(t *testing.T) {
 	logs := &testserver.SyncBuffer{}
 	ts := testserver.StartWith(t, t.TempDir(), func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		c.Verbosity = 3
-		c.SlowRequestThreshold = time.Nanosecond
 	})
 	client := testserver.HTTPClient()
 	base := ts.Server.URL()
@@ -125,30 +130,92 @@ func TestRequestMetricsAndLogs(t *testing.T) {
 			if line == "" || !strings.Contains(line, "verb="+st.method) || !strings.Contains(line, "resp="+st.counted.code) || !strings.Contains(line, "user=kubernetes-admin") {
 				t.Errorf("no request line like kube's httplog for %s (audit ID %s): %q", st.name, id, line)
 			}
-			if findLine(logs.String(), `msg="Trace[`, "audit-id:"+id) == "" {
-				t.Errorf("no trace logged for %s (audit ID %s)", st.name, id)
+			if line := findLine(logs.String(), `msg="Trace[`, "audit-id:"+id); line != "" {
+				t.Errorf("a fast request (%s) was traced as slow:\n%s", st.name, line)
 			}
 		})
 	}
 
-	t.Run("create trace has the steps", func(t *testing.T) {
-		resp := do("POST", podPath, "application/json", strings.Replace(pod, `"metrics"`, `"metrics-trace"`, 1))
-		if resp.StatusCode != 201 {
-			t.Fatalf("create = %d", resp.StatusCode)
+	t.Run("slow create is traced", func(t *testing.T) {
+		release := make(chan struct{})
+		var once sync.Once
+		called := make(chan struct{})
+		hook := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			once.Do(func() { close(called) })
+			// Held until the API server's call gives up (its 1s timeout).
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			http.Error(w, "too late", http.StatusServiceUnavailable)
+		}))
+		defer hook.Close()
+		defer close(release)
+		url := hook.URL + "/slow"
+		none, ignore, timeout := admissionregistrationv1.SideEffectClassNone, admissionregistrationv1.Ignore, int32(1)
+		_, err := ts.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "slow"},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{
+				Name: "slow.corekube.test", FailurePolicy: &ignore, TimeoutSeconds: &timeout, SideEffects: &none,
+				AdmissionReviewVersions: []string{"v1"},
+				ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url,
+					CABundle: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw})},
+				Rules: []admissionregistrationv1.RuleWithOperations{{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				}},
+				ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"slow": "yes"}},
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			_ = ts.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "slow", metav1.DeleteOptions{})
+		}()
+		post := []string{"verb", "POST", "resource", "pods", "scope", "resource", "dry_run", ""}
+		// Creates until one is held (the configuration takes effect
+		// through a watch).
+		var resp *http.Response
+		var before metricstest.Families
+		for i := 0; ; i++ {
+			before = scrape()
+			body := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"slow-%d","labels":{"slow":"yes"}},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`, i)
+			resp = do("POST", podPath, "application/json", body)
+			if resp.StatusCode != 201 {
+				t.Fatalf("create = %d", resp.StatusCode)
+			}
+			select {
+			case <-called:
+			case <-ctx.Done():
+				t.Fatal("the webhook was never called")
+			default:
+				continue
+			}
+			break
+		}
+		after := scrape()
+		duration := sum(after, "apiserver_request_duration_seconds", post...) - sum(before, "apiserver_request_duration_seconds", post...)
+		sli := sum(after, "apiserver_request_sli_duration_seconds", post...) - sum(before, "apiserver_request_sli_duration_seconds", post...)
+		if duration < 1 || sli > duration-0.9 {
+			t.Errorf("held create: duration %.3fs, SLI duration %.3fs; want over 1s and the webhook's second left out of the SLI", duration, sli)
 		}
 		line := findLine(logs.String(), `msg="Trace[`, "audit-id:"+resp.Header.Get("Audit-Id"))
 		for _, step := range []string{
 			`\"Create\" audit-id:`, "resource:pods,scope:resource,url:/api/v1/namespaces/default/pods", "(total time: ",
 			`---\"Authenticated\"`, `---\"Authorized\"`, `---\"limitedReadBody and decode succeeded\"`,
-			`---\"About to store object in database\"`, `---\"Object stored in database\"`,
-			`---\"Writing http response done\"`, "] END",
+			`---\"Object stored in database\"`, `---\"Writing http response done\"`, "] END",
 		} {
 			if !strings.Contains(line, step) {
 				t.Errorf("trace lacks %s:\n%s", step, line)
 			}
 		}
-		if !regexp.MustCompile(`Trace\[(\d+)\]: .*\\nTrace\[(\d+)\]: ---`).MatchString(line) {
-			t.Errorf("trace lines are not kube's Trace[id] lines:\n%s", line)
+		// The second went to admission, before the write.
+		if !regexp.MustCompile(`---\\"About to store object in database\\" [1-9]\d{3,}ms`).MatchString(line) {
+			t.Errorf("trace does not show the webhook's second before the write:\n%s", line)
+		}
+		if !regexp.MustCompile(`^time=\S+ level=INFO msg="Trace\[(\d+)\]: .*\\nTrace\[(\d+)\]: ---`).MatchString(line) {
+			t.Errorf("trace lines are not kube's Trace[id] lines at info level:\n%s", line)
 		}
 	})
 
@@ -223,6 +290,18 @@ func TestRequestMetricsAndLogs(t *testing.T) {
 		}
 	})
 
+	t.Run("inflight counts a write", func(t *testing.T) {
+		// The write's second's high-water mark is published at the next
+		// tick and shown for a whole second.
+		if resp := do("POST", podPath, "application/json", strings.Replace(pod, `"metrics"`, `"metrics-inflight"`, 1)); resp.StatusCode != 201 {
+			t.Fatalf("create = %d", resp.StatusCode)
+		}
+		pollUntil(t, ctx, "the write in apiserver_current_inflight_requests{request_kind=mutating}", func() bool {
+			v, _ := scrape().Value("apiserver_current_inflight_requests", "request_kind", "mutating")
+			return v >= 1
+		})
+	})
+
 	t.Run("inflight back to rest", func(t *testing.T) {
 		// The gauges are each second's high-water mark (kube's); the scrape
 		// itself is a read-only request executing.
@@ -233,6 +312,30 @@ func TestRequestMetricsAndLogs(t *testing.T) {
 			return okRO && okMU && mu == 0 && ro <= 1
 		})
 	})
+}
+
+// sum is the sample sum of the histogram series of name whose labels
+// include labels.
+func sum(fs metricstest.Families, name string, labels ...string) float64 {
+	var total float64
+	f := fs[name]
+	if f == nil {
+		return 0
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(labels); i += 2 {
+			if have[labels[i]] != labels[i+1] {
+				continue next
+			}
+		}
+		total += m.GetHistogram().GetSampleSum()
+	}
+	return total
 }
 
 // findLine returns the first log line that contains every part.
