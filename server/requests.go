@@ -449,12 +449,21 @@ func (m *requestMetrics) count(rec *recorder, r *http.Request, ri *handlers.Requ
 		return
 	}
 	l := labelsOf(r, ri)
-	if tr.IsRejected() || tr.IsTimedOut() {
-		sub := l.subresource
-		m.terminations.WithLabelValues(l.verb, l.group, l.version, l.resource, sub, l.scope, l.component, strconv.Itoa(code)).Inc()
+	switch {
+	case tr.IsTimedOut():
+		// The timeout filter's 504, even when the handler had started
+		// answering and the stream was cut.
+		m.terminations.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, l.component, "504").Inc()
+	case tr.IsRejected():
+		m.terminations.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope, l.component, "429").Inc()
 	}
 	if aborted {
-		m.aborts.WithLabelValues(l.verb, l.group, l.version, l.resource, l.subresource, l.scope).Inc()
+		sub := l.subresource
+		if !ri.IsResourceRequest {
+			// kube's abort count names no path.
+			sub = ""
+		}
+		m.aborts.WithLabelValues(l.verb, l.group, l.version, l.resource, sub, l.scope).Inc()
 	}
 	if !served && !tr.IsRejected() {
 		return

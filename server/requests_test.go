@@ -90,16 +90,25 @@ func TestRequestMetricsExposition(t *testing.T) {
 // TestRequestAbortsAndTerminations: a request cut by http.ErrAbortHandler
 // counts in apiserver_request_aborts_total; the timeout filter's 504 in
 // apiserver_request_terminations_total and, the handler having taken it,
-// in apiserver_request_total with its 504.
+// in apiserver_request_total with its 504; flow control's 429 in both,
+// without a latency (kube's RecordDroppedRequest).
 func TestRequestAbortsAndTerminations(t *testing.T) {
 	m := newRequestMetrics()
 	s := &Server{requests: m, log: quietLogger(), requestLogLevel: slog.LevelDebug, cfg: Config{SlowRequestThreshold: time.Second, RequestTimeout: time.Minute}}
 	s.longRunningCtx, s.endLongRunning = context.WithCancel(context.Background())
 	defer s.endLongRunning()
 	h := s.withRequestInfo(s.recoverer(s.withRequestTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		trace.From(r.Context()).Served()
+		if r.URL.Query().Get("reject") == "" {
+			trace.From(r.Context()).Served()
+		}
 		if r.URL.Query().Get("abort") != "" {
 			panic(http.ErrAbortHandler)
+		}
+		if r.URL.Query().Get("reject") != "" {
+			// Flow control's 429: before any handler took the request.
+			trace.From(r.Context()).Rejected()
+			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
+			return
 		}
 		<-r.Context().Done()
 	}))))
@@ -116,10 +125,15 @@ func TestRequestAbortsAndTerminations(t *testing.T) {
 	if _, err := http.Get(ts.URL + "/api/v1/namespaces/ns/pods/p?abort=1"); err == nil {
 		t.Fatal("an aborted request answered")
 	}
-	fs, err := metricstest.Parse(strings.NewReader(metricstest.Text(t, m)))
+	resp, err = http.Get(ts.URL + "/api/v1/namespaces/ns/pods?reject=1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("status %d, want 429", resp.StatusCode)
+	}
+	var fs metricstest.Families
 	for _, c := range []struct {
 		name   string
 		labels []string
@@ -127,6 +141,8 @@ func TestRequestAbortsAndTerminations(t *testing.T) {
 		{"apiserver_request_terminations_total", []string{"verb", "GET", "resource", "pods", "scope", "resource", "code", "504", "component", "apiserver"}},
 		{"apiserver_request_total", []string{"verb", "GET", "resource", "pods", "code", "504"}},
 		{"apiserver_request_aborts_total", []string{"verb", "GET", "resource", "pods", "scope", "resource"}},
+		{"apiserver_request_total", []string{"verb", "LIST", "resource", "pods", "scope", "namespace", "code", "429"}},
+		{"apiserver_request_terminations_total", []string{"verb", "LIST", "resource", "pods", "scope", "namespace", "code", "429"}},
 	} {
 		// The abort is counted when the serving goroutine unwinds, which
 		// may be after the client saw its connection cut.
@@ -144,6 +160,9 @@ func TestRequestAbortsAndTerminations(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+	if v, _ := fs.Value("apiserver_request_duration_seconds", "verb", "LIST"); v != 0 {
+		t.Errorf("a rejected request has a latency: %v samples", v)
 	}
 }
 
