@@ -161,7 +161,7 @@ func (m *requestMetrics) executing(verb string) *atomic.Int64 {
 	return cur
 }
 
-// labels are a request's metric labels (but the code), as kube's
+// metricLabels are a request's metric labels (but the code), as kube's
 // endpoints/metrics reports them.
 type metricLabels struct {
 	verb, dryRun, group, version, resource, subresource, scope, component string
