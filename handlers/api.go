@@ -9,6 +9,7 @@ import (
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apipath "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,6 +180,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	key := resourceKey{ri.Group, ri.Version, ri.Resource}
 	if c := a.createOnly[key]; c != nil {
+		trace.From(r.Context()).Served()
 		a.serveCreateOnly(w, r, ri, c)
 		return
 	}
@@ -186,6 +188,12 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res == nil {
 		WriteError(w, r, errNotFound)
 		return
+	}
+	if _, ok := res.Subresources[ri.Subresource]; ok || ri.Subresource == "" {
+		// A resource's handler takes the request: the request metrics
+		// count it (kube's count those its REST routes serve, not the
+		// 404 of an unknown resource).
+		trace.From(r.Context()).Served()
 	}
 	info := res.Store.Info()
 	if !info.Namespaced && ri.Namespace != "" {

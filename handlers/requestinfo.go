@@ -157,6 +157,11 @@ func locate(parts []string) (namespace string, rest []string) {
 
 type requestInfoKey struct{}
 
+// RequestInfoContextKey is the key WithRequestInfo stores under, for a
+// server whose own context node carries the RequestInfo (saving a
+// context.WithValue on every request).
+var RequestInfoContextKey any = requestInfoKey{}
+
 // WithRequestInfo returns ctx carrying ri, which the server's filter
 // computes once per request.
 func WithRequestInfo(ctx context.Context, ri *RequestInfo) context.Context {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -53,6 +54,7 @@ func (q *request) respond(code int, obj runtime.Object) {
 		return
 	}
 	writeObject(q.w, q.r, code, out)
+	trace.Mark(q.r.Context(), trace.ResponseWritten)
 }
 
 func (q *request) gvk() schema.GroupVersionKind {
@@ -169,7 +171,11 @@ func (q *request) decodeBodyAccepting(into runtime.Object, gvk schema.GroupVersi
 	if err != nil {
 		return err
 	}
-	return decodeRequestObject(q.w, q.r, body, into, gvk, fv, accepts)
+	if err := decodeRequestObject(q.w, q.r, body, into, gvk, fv, accepts); err != nil {
+		return err
+	}
+	trace.Mark(q.r.Context(), trace.Decoded)
+	return nil
 }
 
 // dryRun parses the dryRun parameter: only "All" is valid.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/trace"
 	"strconv"
 
 	"github.com/corekube/corekube/admission"
@@ -82,6 +83,8 @@ func (s *Store) create(ctx context.Context, namespace string, obj runtime.Object
 	if err != nil {
 		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
 	}
+	tr := trace.From(ctx)
+	tr.Mark(trace.StorageWrite)
 	kv, err := s.storage.Create(ctx, s.key(m.GetNamespace(), m.GetName()), data, s.writeOpts...)
 	// A generated name may collide; kube (RetryGenerateName) tries new
 	// names a few times before reporting AlreadyExists.
@@ -91,6 +94,7 @@ func (s *Store) create(ctx context.Context, namespace string, obj runtime.Object
 			kv, err = s.storage.Create(ctx, s.key(m.GetNamespace(), m.GetName()), data, s.writeOpts...)
 		}
 	}
+	tr.Mark(trace.StorageWritten)
 	if err != nil {
 		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/trace"
 	"time"
 
 	"github.com/corekube/corekube/admission"
@@ -96,6 +97,9 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 	if dryRun {
 		return obj, true, nil
 	}
+	tr := trace.From(ctx)
+	tr.Mark(trace.StorageWrite)
+	defer tr.Mark(trace.StorageWritten)
 	gone, err := s.storage.Delete(ctx, key, func(cur storage.KV) error {
 		if cur.Revision == kv.Revision {
 			return nil

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/trace"
 	"path"
 	goruntime "runtime"
 	"slices"
@@ -89,7 +90,10 @@ func (s *Store) ListPage(ctx context.Context, namespace string, opts *metaintern
 			return ok, err
 		}
 	}
+	tr := trace.From(ctx)
+	tr.Mark(trace.StorageRead)
 	res, err := s.storage.List(ctx, prefix, sopts)
+	tr.Mark(trace.StorageReadDone)
 	if err != nil {
 		if errors.Is(err, storage.ErrCompacted) && opts.Continue != "" {
 			return nil, s.continueExpired(prefix, sopts.StartKey)
@@ -125,12 +129,15 @@ func (s *Store) ListPage(ctx context.Context, namespace string, opts *metaintern
 // at that revision, so the pages form one snapshot.
 func (s *Store) listFromCache(ctx context.Context, namespace string, opts *metainternalversion.ListOptions, minRevision int64) (*ListPage, error) {
 	match := cacheMatcher(opts.LabelSelector, opts.FieldSelector)
+	tr := trace.From(ctx)
+	tr.Mark(trace.StorageRead)
 	snap, err := s.cache.List(ctx, watch.SnapshotOptions{
 		Prefix:      s.cachePrefix(namespace),
 		MinRevision: minRevision,
 		Consistent:  opts.ResourceVersion == "",
 		Match:       match,
 	})
+	tr.Mark(trace.StorageReadDone)
 	if err != nil {
 		return nil, s.cacheError(err)
 	}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"github.com/corekube/corekube/trace"
 	"log/slog"
 	"time"
 
@@ -159,7 +160,10 @@ func (s *Store) listPrefix(namespace string) string {
 
 // Get returns one object.
 func (s *Store) Get(ctx context.Context, namespace, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+	tr := trace.From(ctx)
+	tr.Mark(trace.StorageRead)
 	kv, err := s.storage.Get(ctx, s.key(namespace, name))
+	tr.Mark(trace.StorageReadDone)
 	if err != nil {
 		return nil, toAPIError(err, s.info.GroupResource(), name)
 	}

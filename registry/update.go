@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/trace"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/storage"
@@ -57,14 +58,18 @@ func (s *Store) write(ctx context.Context, namespace, name string, transform Tra
 
 	var updated runtime.Object
 	var deleteNow bool
+	tr := trace.From(ctx)
 	kv, err := s.storage.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
 		obj, del, err := s.updateFrom(ctx, cur, namespace, transform, opts, apply)
 		if err != nil {
 			return nil, err
 		}
 		updated, deleteNow = obj, del
-		return s.encode(obj)
+		data, err := s.encode(obj)
+		tr.Mark(trace.StorageWrite)
+		return data, err
 	}, s.writeOpts...)
+	tr.Mark(trace.StorageWritten)
 	if errors.Is(err, storage.ErrNotFound) {
 		return s.createOnUpdate(ctx, namespace, name, transform, opts, apply, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/server/audit"
+	"github.com/corekube/corekube/trace"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,6 +97,9 @@ func (s *Server) withAuthentication(authn authenticator.Request) func(http.Handl
 				handlers.WriteError(w, r, errUnauthorized)
 				return
 			}
+			tr := trace.From(r.Context())
+			tr.SetUser(&resp.User.Name)
+			tr.Mark(trace.Authenticated)
 			next.ServeHTTP(w, r.WithContext(user.WithUser(r.Context(), resp.User)))
 		})
 	}

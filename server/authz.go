@@ -23,6 +23,7 @@ import (
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/server/audit"
+	"github.com/corekube/corekube/trace"
 )
 
 // DefaultAuthorizationModes is --authorization-mode's default, a kubeadm
@@ -397,14 +398,6 @@ func equalRule(a, b *rbacv1.PolicyRule) bool {
 		eq(a.ResourceNames, b.ResourceNames) && eq(a.NonResourceURLs, b.NonResourceURLs)
 }
 
-// withRequestInfo computes the request's RequestInfo once, for
-// authorization and the handlers.
-func (s *Server) withRequestInfo(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(handlers.WithRequestInfo(r.Context(), handlers.NewRequestInfo(r))))
-	})
-}
-
 // attributesOf is what authorization decides on for the request of u.
 func attributesOf(u *user.Info, ri *handlers.RequestInfo) authorizer.Attributes {
 	a := authorizer.Attributes{
@@ -434,8 +427,14 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		}
 		if d == authorizer.DecisionAllow {
 			audit.AddAnnotation(r.Context(), "authorization.k8s.io/decision", "allow")
+			trace.Mark(r.Context(), trace.Authorized)
 			if attrs.ResourceRequest && (attrs.Verb == "patch" || attrs.Verb == "update") {
 				r = r.WithContext(registry.WithCreateAuthorizer(r.Context(), s.createAuthorizer(attrs)))
+			}
+			if s.requests != nil && !longRunning(ri) {
+				// Executing: past flow control and authorization, as
+				// kube's inflight counts.
+				defer s.requests.executing(ri.Verb).Add(-1)
 			}
 			next.ServeHTTP(w, r)
 			return

@@ -79,6 +79,14 @@ type Config struct {
 	// Profiling serves Go's profiles at /debug/pprof/ (kube-apiserver's
 	// --profiling, which the command line turns on by default as kube).
 	Profiling bool
+	// Verbosity is kube's -v: from 3 on every request's log line (kube's
+	// httplog) is logged at info level; below, at debug level. Slow
+	// requests are logged with their trace at info level whatever it is.
+	Verbosity int
+	// SlowRequestThreshold is the latency above which a request that is
+	// not long-running is logged with its trace at info level (default
+	// 1s; kube logs its handlers' traces over 500 ms).
+	SlowRequestThreshold time.Duration
 	// CompactionInterval is how often etcd history is compacted: each time
 	// to the revision of the previous round, so that at least one interval
 	// of history stays, by one of the servers sharing the etcd (default 5
@@ -224,6 +232,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.EventTTL == 0 {
 		c.EventTTL = events.DefaultTTL
+	}
+	if c.SlowRequestThreshold <= 0 {
+		c.SlowRequestThreshold = time.Second
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = DefaultRequestTimeout

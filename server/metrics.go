@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/corekube/corekube/handlers"
@@ -22,12 +23,18 @@ func (s *Server) setupMetrics() error {
 	if s.metrics == nil {
 		s.metrics = prometheus.NewRegistry()
 	}
+	s.requests = newRequestMetrics()
+	s.requestLogLevel = slog.LevelDebug
+	if s.cfg.Verbosity >= requestLogVerbosity {
+		s.requestLogLevel = slog.LevelInfo
+	}
 	for _, c := range []prometheus.Collector{
+		s.requests,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
 		if err := s.metrics.Register(c); err != nil {
-			return fmt.Errorf("register the Go and process metrics: %w", err)
+			return fmt.Errorf("register the request, Go and process metrics: %w", err)
 		}
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
@@ -25,13 +24,15 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	r := chi.NewRouter()
 	// The handlers log through the server's logger, which every request
 	// carries from here on (the recoverer's answers included).
-	// What a request asks for is parsed once (RequestInfo); unless it is
+	// What a request asks for is parsed once (RequestInfo) by the first
+	// filter, which also records the answer for the request metrics and
+	// the request's log line (requests.go); unless it is
 	// long-running it has a deadline from then on (timeout.go), as kube's,
 	// which its authentication counts against. Every request is
 	// authenticated (or answered 401) before anything else acts on it,
 	// then acts as whom it impersonates, goes through API Priority and
 	// Fairness (as the user it acts as) and is authorized, in kube's order.
-	r.Use(handlers.WithLogger(s.log), s.recoverer, s.logRequests, s.withRequestInfo, s.withRequestTimeout, s.withAuthentication(authn), s.withAudit(), s.withImpersonation, s.withFlowControl, s.withAuthorization)
+	r.Use(handlers.WithLogger(s.log), s.withRequestInfo, s.recoverer, s.withRequestTimeout, s.withAuthentication(authn), s.withAudit(), s.withImpersonation, s.withFlowControl, s.withAuthorization)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		handlers.NotFound(w, r)
 	})
@@ -109,17 +110,6 @@ func (s *Server) recoverer(next http.Handler) http.Handler {
 			}
 		}()
 		next.ServeHTTP(w, r)
-	})
-}
-
-// logRequests logs each request at debug level.
-func (s *Server) logRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		next.ServeHTTP(w, r)
-		if s.log.Enabled(r.Context(), slog.LevelDebug) {
-			s.log.Debug("request", "method", r.Method, "uri", r.RequestURI, "duration", time.Since(start))
-		}
 	})
 }
 

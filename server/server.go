@@ -51,6 +51,10 @@ type Server struct {
 	loopbackUID   string
 	// metrics is the registry /metrics serves (metrics.go).
 	metrics *prometheus.Registry
+	// requests are the request metrics (requests.go); requestLogLevel is
+	// the level of every request's log line.
+	requests        *requestMetrics
+	requestLogLevel slog.Level
 	// tls is the serving TLS material (nil with InsecureHTTP).
 	tls *serving
 	// audit is the audit log (nil when off).
@@ -127,6 +131,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	types.resources = openAPIResources(api)
 	s.runBackground(func(context.Context) { _, _ = types.get() })
 	s.runCaches(api)
+	s.runBackground(s.requests.maintainWatermarks)
 	if webhooks != nil {
 		s.runBackground(webhooks.run)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/server/audit"
+	"github.com/corekube/corekube/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -126,6 +127,10 @@ func serveWithDeadline(w http.ResponseWriter, r *http.Request, next http.Handler
 		// (its writes were already refused) still owes the 504.
 		tw.timeout(r, handlerBound, false)
 	case <-r.Context().Done():
+		if !handlerBound {
+			// kube's timeout filter counts its 504s as terminations.
+			trace.From(r.Context()).TimedOut()
+		}
 		tw.timeout(r, handlerBound, true)
 	}
 }

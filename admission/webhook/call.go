@@ -17,6 +17,7 @@ import (
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/auth/user"
+	"github.com/corekube/corekube/trace"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -167,6 +168,9 @@ func (d *Dispatcher) call(ctx context.Context, h *Hook, rev *admissionv1.Admissi
 	fail := func(err error) (*admissionv1.AdmissionResponse, error) {
 		return nil, &callError{hook: h.Name, reason: err}
 	}
+	// The request's SLI latency leaves out the time webhooks take, as
+	// kube's.
+	defer func(start time.Time) { trace.From(ctx).Exclude(time.Since(start)) }(time.Now())
 	cc := h.ClientConfig
 	if cc.Service != nil {
 		port := int32(443)

@@ -43,6 +43,7 @@ func newAPIServerCommand() *cobra.Command {
 					return err
 				}
 			}
+			cfg.Verbosity, _ = cmd.Flags().GetInt("v")
 			return runServer(cmd.Context(), cfg, kubeconfig, false, nil)
 		},
 	}

@@ -10,7 +10,10 @@ import (
 )
 
 func newRootCommand() *cobra.Command {
-	var logLevel string
+	var (
+		logLevel  string
+		verbosity int
+	)
 	root := &cobra.Command{
 		Use:           "corekube",
 		Short:         "A Kubernetes-compatible API server for Pods and Nodes on etcd",
@@ -26,6 +29,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: "+strings.Join([]string{"debug", "info", "warn", "error"}, ", "))
+	root.PersistentFlags().IntVarP(&verbosity, "v", "v", 0, "kube's log verbosity number: from 3 on, the API server logs every request's line (kube's httplog) at info level instead of debug; requests slower than 1s are logged with their trace whatever the level")
 	root.AddCommand(newUpCommand(), newAPIServerCommand(), newAgentCommand(), newSchedulerCommand(), newControllersCommand())
 	return root
 }

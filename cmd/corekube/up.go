@@ -49,6 +49,7 @@ func newUpCommand() *cobra.Command {
 			if nodeIdentities {
 				agentCfg.NodeConfig = inProcessNodeIdentity
 			}
+			cfg.Verbosity, _ = cmd.Flags().GetInt("v")
 			return runServer(cmd.Context(), cfg, filepath.Join(dataDir, "kubeconfig"), true, &agentCfg)
 		},
 	}

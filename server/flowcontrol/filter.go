@@ -24,6 +24,7 @@ import (
 
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/trace"
 )
 
 // Work estimator settings, kube's DefaultWorkEstimatorConfig.
@@ -61,8 +62,13 @@ func (c *Controller) Handler(next http.Handler) http.Handler {
 		if d, ok := r.Context().Deadline(); ok {
 			wait = min(wait, time.Until(d))
 		}
+		queued := time.Now()
 		t, reason := lvl.acquire(r.Context(), s.flowOf(u, ri), c.seats(r, ri), wait)
+		// The SLI latency leaves out the time in the queue.
+		tr := trace.From(r.Context())
+		tr.Exclude(time.Since(queued))
 		if t == nil {
+			tr.Rejected()
 			c.rejections.add(s.name, lvl.name, reason)
 			c.tooManyRequests(w, lvl)
 			return
