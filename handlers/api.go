@@ -9,7 +9,7 @@ import (
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/registry"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apipath "k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

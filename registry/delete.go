@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 	"time"
 
 	"github.com/corekube/corekube/admission"

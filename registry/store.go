@@ -2,7 +2,7 @@ package registry
 
 import (
 	"context"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 	"log/slog"
 	"time"
 

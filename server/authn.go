@@ -14,7 +14,7 @@ import (
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/server/audit"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -23,7 +23,7 @@ import (
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/server/audit"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 )
 
 // DefaultAuthorizationModes is --authorization-mode's default, a kubeadm

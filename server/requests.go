@@ -15,7 +15,7 @@ import (
 
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/server/audit"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

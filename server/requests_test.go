@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/handlers"
+	"github.com/corekube/corekube/storage/trace"
 	"github.com/corekube/corekube/test/metricstest"
-	"github.com/corekube/corekube/trace"
 )
 
 // TestRequestLabels: the verb, scope and resource labels kube's

@@ -14,7 +14,7 @@ import (
 
 	"github.com/corekube/corekube/handlers"
 	"github.com/corekube/corekube/server/audit"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/auth/user"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -24,7 +24,7 @@ import (
 
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/handlers"
-	"github.com/corekube/corekube/trace"
+	"github.com/corekube/corekube/storage/trace"
 )
 
 // Work estimator settings, kube's DefaultWorkEstimatorConfig.

@@ -7,6 +7,10 @@
 // and the decision to log is taken at its end. Every function is safe on
 // a nil Trace (a context without one), so callers need no check.
 //
+// It sits under storage, the bottom of the dependency order, because every
+// layer above (server filters, handlers, registry, admission webhooks)
+// marks steps on it.
+//
 // The Trace also carries what the request metrics need from below the
 // filters: whether a handler served the request (kube counts only those),
 // whether flow control rejected it or the timeout filter cut it, and the
