@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/go-chi/chi/v5"
 	"io"
 	"net/http"
 	"runtime/debug"
@@ -104,6 +105,7 @@ func serveWithDeadline(w http.ResponseWriter, r *http.Request, next http.Handler
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &timeoutBody{ReadCloser: r.Body, tw: tw}
 	}
+	r = withOwnRouteContext(r)
 	done := make(chan any, 1)
 	go func() {
 		defer func() {
@@ -133,6 +135,27 @@ func serveWithDeadline(w http.ResponseWriter, r *http.Request, next http.Handler
 		}
 		tw.timeout(r, handlerBound, true)
 	}
+}
+
+// withOwnRouteContext gives r a chi routing context of its own, for a
+// handler that may outlive the request: chi takes the routing context
+// from a pool and puts it back when the request returns, so a handler
+// still running after a 504 would otherwise route into, and read, a
+// context that another request already uses. The filter runs before
+// chi routes, so the copy holds only the router and the path so far.
+func withOwnRouteContext(r *http.Request) *http.Request {
+	pooled := chi.RouteContext(r.Context())
+	if pooled == nil {
+		return r
+	}
+	own := chi.NewRouteContext()
+	own.Routes = pooled.Routes
+	own.RoutePath = pooled.RoutePath
+	own.RouteMethod = pooled.RouteMethod
+	own.URLParams.Keys = append(own.URLParams.Keys, pooled.URLParams.Keys...)
+	own.URLParams.Values = append(own.URLParams.Values, pooled.URLParams.Values...)
+	own.RoutePatterns = append(own.RoutePatterns, pooled.RoutePatterns...)
+	return r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, own))
 }
 
 // timeoutWriter is the handler's ResponseWriter under a deadline: it keeps

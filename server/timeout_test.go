@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/go-chi/chi/v5"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -173,5 +174,52 @@ func TestRequestTimeoutPanic(t *testing.T) {
 	a := send(t, "GET", ts.URL+"/api/v1/pods")
 	if a.code != http.StatusInternalServerError || !strings.Contains(a.body, `"message":"Internal error occurred: panic: boom"`) {
 		t.Errorf("%d %s, want a 500 about the panic", a.code, a.body)
+	}
+}
+
+// TestRequestTimeoutOwnRouteContext: a handler still running after its
+// 504 routes and reads URL parameters in a chi routing context of its
+// own, not in the pooled one chi hands to the next request (under -race
+// the shared one was a data race).
+func TestRequestTimeoutOwnRouteContext(t *testing.T) {
+	s := &Server{cfg: Config{RequestTimeout: time.Minute}}
+	s.longRunningCtx, s.endLongRunning = context.WithCancel(context.Background())
+	t.Cleanup(s.endLongRunning)
+	release := make(chan struct{})
+	late := make(chan string, 1)
+	r := chi.NewRouter()
+	r.Use(s.withRequestTimeout)
+	r.Get("/slow/{name}", func(w http.ResponseWriter, r *http.Request) {
+		<-release // after the 504 and after other requests reused chi's pool
+		late <- chi.URLParam(r, "name")
+	})
+	r.Get("/fast/{name}", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, chi.URLParam(r, "name"))
+	})
+	ts := httptest.NewServer(r)
+	t.Cleanup(ts.Close)
+
+	resp, err := http.Get(ts.URL + "/slow/first?timeout=50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("slow request: %d, want 504", resp.StatusCode)
+	}
+	for i := range 20 {
+		resp, err := http.Get(ts.URL + "/fast/other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "other" {
+			t.Fatalf("fast request %d: %q", i, b)
+		}
+	}
+	close(release)
+	if got := <-late; got != "first" {
+		t.Errorf("the late handler read name %q, want its own %q", got, "first")
 	}
 }
