@@ -15,6 +15,7 @@ const (
 	PluginNodeRestriction            = "NodeRestriction"
 	PluginPodSecurity                = "PodSecurity"
 	PluginDefaultTolerationSeconds   = "DefaultTolerationSeconds"
+	PluginPriority                   = "Priority"
 	PluginMutatingAdmissionWebhook   = "MutatingAdmissionWebhook"
 	PluginValidatingAdmissionWebhook = "ValidatingAdmissionWebhook"
 )
@@ -38,7 +39,7 @@ var AllOrderedPlugins = []string{
 	"ImagePolicyWebhook",
 	PluginPodSecurity,
 	"PodNodeSelector",
-	"Priority",
+	PluginPriority,
 	PluginDefaultTolerationSeconds,
 	"PodTolerationRestriction",
 	"EventRateLimit",
@@ -65,13 +66,14 @@ var AllOrderedPlugins = []string{
 
 // DefaultOnPlugins are the plugins kube-apiserver v1.32 enables without
 // --enable-admission-plugins, restricted to those corekube has (kube's
-// default set also holds LimitRanger, Priority, ResourceQuota and others
+// default set also holds LimitRanger, ResourceQuota and others
 // whose resources corekube does not serve). NodeRestriction is off by
 // default, as in kube (kubeadm turns it on).
 var DefaultOnPlugins = []string{
 	PluginNamespaceLifecycle,
 	PluginServiceAccount,
 	PluginPodSecurity,
+	PluginPriority,
 	PluginDefaultTolerationSeconds,
 	PluginMutatingAdmissionWebhook,
 	PluginValidatingAdmissionWebhook,

@@ -27,6 +27,16 @@ const maxDeleteAttempts = 10
 // marks the object with deletionTimestamp; otherwise the object goes.
 // deleted reports whether the object is gone.
 func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
+	if g, ok := s.strategy.(DeleteGuard); ok {
+		if err := g.CheckDelete(ctx, namespace, name); err != nil {
+			return nil, false, err
+		}
+	}
+	return s.delete(ctx, namespace, name, opts)
+}
+
+// delete is Delete without the DeleteGuard (DeleteCollection's).
+func (s *Store) delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
@@ -267,7 +277,7 @@ func (s *Store) DeleteCollection(ctx context.Context, namespace string, listOpts
 	deleted := make([]runtime.Object, 0, len(items))
 	for _, item := range items {
 		m := accessor(item)
-		out, _, err := s.Delete(ctx, m.GetNamespace(), m.GetName(), opts)
+		out, _, err := s.delete(ctx, m.GetNamespace(), m.GetName(), opts)
 		if apierrors.IsNotFound(err) {
 			continue
 		}

@@ -114,7 +114,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.storage = s.etcd
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
 	types := &typeConverter{}
-	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
+	api, nsStore, stores, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
 		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get, WatchMetrics: watch.NewMetrics(s.metrics)},
 		&cfg, s.authorization.escalation)
 	if err != nil {
@@ -132,10 +132,15 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.runBackground(func(context.Context) { _, _ = types.get() })
 	s.runCaches(api)
 	s.runBackground(s.requests.maintainWatermarks)
-	if webhooks != nil {
-		s.runBackground(webhooks.run)
+	if stores.webhooks != nil {
+		s.runBackground(stores.webhooks.run)
 	}
+	s.runBackground(stores.priorityClasses.run)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
+		return nil, err
+	}
+	// kube's post-start hook scheduling/bootstrap-system-priority-classes.
+	if err := ensureSystemPriorityClasses(ctx, stores.priorityClasses.store, s.log); err != nil {
 		return nil, err
 	}
 	if err := s.setupAuthorization(ctx, api); err != nil {

@@ -80,7 +80,7 @@ func follow(ctx context.Context, store *registry.Store, log *slog.Logger, apply 
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		if err := followOnce(ctx, store, apply); err != nil && ctx.Err() == nil {
-			log.Warn("webhook configurations: watch restarting", "resource", store.Info().Resource, "err", err, "after", backoff)
+			log.Warn("watch restarting", "resource", store.Info().Resource, "err", err, "after", backoff)
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):
