@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // TestPriorityClasses: the built-in classes exist, classes are served with
@@ -37,12 +39,25 @@ func TestPriorityClasses(t *testing.T) {
 
 	t.Run("CRUD", func(t *testing.T) {
 		name := uniqueName(t, "pc")
+		w, err := pcs.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
 		pc, err := pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 1000}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if pc.PreemptionPolicy == nil || *pc.PreemptionPolicy != v1.PreemptLowerPriority {
 			t.Errorf("preemptionPolicy %v, want the default PreemptLowerPriority", pc.PreemptionPolicy)
+		}
+		select {
+		case ev := <-w.ResultChan():
+			if got, ok := ev.Object.(*schedulingv1.PriorityClass); ev.Type != watch.Added || !ok || got.Name != name {
+				t.Errorf("watch event %s %T", ev.Type, ev.Object)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no watch event for the created class")
 		}
 		pc.Description = "updated"
 		if pc, err = pcs.Update(ctx, pc, metav1.UpdateOptions{}); err != nil || pc.Description != "updated" {
@@ -79,6 +94,14 @@ func TestPriorityClasses(t *testing.T) {
 		_, err = pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: 1, PreemptionPolicy: &policy}, metav1.CreateOptions{})
 		checkStatusErr(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 			`PriorityClass.scheduling.k8s.io "`+name+`" is invalid: preemptionPolicy: Unsupported value: "Sometimes": supported values: "PreemptLowerPriority", "Never"`)
+	})
+
+	t.Run("OpenAPI", func(t *testing.T) {
+		r := doRaw(t, "GET", "/openapi/v3/apis/scheduling.k8s.io/v1", nil)
+		if r.Code != http.StatusOK || !strings.Contains(string(r.Body), `"io.k8s.api.scheduling.v1.PriorityClass"`) ||
+			!strings.Contains(string(r.Body), `"/apis/scheduling.k8s.io/v1/priorityclasses/{name}"`) {
+			t.Fatalf("OpenAPI v3 of scheduling.k8s.io/v1: %d %.300s", r.Code, r.Body)
+		}
 	})
 
 	t.Run("Table", func(t *testing.T) {
