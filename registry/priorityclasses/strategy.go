@@ -89,6 +89,9 @@ var (
 	_ registry.Strategy    = (*Strategy)(nil)
 	_ registry.Defaulter   = (*Strategy)(nil)
 	_ registry.DeleteGuard = (*Strategy)(nil)
+	// A GenerationStrategy for kube's generation 1 at create; kube never
+	// bumps it (its PrepareForUpdate changes nothing).
+	_ registry.GenerationStrategy = (*Strategy)(nil)
 )
 
 // NewStrategy returns the priorityclasses strategy.
@@ -193,6 +196,9 @@ func equalPolicy(a, b *v1.PreemptionPolicy) bool {
 	}
 	return *a == *b
 }
+
+// SpecChanged is false: a class keeps metadata.generation 1, as in kube.
+func (*Strategy) SpecChanged(_, _ runtime.Object) bool { return false }
 
 // AllowCreateOnUpdate is false, as in kube.
 func (*Strategy) AllowCreateOnUpdate() bool { return false }

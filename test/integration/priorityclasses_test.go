@@ -63,6 +63,9 @@ func TestPriorityClasses(t *testing.T) {
 		if pc, err = pcs.Update(ctx, pc, metav1.UpdateOptions{}); err != nil || pc.Description != "updated" {
 			t.Fatalf("update: %v %+v", err, pc)
 		}
+		if pc.Generation != 1 {
+			t.Errorf("generation %d after an update, want kube's 1", pc.Generation)
+		}
 		_, err = pcs.Patch(ctx, name, types.MergePatchType, []byte(`{"value":1001}`), metav1.PatchOptions{})
 		st := checkStatusErr(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 			`PriorityClass.scheduling.k8s.io "`+name+`" is invalid: value: Forbidden: may not be changed in an update.`)
