@@ -52,6 +52,10 @@ func testPriorityClasses(t *testing.T, k *kc) {
 	if !want.MatchString(out) {
 		t.Errorf("kubectl get pc:\n%s", out)
 	}
+	if out := k.ok("explain", "pc.preemptionPolicy"); !strings.Contains(out, "GROUP:      scheduling.k8s.io") ||
+		!strings.Contains(out, "KIND:       PriorityClass") || !strings.Contains(out, "FIELD: preemptionPolicy <string>") {
+		t.Errorf("kubectl explain pc.preemptionPolicy:\n%s", out)
+	}
 	k.expect("priorityclass.scheduling.k8s.io/high created", "create", "priorityclass", "high", "--value=1000")
 	k.expect("priorityclass.scheduling.k8s.io/never created", "create", "priorityclass", "never", "--value=10",
 		"--preemption-policy=Never", "--description=no preemption")
