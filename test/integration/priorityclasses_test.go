@@ -73,6 +73,14 @@ func TestPriorityClasses(t *testing.T) {
 		_, err = pcs.Patch(ctx, name, types.MergePatchType, []byte(`{"preemptionPolicy":"Never"}`), metav1.PatchOptions{})
 		checkStatusErr(t, err, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 			`PriorityClass.scheduling.k8s.io "`+name+`" is invalid: preemptionPolicy: Invalid value: "Never": field is immutable`)
+		// Server-side apply knows the type (forced: the update above owns
+		// the description).
+		applied, err := pcs.Patch(ctx, name, types.ApplyPatchType,
+			[]byte(`{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"`+name+`"},"value":1000,"description":"applied"}`),
+			metav1.PatchOptions{FieldManager: "tester", Force: ptr(true)})
+		if err != nil || applied.Description != "applied" {
+			t.Fatalf("apply: %v %+v", err, applied)
+		}
 		list, err := pcs.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
 		if err != nil || len(list.Items) != 1 {
 			t.Fatalf("list: %v %v", err, list)
