@@ -31,7 +31,9 @@ func (s *Server) setupMetrics() error {
 			return fmt.Errorf("register the Go and process metrics: %w", err)
 		}
 	}
-	return nil
+	var err error
+	s.authMetrics, err = newAuthMetrics(s.metrics)
+	return err
 }
 
 // metricsHandler serves the registry in the Prometheus exposition formats

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/auth/authorizer/rbac"
 	"github.com/corekube/corekube/handlers"
@@ -50,6 +51,8 @@ type Server struct {
 	loopbackUID   string
 	// metrics is the registry /metrics serves (metrics.go).
 	metrics *prometheus.Registry
+	// authMetrics are the authentication and authorization metrics.
+	authMetrics *authMetrics
 	// tls is the serving TLS material (nil with InsecureHTTP).
 	tls *serving
 	// audit is the audit log (nil when off).
@@ -109,8 +112,12 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.storage = s.etcd
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
 	types := &typeConverter{}
+	admissionMetrics, err := admission.NewMetrics(s.metrics)
+	if err != nil {
+		return nil, err
+	}
 	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
-		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get}, &cfg, s.authorization.escalation)
+		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get}, &cfg, admissionMetrics, s.authorization.escalation)
 	if err != nil {
 		return nil, err
 	}
