@@ -63,7 +63,11 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 		// An OIDC token's verification is remembered for 10 s, as kube's
 		// token cache does (ServiceAccount tokens have a cache of their
 		// own that re-checks the ServiceAccount and pod on every use).
-		tokens = append(tokens, authenticator.NewCachedToken(oidcTokens, 10*time.Second, 4096))
+		cacheMetrics, err := authenticator.NewTokenCacheMetrics(s.metrics)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, authenticator.NewCachedToken(oidcTokens, 10*time.Second, 4096).WithMetrics(cacheMetrics))
 	}
 	union := authenticator.Union{}
 	if s.tls != nil {
