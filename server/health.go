@@ -2,12 +2,15 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/corekube/corekube/handlers"
@@ -131,3 +134,138 @@ func cachesReady(api *handlers.API) error {
 	}
 	return nil
 }
+
+// etcdReadinessTimeout bounds the etcd-readiness check, kube's
+// --etcd-readycheck-timeout default (the etcd check's bound, storage's
+// health timeout, is kube's --etcd-healthcheck-timeout default: also 2s).
+const etcdReadinessTimeout = 2 * time.Second
+
+// etcdReadiness is kube's etcd-readiness check: one read, bounded by its
+// own timeout, so that a dead etcd fails /readyz within it.
+func (s *Server) etcdReadiness(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, etcdReadinessTimeout)
+	defer cancel()
+	return s.storage.Healthy(ctx)
+}
+
+// logBlockedAfter is how long a log write may stay unfinished before the
+// log check fails (kube's: two minutes without a completed flush).
+const logBlockedAfter = 2 * time.Minute
+
+// logWatch follows the server's log writes for kube's log check: the log
+// is blocked when a write has been under way for logBlockedAfter with none
+// finishing meanwhile (a full pipe, a stuck terminal). Each record costs
+// two atomic adds and a clock read.
+type logWatch struct {
+	writing atomic.Int64
+	// progress is the last time (UnixNano) a write finished, or one
+	// started while none was under way.
+	progress atomic.Int64
+}
+
+// wrap returns h reporting its writes to w.
+func (w *logWatch) wrap(h slog.Handler) slog.Handler { return watchedHandler{inner: h, w: w} }
+
+// check is the log health check.
+func (w *logWatch) check(context.Context) error {
+	if w.writing.Load() > 0 && time.Since(time.Unix(0, w.progress.Load())) > logBlockedAfter {
+		return errors.New("logging blocked")
+	}
+	return nil
+}
+
+type watchedHandler struct {
+	inner slog.Handler
+	w     *logWatch
+}
+
+func (h watchedHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.inner.Enabled(ctx, l)
+}
+
+func (h watchedHandler) Handle(ctx context.Context, r slog.Record) error {
+	if h.w.writing.Add(1) == 1 {
+		h.w.progress.Store(time.Now().UnixNano())
+	}
+	err := h.inner.Handle(ctx, r)
+	h.w.progress.Store(time.Now().UnixNano())
+	h.w.writing.Add(-1)
+	return err
+}
+
+func (h watchedHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return watchedHandler{inner: h.inner.WithAttrs(attrs), w: h.w}
+}
+
+func (h watchedHandler) WithGroup(name string) slog.Handler {
+	return watchedHandler{inner: h.inner.WithGroup(name), w: h.w}
+}
+
+// Post-start hooks: kube's names for the start-up work corekube does too,
+// in the order kube-apiserver v1.32's /readyz lists them. kube runs them
+// once it serves; corekube does this work in Start, before it serves, so
+// each is finished by the time anyone can ask, but a hook reports only
+// what its work did: "not finished" until the step that does it is done.
+const (
+	hookAdmissionInitializer   = "start-apiserver-admission-initializer"
+	hookStartInformers         = "generic-apiserver-start-informers"
+	hookAPFConfigConsumer      = "priority-and-fairness-config-consumer"
+	hookAPFFilter              = "priority-and-fairness-filter"
+	hookSystemNamespaces       = "start-system-namespaces-controller"
+	hookIdentityLease          = "start-kube-apiserver-identity-lease-controller"
+	hookIdentityLeaseCollector = "start-kube-apiserver-identity-lease-garbage-collector"
+	hookBootstrapRoles         = "rbac/bootstrap-roles"
+	hookAPFConfigProducer      = "priority-and-fairness-config-producer"
+	hookBootstrapController    = "bootstrap-controller"
+)
+
+// postStartHookOrder is kube's order of the hooks above.
+var postStartHookOrder = []string{
+	hookAdmissionInitializer, hookStartInformers, hookAPFConfigConsumer, hookAPFFilter,
+	hookSystemNamespaces, hookIdentityLease, hookIdentityLeaseCollector, hookBootstrapRoles,
+	hookAPFConfigProducer, hookBootstrapController,
+}
+
+// postStartHooks are the hooks' states: a channel each, closed when its
+// work is done.
+type postStartHooks map[string]chan struct{}
+
+func newPostStartHooks(names []string) postStartHooks {
+	h := postStartHooks{}
+	for _, name := range names {
+		h[name] = make(chan struct{})
+	}
+	return h
+}
+
+// finished marks the hooks done (once each).
+func (h postStartHooks) finished(names ...string) {
+	for _, name := range names {
+		select {
+		case <-h[name]:
+		default:
+			close(h[name])
+		}
+	}
+}
+
+// checks are the hooks' health checks, named poststarthook/<name> as in
+// kube, in order.
+func (h postStartHooks) checks(order []string) []healthCheck {
+	out := make([]healthCheck, 0, len(order))
+	for _, name := range order {
+		done := h[name]
+		out = append(out, healthCheck{name: "poststarthook/" + name, check: func(context.Context) error {
+			select {
+			case <-done:
+				return nil
+			default:
+				return errHookNotFinished
+			}
+		}})
+	}
+	return out
+}
+
+// errHookNotFinished is kube's reason for a hook still running.
+var errHookNotFinished = errors.New("not finished")

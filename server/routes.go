@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -36,16 +37,20 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 		handlers.NotFound(w, r)
 	})
 
-	// kube's checks, by kube's names: /livez has no etcd check here (an
-	// etcd outage must not make liveness probes restart API servers);
-	// informer-sync is every watch cache serving.
+	// kube's checks, by kube's names and in kube's order: /livez has no
+	// etcd check here (an etcd outage must not make liveness probes
+	// restart API servers); informer-sync is every watch cache serving;
+	// the post-start hooks are on all three, as kube's.
 	ping := healthCheck{name: "ping", check: func(context.Context) error { return nil }}
+	logCheck := healthCheck{name: "log", check: s.logs.check}
 	etcd := healthCheck{name: "etcd", check: s.storage.Healthy}
+	etcdReadiness := healthCheck{name: "etcd-readiness", check: s.etcdReadiness}
 	informerSync := healthCheck{name: "informer-sync", check: func(context.Context) error { return cachesReady(api) }}
+	hooks := s.hooks.checks(postStartHookOrder)
 	shutdown := healthCheck{name: "shutdown", check: s.shutdown.check}
-	healthRoutes(r, "healthz", []healthCheck{ping, etcd})
-	healthRoutes(r, "livez", []healthCheck{ping})
-	healthRoutes(r, "readyz", []healthCheck{ping, etcd, informerSync, shutdown})
+	healthRoutes(r, "healthz", slices.Concat([]healthCheck{ping, logCheck, etcd}, hooks))
+	healthRoutes(r, "livez", slices.Concat([]healthCheck{ping, logCheck}, hooks))
+	healthRoutes(r, "readyz", slices.Concat([]healthCheck{ping, logCheck, etcd, etcdReadiness, informerSync}, hooks, []healthCheck{shutdown}))
 	r.Method(http.MethodGet, "/metrics", s.metricsHandler(api))
 	if s.cfg.Profiling {
 		// kube-apiserver's --profiling (on by default): Go's profiles at

@@ -44,6 +44,10 @@ type Server struct {
 	endLongRunning context.CancelFunc
 	// shutdown is the state of a graceful shutdown (shutdown.go).
 	shutdown shutdownState
+	// logs follows the log's writes for the log health check, hooks the
+	// start-up work the poststarthook/* checks report (health.go).
+	logs  *logWatch
+	hooks postStartHooks
 
 	// loopbackToken authenticates the server's own clients (LoopbackConfig)
 	// as system:apiserver in system:masters.
@@ -89,7 +93,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := checkAdmission(&cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{cfg: cfg, logs: &logWatch{}, hooks: newPostStartHooks(postStartHookOrder)}
+	s.log = slog.New(s.logs.wrap(cfg.Logger.Handler()))
 	if err := s.setupMetrics(); err != nil {
 		return nil, err
 	}
@@ -121,6 +126,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.hooks.finished(hookAdmissionInitializer)
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
@@ -134,18 +140,26 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if webhooks != nil {
 		s.runBackground(webhooks.run)
 	}
+	s.hooks.finished(hookStartInformers)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err
 	}
+	// kube's system namespaces controller writes kube-system, kube-public
+	// and kube-node-lease, its bootstrap controller default.
+	s.hooks.finished(hookSystemNamespaces, hookBootstrapController)
 	if err := s.setupAuthorization(ctx, api); err != nil {
 		return nil, err
 	}
+	s.hooks.finished(hookBootstrapRoles)
 	s.serveAccessReviews(api)
 	// After authorization: its writes go through admission, whose RBAC
 	// escalation check authorization sets up.
 	if err := s.setupFlowControl(ctx, api); err != nil {
 		return nil, err
 	}
+	// The bootstrap configuration is stored (producer) and the filter's
+	// controller runs on it (consumer, filter).
+	s.hooks.finished(hookAPFConfigProducer, hookAPFConfigConsumer, hookAPFFilter)
 
 	if !cfg.InsecureHTTP {
 		if s.tls, err = s.setupTLS(); err != nil {
@@ -169,6 +183,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.runIdentityLease(api.Resource("coordination.k8s.io", "v1", "leases").Store); err != nil {
 		return nil, errors.Join(err, s.listener.Close())
 	}
+	s.hooks.finished(hookIdentityLease, hookIdentityLeaseCollector)
 	s.http = &http.Server{
 		Handler:           s.routes(api, authn),
 		ConnState:         s.trackFresh,
