@@ -178,7 +178,7 @@ func (m *Metrics) ObserveWebhookFailOpen(name, typ string) {
 // whether the webhook was skipped (a condition false, or a failure under
 // failurePolicy Ignore). typ is StepAdmit or StepValidate, as kube's
 // matchers name it.
-func (m *Metrics) ObserveMatchConditions(name, typ string, op Operation, elapsed time.Duration, excluded, failed bool) {
+func (m *Metrics) ObserveMatchConditions(name, typ string, op Operation, elapsed time.Duration, failed, excluded bool) {
 	if m == nil {
 		return
 	}
