@@ -38,7 +38,9 @@ func TestWebhookMetrics(t *testing.T) {
 	broken := newHookServer(t, func(*http.Request, *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse { return nil })
 	broken.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
 
-	ignore := func(h *admissionregistrationv1.MutatingWebhook) { h.FailurePolicy = ptr.To(admissionregistrationv1.Ignore) }
+	ignore := func(h *admissionregistrationv1.MutatingWebhook) {
+		h.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
+	}
 	d.SetValidating(CompileValidating([]*admissionregistrationv1.ValidatingWebhookConfiguration{validatingConfig("c",
 		vhook("gate.example.com", gate),
 		vhook("open.example.com", broken, ignore),
