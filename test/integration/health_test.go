@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,50 @@ func TestHealthEndpoints(t *testing.T) {
 	r := doRaw(t, "GET", "/readyz?verbose", nil)
 	if r.Code != 200 || !containsAll(string(r.Body), "[+]ping ok\n", "[+]etcd ok\n") || !strings.HasSuffix(string(r.Body), "readyz check passed\n") {
 		t.Errorf("/readyz?verbose: %d %q", r.Code, r.Body)
+	}
+}
+
+// TestHealthChecksListed: ?verbose lists kube's checks in kube-apiserver
+// v1.32's order (reference readyz-verbose.http, restricted to the checks
+// corekube has); each check answers alone; ?exclude= skips one.
+func TestHealthChecksListed(t *testing.T) {
+	hooks := []string{
+		"poststarthook/start-apiserver-admission-initializer",
+		"poststarthook/generic-apiserver-start-informers",
+		"poststarthook/priority-and-fairness-config-consumer",
+		"poststarthook/priority-and-fairness-filter",
+		"poststarthook/start-system-namespaces-controller",
+		"poststarthook/start-kube-apiserver-identity-lease-controller",
+		"poststarthook/start-kube-apiserver-identity-lease-garbage-collector",
+		"poststarthook/rbac/bootstrap-roles",
+		"poststarthook/priority-and-fairness-config-producer",
+		"poststarthook/bootstrap-controller",
+	}
+	report := func(kind string, checks ...string) string {
+		var b strings.Builder
+		for _, c := range checks {
+			b.WriteString("[+]" + c + " ok\n")
+		}
+		return b.String() + kind + " check passed\n"
+	}
+	want := map[string]string{
+		"readyz":  report("readyz", slices.Concat([]string{"ping", "log", "etcd", "etcd-readiness", "informer-sync"}, hooks, []string{"shutdown"})...),
+		"healthz": report("healthz", slices.Concat([]string{"ping", "log", "etcd"}, hooks)...),
+		"livez":   report("livez", slices.Concat([]string{"ping", "log"}, hooks)...),
+	}
+	for kind, body := range want {
+		if r := doRaw(t, "GET", "/"+kind+"?verbose", nil); r.Code != 200 || string(r.Body) != body {
+			t.Errorf("/%s?verbose: %d\n%s\nwant\n%s", kind, r.Code, r.Body, body)
+		}
+	}
+	for _, check := range []string{"log", "etcd-readiness", "poststarthook/rbac/bootstrap-roles", "poststarthook/bootstrap-controller"} {
+		if r := doRaw(t, "GET", "/readyz/"+check, nil); r.Code != 200 || string(r.Body) != "ok" {
+			t.Errorf("/readyz/%s: %d %q", check, r.Code, r.Body)
+		}
+	}
+	r := doRaw(t, "GET", "/readyz?verbose&exclude=etcd-readiness&exclude=poststarthook/rbac/bootstrap-roles", nil)
+	if r.Code != 200 || !containsAll(string(r.Body), "[+]etcd ok\n[+]etcd-readiness excluded: ok\n", "[+]poststarthook/rbac/bootstrap-roles excluded: ok\n") {
+		t.Errorf("/readyz?verbose with exclusions: %d\n%s", r.Code, r.Body)
 	}
 }
 
@@ -103,9 +148,23 @@ func TestHealthReportsEtcdOutage(t *testing.T) {
 	})
 	healthz := doRawURL(t, s.URL(), "GET", "/healthz", nil)
 	for path, r := range map[string]rawResponse{"/readyz": ready, "/healthz": healthz} {
-		if r.Code != 500 || !strings.Contains(string(r.Body), "[-]etcd failed") || !strings.Contains(string(r.Body), "check failed") {
+		if r.Code != 500 || !strings.Contains(string(r.Body), "[-]etcd failed: reason withheld\n") || !strings.Contains(string(r.Body), "check failed") {
 			t.Errorf("%s with etcd down: %d %q", path, r.Code, r.Body)
 		}
+	}
+	// Both etcd checks fail, each bounded (2s, the whole report 3s): the
+	// answer comes quickly rather than hanging on the dead etcd.
+	start := time.Now()
+	ready = doRawURL(t, s.URL(), "GET", "/readyz?verbose", nil)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("/readyz with etcd down took %v", took)
+	}
+	if ready.Code != 500 || !strings.Contains(string(ready.Body), "[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n") ||
+		!strings.HasSuffix(string(ready.Body), "readyz check failed\n") {
+		t.Errorf("/readyz?verbose with etcd down: %d\n%s", ready.Code, ready.Body)
+	}
+	if r := doRawURL(t, s.URL(), "GET", "/readyz/etcd-readiness", nil); r.Code != 500 || !strings.HasPrefix(string(r.Body), "internal server error: ") {
+		t.Errorf("/readyz/etcd-readiness with etcd down: %d %q", r.Code, r.Body)
 	}
 	if r := doRawURL(t, s.URL(), "GET", "/livez", nil); r.Code != 200 {
 		t.Errorf("/livez with etcd down: %d %s", r.Code, r.Body)
