@@ -157,6 +157,8 @@ const logBlockedAfter = 2 * time.Minute
 // finishing meanwhile (a full pipe, a stuck terminal). Each record costs
 // two atomic adds and a clock read.
 type logWatch struct {
+	// now is the clock (nil: time.Now), set by tests.
+	now     func() time.Time
 	writing atomic.Int64
 	// progress is the last time (UnixNano) a write finished, or one
 	// started while none was under way.
@@ -168,10 +170,17 @@ func (w *logWatch) wrap(h slog.Handler) slog.Handler { return watchedHandler{inn
 
 // check is the log health check.
 func (w *logWatch) check(context.Context) error {
-	if w.writing.Load() > 0 && time.Since(time.Unix(0, w.progress.Load())) > logBlockedAfter {
+	if w.writing.Load() > 0 && w.clock().Sub(time.Unix(0, w.progress.Load())) > logBlockedAfter {
 		return errors.New("logging blocked")
 	}
 	return nil
+}
+
+func (w *logWatch) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
 }
 
 type watchedHandler struct {
@@ -185,10 +194,10 @@ func (h watchedHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h watchedHandler) Handle(ctx context.Context, r slog.Record) error {
 	if h.w.writing.Add(1) == 1 {
-		h.w.progress.Store(time.Now().UnixNano())
+		h.w.progress.Store(h.w.clock().UnixNano())
 	}
 	err := h.inner.Handle(ctx, r)
-	h.w.progress.Store(time.Now().UnixNano())
+	h.w.progress.Store(h.w.clock().UnixNano())
 	h.w.writing.Add(-1)
 	return err
 }
