@@ -112,13 +112,12 @@ func (c *Chain) Mutate(ctx context.Context, a *Attributes) error {
 		return nil
 	}
 	m := c.metrics
-	// One wall clock read per step; each plugin's end is a monotonic
-	// reading since the start (time.Since reads one clock, time.Now two:
-	// half the cost on the create path).
-	var start time.Time
-	var last time.Duration
+	// Monotonic clock readings only (monotonic): each plugin's end is the
+	// next one's start.
+	var start, last time.Duration
 	if m != nil {
-		start = time.Now()
+		start = monotonic()
+		last = start
 	}
 	var err error
 	for i, mu := range c.Mutators {
@@ -128,7 +127,7 @@ func (c *Chain) Mutate(ctx context.Context, a *Attributes) error {
 		}
 		err = mu.Admit(ctx, a)
 		if m != nil {
-			now := time.Since(start)
+			now := monotonic()
 			if p != nil {
 				p.cells.observe(m.controller, nil, p.labels, StepAdmit, a.Operation, err != nil, now-last)
 			}
@@ -139,7 +138,7 @@ func (c *Chain) Mutate(ctx context.Context, a *Attributes) error {
 		}
 	}
 	if m != nil {
-		m.steps.observe(m.step, m.stepSummary, nil, StepAdmit, a.Operation, err != nil, last)
+		m.steps.observe(m.step, m.stepSummary, nil, StepAdmit, a.Operation, err != nil, last-start)
 	}
 	return err
 }
@@ -161,13 +160,12 @@ func (c *Chain) Validate(ctx context.Context, a *Attributes) error {
 		return nil
 	}
 	m := c.metrics
-	// One wall clock read per step; each plugin's end is a monotonic
-	// reading since the start (time.Since reads one clock, time.Now two:
-	// half the cost on the create path).
-	var start time.Time
-	var last time.Duration
+	// Monotonic clock readings only (monotonic): each plugin's end is the
+	// next one's start.
+	var start, last time.Duration
 	if m != nil {
-		start = time.Now()
+		start = monotonic()
+		last = start
 	}
 	var err error
 	for i, v := range c.Validators {
@@ -177,7 +175,7 @@ func (c *Chain) Validate(ctx context.Context, a *Attributes) error {
 		}
 		err = v.Validate(ctx, a)
 		if m != nil {
-			now := time.Since(start)
+			now := monotonic()
 			if p != nil {
 				p.cells.observe(m.controller, nil, p.labels, StepValidate, a.Operation, err != nil, now-last)
 			}
@@ -188,7 +186,7 @@ func (c *Chain) Validate(ctx context.Context, a *Attributes) error {
 		}
 	}
 	if m != nil {
-		m.steps.observe(m.step, m.stepSummary, nil, StepValidate, a.Operation, err != nil, last)
+		m.steps.observe(m.step, m.stepSummary, nil, StepValidate, a.Operation, err != nil, last-start)
 	}
 	return err
 }

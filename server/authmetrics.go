@@ -40,6 +40,13 @@ const (
 	resultNoOpinion = "no-opinion"
 )
 
+// clockBase anchors monotonic.
+var clockBase = time.Now()
+
+// monotonic reads the monotonic clock alone (time.Now reads the wall
+// clock too, as much again): the filters need only durations.
+func monotonic() time.Duration { return time.Since(clockBase) }
+
 // authBuckets are kube's: 1 ms doubling to ~16 s.
 var authBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
 

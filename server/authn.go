@@ -91,9 +91,9 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 func (s *Server) withAuthentication(authn authenticator.Request) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			start := time.Now()
+			start := monotonic()
 			resp, ok, err := authn.AuthenticateRequest(r)
-			s.authMetrics.authenticated(resp, ok, err, time.Since(start))
+			s.authMetrics.authenticated(resp, ok, err, monotonic()-start)
 			if err != nil || !ok {
 				if err != nil {
 					s.log.Info("unable to authenticate the request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)

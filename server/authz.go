@@ -426,9 +426,9 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		}
 		u, _ := user.From(r.Context())
 		attrs := attributesOf(u, ri)
-		start := time.Now()
+		start := monotonic()
 		d, reason, err := s.authorization.authz.Authorize(r.Context(), attrs)
-		s.authMetrics.authorized(d, err, time.Since(start))
+		s.authMetrics.authorized(d, err, monotonic()-start)
 		// The decision and its reason go into the request's audit event,
 		// under kube's annotation keys.
 		if reason != "" {
