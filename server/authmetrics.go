@@ -25,9 +25,11 @@ type authMetrics struct {
 	authzLatency *prometheus.HistogramVec
 	decisions    *prometheus.CounterVec
 
-	authn map[string]*lazyResult // by result: success, failure, error
-	authz map[string]*lazyResult // by result: allowed, denied, no-opinion, error
-	users map[string]*lazyCounter
+	// The children by result (kube's order of the constants below) and
+	// by username category: indexed, not looked up by name, per request.
+	authn [3]*lazyResult // success, failure, error
+	authz [4]*lazyResult // allowed, denied, no-opinion, error
+	users [len(usernameCategories)]*lazyCounter
 }
 
 // kube's result labels.
@@ -85,17 +87,14 @@ func newAuthMetrics(reg prometheus.Registerer) (*authMetrics, error) {
 			return nil, fmt.Errorf("register the authentication and authorization metrics: %w", err)
 		}
 	}
-	m.authn = map[string]*lazyResult{}
-	for _, r := range []string{resultSuccess, resultFailure, resultError} {
-		m.authn[r] = &lazyResult{counter: lazyCounter{vec: m.attempts, values: []string{r}}, vec: m.duration}
+	for i, r := range []string{resultSuccess, resultFailure, resultError} {
+		m.authn[i] = &lazyResult{counter: lazyCounter{vec: m.attempts, values: []string{r}}, vec: m.duration}
 	}
-	m.authz = map[string]*lazyResult{}
-	for _, r := range []string{resultAllowed, resultDenied, resultNoOpinion, resultError} {
-		m.authz[r] = &lazyResult{counter: lazyCounter{vec: m.authzResults, values: []string{r}}, vec: m.authzLatency}
+	for i, r := range []string{resultAllowed, resultDenied, resultNoOpinion, resultError} {
+		m.authz[i] = &lazyResult{counter: lazyCounter{vec: m.authzResults, values: []string{r}}, vec: m.authzLatency}
 	}
-	m.users = map[string]*lazyCounter{}
-	for _, u := range []string{"admin", "client", "kube_proxy", "kubelet", "system:serviceaccount:kube-system:default", "email_id", "other"} {
-		m.users[u] = &lazyCounter{vec: m.userRequests, values: []string{u}}
+	for i, u := range usernameCategories {
+		m.users[i] = &lazyCounter{vec: m.userRequests, values: []string{u}}
 	}
 	return m, nil
 }
@@ -137,11 +136,11 @@ func (m *authMetrics) authenticated(resp *authenticator.Response, ok bool, err e
 	}
 	switch {
 	case err != nil:
-		m.authn[resultError].observe(elapsed)
+		m.authn[2].observe(elapsed)
 	case !ok:
-		m.authn[resultFailure].observe(elapsed)
+		m.authn[1].observe(elapsed)
 	default:
-		m.authn[resultSuccess].observe(elapsed)
+		m.authn[0].observe(elapsed)
 		name := ""
 		if resp != nil && resp.User != nil {
 			name = resp.User.Name
@@ -150,19 +149,29 @@ func (m *authMetrics) authenticated(resp *authenticator.Response, ok bool, err e
 	}
 }
 
-// usernameCategory is kube's bound on the username label: a few well-known
-// names as themselves, email addresses as one value, everyone else as
-// another (user names stay out of the metrics).
-func usernameCategory(name string) string {
-	switch {
-	case name == "admin" || name == "client" || name == "kube_proxy" || name == "kubelet" ||
-		name == "system:serviceaccount:kube-system:default":
-		return name
-	case strings.Contains(name, "@"):
-		return "email_id"
-	default:
-		return "other"
+// usernameCategories are kube's values of the username label: a few
+// well-known names as themselves, email addresses as one value, everyone
+// else as another (user names stay out of the metrics).
+var usernameCategories = [...]string{"admin", "client", "kube_proxy", "kubelet", "system:serviceaccount:kube-system:default", "email_id", "other"}
+
+// usernameCategory is the index of name's category.
+func usernameCategory(name string) int {
+	switch name {
+	case "admin":
+		return 0
+	case "client":
+		return 1
+	case "kube_proxy":
+		return 2
+	case "kubelet":
+		return 3
+	case "system:serviceaccount:kube-system:default":
+		return 4
 	}
+	if strings.Contains(name, "@") {
+		return 5
+	}
+	return 6
 }
 
 // authorized records one request's authorization as kube's filter does.
@@ -170,16 +179,16 @@ func (m *authMetrics) authorized(d authorizer.Decision, err error, elapsed time.
 	if m == nil {
 		return
 	}
-	result := resultNoOpinion
+	i := 2 // no-opinion
 	switch {
 	case d == authorizer.DecisionAllow:
-		result = resultAllowed
+		i = 0
 	case err != nil:
-		result = resultError
+		i = 3
 	case d == authorizer.DecisionDeny:
-		result = resultDenied
+		i = 1
 	}
-	m.authz[result].observe(elapsed)
+	m.authz[i].observe(elapsed)
 }
 
 // instrumented wraps one authorizer of the chain (not system:masters') in
