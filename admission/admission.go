@@ -90,7 +90,8 @@ func (p *pluginInfo) skip(op Operation) bool {
 // m (nil: none). Call it once, before the chain admits anything.
 func (c *Chain) Instrument(m *Metrics) { c.metrics = m }
 
-// Mutator and validator plugin n of the chain, when NewChain built it.
+// mutatorInfo and validatorInfo describe plugin i of the chain when
+// NewChain built it (nil for a plugin appended afterwards).
 func (c *Chain) mutatorInfo(i int) *pluginInfo {
 	if i < len(c.mutating) {
 		return c.mutating[i]
