@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/handlers"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/version"
 )
 
@@ -39,8 +41,9 @@ type healthCheck struct {
 // healthHandler answers "ok", or the verbose per-check report kube gives
 // with ?verbose; a failing check makes it a 500 with the report. Checks
 // named by ?exclude= (repeatable) are skipped as kube skips them, and the
-// names that match no check are listed in a warning line.
-func healthHandler(kind string, checks []healthCheck) http.HandlerFunc {
+// names that match no check are listed in a warning line. Each check run
+// is recorded in slis (nil: not recorded).
+func healthHandler(kind string, checks []healthCheck, slis *healthSLIs) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
@@ -57,7 +60,9 @@ func healthHandler(kind string, checks []healthCheck) http.HandlerFunc {
 				fmt.Fprintf(&report, "[+]%s excluded: ok\n", c.name)
 				continue
 			}
-			if err := c.check(ctx); err != nil {
+			err := c.check(ctx)
+			slis.observe(c.name, kind, err == nil)
+			if err != nil {
 				failed = true
 				// The reason stays out of this public report, as in kube;
 				// /<kind>/<check> (which needs authorization) tells it.
@@ -113,8 +118,8 @@ func healthHeaders(w http.ResponseWriter) {
 // healthRoutes serves /<kind> with checks and /<kind>/<check> for each.
 func healthRoutes(r interface {
 	Get(pattern string, h http.HandlerFunc)
-}, kind string, checks []healthCheck) {
-	r.Get("/"+kind, healthHandler(kind, checks))
+}, kind string, checks []healthCheck, slis *healthSLIs) {
+	r.Get("/"+kind, healthHandler(kind, checks, slis))
 	for _, c := range checks {
 		r.Get("/"+kind+"/"+c.name, checkHandler(c))
 	}
@@ -278,3 +283,47 @@ func (h postStartHooks) checks(order []string) []healthCheck {
 
 // errHookNotFinished is kube's reason for a hook still running.
 var errHookNotFinished = errors.New("not finished")
+
+// healthSLIs are kube's component SLI metrics of the health checks
+// (kubernetes_healthcheck, kubernetes_healthchecks_total), served at
+// /metrics/slis from a registry of their own, as kube serves them.
+type healthSLIs struct {
+	registry *prometheus.Registry
+	result   *prometheus.GaugeVec
+	total    *prometheus.CounterVec
+}
+
+func newHealthSLIs() *healthSLIs {
+	h := &healthSLIs{
+		registry: prometheus.NewRegistry(),
+		result: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kubernetes_healthcheck",
+			Help: "[STABLE] This metric records the result of a single healthcheck.",
+		}, []string{"name", "type"}),
+		total: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubernetes_healthchecks_total",
+			Help: "[STABLE] This metric records the results of all healthcheck.",
+		}, []string{"name", "type", "status"}),
+	}
+	h.registry.MustRegister(h.result, h.total)
+	return h
+}
+
+// observe records one run of check name of /<kind> (a probe every few
+// seconds: the children are looked up each time).
+func (h *healthSLIs) observe(name, kind string, ok bool) {
+	if h == nil {
+		return
+	}
+	value, status := 0.0, "error"
+	if ok {
+		value, status = 1, "success"
+	}
+	h.result.WithLabelValues(name, kind).Set(value)
+	h.total.WithLabelValues(name, kind, status).Inc()
+}
+
+// handler serves the SLI metrics.
+func (h *healthSLIs) handler() http.Handler {
+	return promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{})
+}

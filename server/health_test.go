@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/corekube/corekube/test/metricstest"
 )
 
 // TestPostStartHookNotFinished: a hook whose work is not done fails its
@@ -20,9 +22,10 @@ func TestPostStartHookNotFinished(t *testing.T) {
 	hooks.finished("first")
 	hooks.finished("first") // twice is harmless
 	checks := append([]healthCheck{{name: "ping", check: func(context.Context) error { return nil }}}, hooks.checks(order)...)
+	slis := newHealthSLIs()
 
 	rec := httptest.NewRecorder()
-	healthHandler("readyz", checks)(rec, httptest.NewRequest("GET", "/readyz", nil))
+	healthHandler("readyz", checks, slis)(rec, httptest.NewRequest("GET", "/readyz", nil))
 	want := "[+]ping ok\n[+]poststarthook/first ok\n[-]poststarthook/rbac/second failed: reason withheld\nreadyz check failed\n"
 	if rec.Code != 500 || rec.Body.String() != want {
 		t.Errorf("/readyz: %d\n%s\nwant\n%s", rec.Code, rec.Body, want)
@@ -35,9 +38,34 @@ func TestPostStartHookNotFinished(t *testing.T) {
 
 	hooks.finished("rbac/second")
 	rec = httptest.NewRecorder()
-	healthHandler("readyz", checks)(rec, httptest.NewRequest("GET", "/readyz?verbose", nil))
+	healthHandler("readyz", checks, slis)(rec, httptest.NewRequest("GET", "/readyz?verbose", nil))
 	if rec.Code != 200 || rec.Body.String() != "[+]ping ok\n[+]poststarthook/first ok\n[+]poststarthook/rbac/second ok\nreadyz check passed\n" {
 		t.Errorf("/readyz?verbose once finished: %d\n%s", rec.Code, rec.Body)
+	}
+
+	// kube's SLIs: the last result, and every result counted.
+	rec = httptest.NewRecorder()
+	slis.handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/slis", nil))
+	fs, err := metricstest.Parse(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"kubernetes_healthcheck", []string{"name", "poststarthook/rbac/second", "type", "readyz"}, 1},
+		{"kubernetes_healthchecks_total", []string{"name", "poststarthook/rbac/second", "type", "readyz", "status", "error"}, 1},
+		{"kubernetes_healthchecks_total", []string{"name", "poststarthook/rbac/second", "type", "readyz", "status", "success"}, 1},
+		{"kubernetes_healthchecks_total", []string{"name", "ping", "type", "readyz", "status", "success"}, 2},
+	} {
+		if got, ok := fs.Value(c.name, c.labels...); !ok || got != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if h := fs["kubernetes_healthcheck"].GetHelp(); h != "[STABLE] This metric records the result of a single healthcheck." {
+		t.Errorf("help %q", h)
 	}
 }
 

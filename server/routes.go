@@ -48,9 +48,12 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	informerSync := healthCheck{name: "informer-sync", check: func(context.Context) error { return cachesReady(api) }}
 	hooks := s.hooks.checks(postStartHookOrder)
 	shutdown := healthCheck{name: "shutdown", check: s.shutdown.check}
-	healthRoutes(r, "healthz", slices.Concat([]healthCheck{ping, logCheck, etcd}, hooks))
-	healthRoutes(r, "livez", slices.Concat([]healthCheck{ping, logCheck}, hooks))
-	healthRoutes(r, "readyz", slices.Concat([]healthCheck{ping, logCheck, etcd, etcdReadiness, informerSync}, hooks, []healthCheck{shutdown}))
+	slis := newHealthSLIs()
+	healthRoutes(r, "healthz", slices.Concat([]healthCheck{ping, logCheck, etcd}, hooks), slis)
+	healthRoutes(r, "livez", slices.Concat([]healthCheck{ping, logCheck}, hooks), slis)
+	healthRoutes(r, "readyz", slices.Concat([]healthCheck{ping, logCheck, etcd, etcdReadiness, informerSync}, hooks, []healthCheck{shutdown}), slis)
+	// kube's component SLIs: the health checks' results.
+	r.Method(http.MethodGet, "/metrics/slis", slis.handler())
 	r.Method(http.MethodGet, "/metrics", s.metricsHandler(api))
 	if s.cfg.Profiling {
 		// kube-apiserver's --profiling (on by default): Go's profiles at

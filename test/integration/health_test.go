@@ -13,6 +13,7 @@ import (
 
 	"github.com/corekube/corekube/server"
 	etcdstore "github.com/corekube/corekube/storage/etcd"
+	"github.com/corekube/corekube/test/metricstest"
 	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,6 +76,16 @@ func TestHealthChecksListed(t *testing.T) {
 	r := doRaw(t, "GET", "/readyz?verbose&exclude=etcd-readiness&exclude=poststarthook/rbac/bootstrap-roles", nil)
 	if r.Code != 200 || !containsAll(string(r.Body), "[+]etcd ok\n[+]etcd-readiness excluded: ok\n", "[+]poststarthook/rbac/bootstrap-roles excluded: ok\n") {
 		t.Errorf("/readyz?verbose with exclusions: %d\n%s", r.Code, r.Body)
+	}
+	// kube's component SLIs of the checks just run.
+	slis := metricstest.Scrape(t, testserver.HTTPClient(), srv.URL()+"/metrics/slis")
+	for _, kind := range []string{"readyz", "livez", "healthz"} {
+		if v, ok := slis.Value("kubernetes_healthcheck", "name", "poststarthook/rbac/bootstrap-roles", "type", kind); !ok || v != 1 {
+			t.Errorf("kubernetes_healthcheck{name=poststarthook/rbac/bootstrap-roles,type=%s} = %v, %v; series %q", kind, v, ok, slis.Series("kubernetes_healthcheck"))
+		}
+	}
+	if v, ok := slis.Value("kubernetes_healthchecks_total", "name", "etcd-readiness", "type", "readyz", "status", "success"); !ok || v < 1 {
+		t.Errorf("kubernetes_healthchecks_total{name=etcd-readiness,type=readyz,status=success} = %v, %v", v, ok)
 	}
 }
 
