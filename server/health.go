@@ -47,6 +47,7 @@ func healthHandler(kind string, checks []healthCheck, slis *healthSLIs) http.Han
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
+		ctx = context.WithValue(ctx, reportMemoKey{}, &reportMemo{})
 		query := r.URL.Query()
 		excluded := map[string]bool{}
 		for _, name := range query["exclude"] {
@@ -140,18 +141,46 @@ func cachesReady(api *handlers.API) error {
 	return nil
 }
 
-// etcdReadinessTimeout bounds the etcd-readiness check, kube's
-// --etcd-readycheck-timeout default (the etcd check's bound, storage's
-// health timeout, is kube's --etcd-healthcheck-timeout default: also 2s).
-const etcdReadinessTimeout = 2 * time.Second
+// etcdCheckTimeout and etcdReadinessTimeout bound the etcd and
+// etcd-readiness checks' read: kube's --etcd-healthcheck-timeout and
+// --etcd-readycheck-timeout defaults (storage's own bound is 2 s too).
+const (
+	etcdCheckTimeout     = 2 * time.Second
+	etcdReadinessTimeout = 2 * time.Second
+)
 
-// etcdReadiness is kube's etcd-readiness check: one read, bounded by its
-// own timeout, so that a dead etcd fails /readyz within it.
-func (s *Server) etcdReadiness(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, etcdReadinessTimeout)
-	defer cancel()
-	return s.storage.Healthy(ctx)
+// etcdProbe is the read of etcd behind the etcd and etcd-readiness checks.
+// Within one report both checks share one read (kube's two checks read
+// apart): a dead etcd fails /readyz within one timeout (2 s), not one per
+// check. Each request reads afresh: no result outlives its report.
+type etcdProbe struct {
+	healthy func(context.Context) error
 }
+
+// check reads etcd, bounded by timeout, unless the report ctx belongs to
+// has read it already.
+func (p *etcdProbe) check(ctx context.Context, timeout time.Duration) error {
+	memo, _ := ctx.Value(reportMemoKey{}).(*reportMemo)
+	if memo != nil && memo.etcdRead {
+		return memo.etcdErr
+	}
+	readCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := p.healthy(readCtx)
+	if memo != nil {
+		memo.etcdRead, memo.etcdErr = true, err
+	}
+	return err
+}
+
+// reportMemo is what the checks of one /readyz, /livez or /healthz report
+// share; they run one after the other.
+type reportMemo struct {
+	etcdRead bool
+	etcdErr  error
+}
+
+type reportMemoKey struct{}
 
 // logBlockedAfter is how long a log write may stay unfinished before the
 // log check fails (kube's: two minutes without a completed flush).

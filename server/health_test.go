@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -119,5 +120,36 @@ func TestLogCheck(t *testing.T) {
 	slog.New(w.wrap(slog.NewTextHandler(io.Discard, nil))).Info("fine")
 	if err := w.check(context.Background()); err != nil {
 		t.Errorf("after an idle hour: %v", err)
+	}
+}
+
+// TestEtcdProbeShared: within one report the etcd checks share one read,
+// so that a dead etcd costs /readyz one timeout, not one per check; each
+// report (and each check alone) reads afresh.
+func TestEtcdProbeShared(t *testing.T) {
+	var calls atomic.Int32
+	down := errors.New("etcd down")
+	probe := &etcdProbe{healthy: func(context.Context) error {
+		calls.Add(1)
+		return down
+	}}
+	checks := []healthCheck{
+		{name: "etcd", check: func(ctx context.Context) error { return probe.check(ctx, etcdCheckTimeout) }},
+		{name: "etcd-readiness", check: func(ctx context.Context) error { return probe.check(ctx, etcdReadinessTimeout) }},
+	}
+	for i := 1; i <= 2; i++ {
+		rec := httptest.NewRecorder()
+		healthHandler("readyz", checks, nil)(rec, httptest.NewRequest("GET", "/readyz", nil))
+		if rec.Code != 500 || rec.Body.String() != "[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\nreadyz check failed\n" {
+			t.Errorf("report %d: %d %q", i, rec.Code, rec.Body)
+		}
+		if calls.Load() != int32(i) {
+			t.Errorf("after report %d: %d reads of etcd, want %d", i, calls.Load(), i)
+		}
+	}
+	rec := httptest.NewRecorder()
+	checkHandler(checks[1])(rec, httptest.NewRequest("GET", "/readyz/etcd-readiness", nil))
+	if rec.Code != 500 || rec.Body.String() != "internal server error: etcd down\n" || calls.Load() != 3 {
+		t.Errorf("/readyz/etcd-readiness: %d %q after %d reads", rec.Code, rec.Body, calls.Load())
 	}
 }

@@ -43,8 +43,9 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 	// the post-start hooks are on all three, as kube's.
 	ping := healthCheck{name: "ping", check: func(context.Context) error { return nil }}
 	logCheck := healthCheck{name: "log", check: s.logs.check}
-	etcd := healthCheck{name: "etcd", check: s.storage.Healthy}
-	etcdReadiness := healthCheck{name: "etcd-readiness", check: s.etcdReadiness}
+	probe := &etcdProbe{healthy: s.storage.Healthy}
+	etcd := healthCheck{name: "etcd", check: func(ctx context.Context) error { return probe.check(ctx, etcdCheckTimeout) }}
+	etcdReadiness := healthCheck{name: "etcd-readiness", check: func(ctx context.Context) error { return probe.check(ctx, etcdReadinessTimeout) }}
 	informerSync := healthCheck{name: "informer-sync", check: func(context.Context) error { return cachesReady(api) }}
 	hooks := s.hooks.checks(postStartHookOrder)
 	shutdown := healthCheck{name: "shutdown", check: s.shutdown.check}

@@ -163,12 +163,14 @@ func TestHealthReportsEtcdOutage(t *testing.T) {
 			t.Errorf("%s with etcd down: %d %q", path, r.Code, r.Body)
 		}
 	}
-	// Both etcd checks fail, each bounded (2s, the whole report 3s): the
-	// answer comes quickly rather than hanging on the dead etcd.
+	// Both etcd checks fail on one read bounded by 2s (the whole report by
+	// 3s): the answer comes quickly rather than hanging on the dead etcd.
 	start := time.Now()
 	ready = doRawURL(t, s.URL(), "GET", "/readyz?verbose", nil)
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("/readyz with etcd down took %v", took)
+	if took := time.Since(start); took > 2900*time.Millisecond {
+		t.Errorf("/readyz with etcd down took %v, want one 2s read (two would take 3s, the report's bound)", took)
+	} else {
+		t.Logf("/readyz with etcd down answered in %v", took)
 	}
 	if ready.Code != 500 || !strings.Contains(string(ready.Body), "[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n") ||
 		!strings.HasSuffix(string(ready.Body), "readyz check failed\n") {
