@@ -157,8 +157,8 @@ type etcdProbe struct {
 	healthy func(context.Context) error
 }
 
-// check reads etcd, bounded by timeout, unless the report ctx belongs to
-// has read it already.
+// check reads etcd, bounded by timeout, unless ctx's report has read it
+// already.
 func (p *etcdProbe) check(ctx context.Context, timeout time.Duration) error {
 	memo, _ := ctx.Value(reportMemoKey{}).(*reportMemo)
 	if memo != nil && memo.etcdRead {
@@ -189,7 +189,7 @@ const logBlockedAfter = 2 * time.Minute
 // logWatch follows the server's log writes for kube's log check: the log
 // is blocked when a write has been under way for logBlockedAfter with none
 // finishing meanwhile (a full pipe, a stuck terminal). Each record costs
-// two atomic adds and a clock read.
+// two atomic adds and a clock read (two when the log was idle).
 type logWatch struct {
 	// now is the clock (nil: time.Now), set by tests.
 	now     func() time.Time
