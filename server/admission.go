@@ -24,12 +24,14 @@ type admissionStores struct {
 	// webhooks is the dispatcher of both webhook plugins, made by the
 	// first of their factories that runs (nil when both are disabled).
 	webhooks *webhookAdmission
+	// metrics are the server's admission metrics (nil: none).
+	metrics *admission.Metrics
 }
 
 // webhookAdmission returns the webhook plugins' shared dispatcher.
 func (d *admissionStores) webhookAdmission() *webhookAdmission {
 	if d.webhooks == nil {
-		d.webhooks = newWebhookAdmission(func() *registry.Store { return d.namespaces }, nil)
+		d.webhooks = newWebhookAdmission(func() *registry.Store { return d.namespaces }, nil, d.metrics)
 	}
 	return d.webhooks
 }

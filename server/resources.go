@@ -36,12 +36,14 @@ import (
 // tolerations); mutators run after the admission plugins' (RBAC's
 // escalation check, which kube runs in its storage: after mutating
 // admission, before defaulting and validation; no plugin, so it cannot be
-// disabled). The webhook admission it returns (nil when both webhook
-// plugins are disabled) follows its configurations once run.
-func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators ...admission.Mutator) (*handlers.API, *registry.Store, *admissionStores, error) {
+// disabled). The admission stores it returns hold what runs in the
+// background: the webhook admission (nil when both webhook plugins are
+// disabled), which follows its configurations, and the Priority plugin's
+// class cache.
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *admission.Metrics, mutators ...admission.Mutator) (*handlers.API, *registry.Store, *admissionStores, error) {
 	// Plugins read namespaces, ServiceAccounts (about one per namespace,
 	// small) and pods from the watch caches (admission.go).
-	stores := &admissionStores{}
+	stores := &admissionStores{metrics: metrics}
 	chain, names, err := newAdmission(cfg, stores)
 	if err != nil {
 		return nil, nil, nil, err
@@ -49,6 +51,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 	cfg.Logger.Info("admission plugins", "order", strings.Join(names, ","))
 	chain.Mutators = append(chain.Mutators, mutators...)
 	chain.Validators = append(chain.Validators, newCertificateAdmission(mutators))
+	chain.Instrument(metrics)
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
