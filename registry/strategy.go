@@ -163,7 +163,8 @@ type DeleteStrategy interface {
 
 // DeleteGuard is implemented by resources some of whose objects a DELETE
 // may not remove (the built-in PriorityClasses: kube's REST overrides
-// Delete to refuse them). CheckDelete runs before the object is read; its
+// Delete to refuse them). CheckDelete runs after the delete options are
+// validated and mutating admission ran, before the object is read; its
 // error is the answer. A deletecollection does not ask, as in kube, whose
 // collection delete goes round the override.
 type DeleteGuard interface {
