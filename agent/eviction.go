@@ -374,8 +374,14 @@ func (n *node) synchronize() error {
 	cands := make([]evictionCandidate, 0, len(stats))
 	for i := range stats {
 		w := a.worker(stats[i].UID)
-		if w == nil || w.evictionRequested() || w.node != n {
+		if w == nil || w.node != n {
 			continue
+		}
+		if w.evictionRequested() {
+			// The kubelet's eviction blocks until the pod it evicted is
+			// killed and cleaned up: nothing more goes while one still
+			// runs.
+			return nil
 		}
 		pod, removed := w.snapshot()
 		if pod == nil || removed || isTerminalPhase(pod.Status.Phase) {
