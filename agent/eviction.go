@@ -389,12 +389,17 @@ func (n *node) synchronize() error {
 		}
 		cands = append(cands, evictionCandidate{pod: pod, w: w, stats: &stats[i], request: memoryRequest(pod)})
 	}
+	// The kubelet announces each round that has to reclaim.
+	a.events.nodeEvent(n, v1.EventTypeWarning, "EvictionThresholdMet", fmt.Sprintf("Attempting to reclaim %s", v1.ResourceMemory))
 	if len(cands) == 0 {
 		a.log.Warn("eviction manager: eviction thresholds have been met, but no pods are active to evict", "node", n.name)
 		return nil
 	}
 	rankMemoryPressure(cands)
-	grace := time.Duration(0)
+	// Hard thresholds ask for a 1s stop, soft ones for
+	// --eviction-max-pod-grace-period; the kubelet's container kill gives
+	// at least 2s either way.
+	grace := time.Second
 	if !t.hard() {
 		grace = time.Duration(a.cfg.EvictionMaxPodGracePeriod) * time.Second
 	}

@@ -116,7 +116,11 @@ func TestNodePressureEviction(t *testing.T) {
 	if ev := e.waitEvent(evicted, "Evicted", "The node was low on resource: memory."); ev.Type != v1.EventTypeWarning || ev.Message != wantMsg {
 		t.Errorf("Evicted event %s %q", ev.Type, ev.Message)
 	}
-	e.waitEvent(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault}}, "NodeHasInsufficientMemory", "")
+	nodeRef := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault}}
+	e.waitEvent(nodeRef, "NodeHasInsufficientMemory", "")
+	if ev := e.waitEvent(nodeRef, "EvictionThresholdMet", ""); ev.Type != v1.EventTypeWarning || ev.Message != "Attempting to reclaim memory" {
+		t.Errorf("EvictionThresholdMet event %s %q", ev.Type, ev.Message)
+	}
 
 	// Evicting it was enough: the others keep running, the condition and
 	// the taint go once the transition period is over.
@@ -140,7 +144,18 @@ func TestNodePressureEviction(t *testing.T) {
 			t.Errorf("pod %s: phase %s, conditions %+v; want it running, untouched", p.Name, got.Status.Phase, got.Status.Conditions)
 		}
 	}
-	e.waitEvent(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceDefault}}, "NodeHasSufficientMemory", "")
+	// NodeHasSufficientMemory again (the first came at the start).
+	e.poll(15*time.Second, "a second NodeHasSufficientMemory event", func(ctx context.Context) (bool, error) {
+		evs, err := e.client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=NodeHasSufficientMemory"})
+		if err != nil {
+			return false, err
+		}
+		var n int32
+		for _, ev := range evs.Items {
+			n += max(ev.Count, 1)
+		}
+		return n >= 2, nil
+	})
 
 	// kubelet_evictions counted it.
 	mfs, err := e.agent.metrics.gatherer.Gather()
