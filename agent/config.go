@@ -99,7 +99,8 @@ type Config struct {
 	EvictionPressureTransitionPeriod time.Duration
 	// EvictionMaxPodGracePeriod is the most seconds a pod evicted for a
 	// soft threshold gets to stop (--eviction-max-pod-grace-period, 0;
-	// the kubelet gives every container at least 2s).
+	// or the pod's terminationGracePeriodSeconds when shorter; the kubelet
+	// gives every container at least 2s).
 	EvictionMaxPodGracePeriod int64
 	// EvictionMonitoringPeriod is how often each node's eviction manager
 	// observes its memory (10s, the kubelet's housekeeping interval).

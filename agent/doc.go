@@ -97,8 +97,9 @@
 // kubelet's order: pods using more memory than they request first, then
 // lower priority, then the larger use above the request; critical pods
 // (system-critical priority, static or mirror) are skipped. The pod is
-// stopped within 2s (soft thresholds: --eviction-max-pod-grace-period, at
-// least 2s), gets the DisruptionTarget condition (TerminationByKubelet) at
+// stopped within 2s (the kubelet's 1s override for hard thresholds; for
+// soft ones --eviction-max-pod-grace-period or the pod's own grace period
+// when shorter; never under 2s), gets the DisruptionTarget condition (TerminationByKubelet) at
 // once and, when its containers have stopped, phase Failed, reason
 // Evicted and the kubelet's message ("The node was low on resource:
 // memory. Threshold quantity: 100Mi, available: 51200Ki. Container c was

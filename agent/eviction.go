@@ -396,19 +396,23 @@ func (n *node) synchronize() error {
 		return nil
 	}
 	rankMemoryPressure(cands)
-	// Hard thresholds ask for a 1s stop, soft ones for
-	// --eviction-max-pod-grace-period; the kubelet's container kill gives
-	// at least 2s either way.
-	grace := time.Second
-	if !t.hard() {
-		grace = time.Duration(a.cfg.EvictionMaxPodGracePeriod) * time.Second
-	}
-	grace = max(grace, minimumGracePeriod)
 	for _, c := range cands {
 		if criticalPod(c.pod) {
 			a.log.Error("eviction manager: cannot evict a critical pod", "pod", c.pod.Namespace+"/"+c.pod.Name)
 			continue
 		}
+		// Hard thresholds ask for a 1s stop; soft ones for
+		// --eviction-max-pod-grace-period, or the pod's own grace period
+		// when shorter (v1.32, AllowOverwriteTerminationGracePeriodSeconds
+		// off). The kubelet's container kill gives at least 2s either way.
+		grace := time.Second
+		if !t.hard() {
+			grace = time.Duration(a.cfg.EvictionMaxPodGracePeriod) * time.Second
+			if tgps := c.pod.Spec.TerminationGracePeriodSeconds; tgps != nil {
+				grace = min(grace, time.Duration(*tgps)*time.Second)
+			}
+		}
+		grace = max(grace, minimumGracePeriod)
 		msg := evictionMessage(c.pod, c.stats, t.value(capacity), available)
 		a.log.Info("eviction manager: evicting pod", "node", n.name, "pod", c.pod.Namespace+"/"+c.pod.Name, "signal", t.signal)
 		a.events.podEvent(c.pod, "", n, v1.EventTypeWarning, reasonEvicted, msg)

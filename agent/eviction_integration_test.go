@@ -181,3 +181,49 @@ func TestNodePressureEviction(t *testing.T) {
 		t.Errorf("kubelet_evictions{node=%q,eviction_signal=\"memory.available\"} = %v, want 1", name, count)
 	}
 }
+
+// TestSoftEvictionWaitsForGracePeriod: a soft threshold sets MemoryPressure
+// as soon as it is met but evicts only once it has held for its grace
+// period; the message names the soft threshold.
+func TestSoftEvictionWaitsForGracePeriod(t *testing.T) {
+	cfg := fastConfig(1)
+	cfg.NodeNamePrefix = "soft"
+	cfg.Capacity = v1.ResourceList{v1.ResourceMemory: resource.MustParse("1Gi")}
+	cfg.EvictionHard = "none"
+	cfg.EvictionSoft = "memory.available<600Mi"
+	cfg.EvictionSoftGracePeriod = "memory.available=5s"
+	cfg.EvictionMonitoringPeriod = 100 * time.Millisecond
+	cfg.EvictionPressureTransitionPeriod = time.Second
+	e := start(t, cfg)
+	name := "soft-1"
+	node := e.waitNodeReady(name)
+	if alloc := node.Status.Allocatable[v1.ResourceMemory]; alloc.Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("allocatable memory %s without a hard threshold, want the capacity", &alloc)
+	}
+	pod := simplePod("hog", v1.RestartPolicyAlways, "sleep", "3600")
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: sim.MemoryUsageEnv, Value: "500Mi"}}
+	pod = e.runPod(pod, name)
+	e.poll(15*time.Second, "MemoryPressure True", func(ctx context.Context) (bool, error) {
+		n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := findNodeCondition(&n.Status, v1.NodeMemoryPressure)
+		return c != nil && c.Status == v1.ConditionTrue, nil
+	})
+	// The grace period (5s) has not passed since the threshold was first
+	// met, which is when the condition turned True.
+	got, err := e.client.CoreV1().Pods(pod.Namespace).Get(context.Background(), pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1.PodRunning || condition(got, v1.DisruptionTarget) != nil {
+		t.Fatalf("pod evicted within the soft grace period: phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	evicted := e.waitPod(pod, 20*time.Second, "evicted", phaseIs(v1.PodFailed))
+	want := "The node was low on resource: memory. Threshold quantity: 600Mi, available: 524Mi. " +
+		"Container main was using 500Mi, request is 0, has larger consumption of memory. "
+	if evicted.Status.Reason != "Evicted" || evicted.Status.Message != want {
+		t.Errorf("evicted: %q %q, want Evicted %q", evicted.Status.Reason, evicted.Status.Message, want)
+	}
+}
