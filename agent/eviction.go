@@ -319,7 +319,9 @@ func (n *node) synchronize() error {
 	st := &n.eviction
 	stats, used, err := n.runtime.MemoryStats(st.stats)
 	if err != nil {
-		return fmt.Errorf("node %s memory stats: %w", n.name, err)
+		// As the kubelet without stats: log, and try again next round.
+		a.log.Error("eviction manager: failed to get summary stats", "node", n.name, "err", err)
+		return nil
 	}
 	st.stats = stats
 	capacity := a.cfg.Capacity.Memory().Value()
@@ -328,7 +330,7 @@ func (n *node) synchronize() error {
 	now := a.clock.Now()
 
 	st.mu.Lock()
-	firstObserved := make(map[int]time.Time, len(st.firstObserved))
+	var firstObserved map[int]time.Time // nil while nothing is met
 	met := false
 	for i, t := range a.thresholds {
 		if t.signal != signalMemoryAvailable {
@@ -341,6 +343,9 @@ func (n *node) synchronize() error {
 		at, ok := st.firstObserved[i]
 		if !ok {
 			at = now
+		}
+		if firstObserved == nil {
+			firstObserved = map[int]time.Time{}
 		}
 		firstObserved[i] = at
 	}
