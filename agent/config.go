@@ -94,6 +94,10 @@ type Config struct {
 	EvictionHard            string
 	EvictionSoft            string
 	EvictionSoftGracePeriod string
+	// EvictionMinimumReclaim is --eviction-minimum-reclaim
+	// ("memory.available=500Mi"): once a threshold drove evictions, the
+	// signal must come back above it by this much before it is resolved.
+	EvictionMinimumReclaim string
 	// EvictionPressureTransitionPeriod is how long a node keeps a pressure
 	// condition after a threshold was last met (5m).
 	EvictionPressureTransitionPeriod time.Duration
@@ -311,7 +315,7 @@ func (c *Config) thresholds() ([]threshold, error) {
 	if hard == "none" {
 		hard = ""
 	}
-	t, err := parseThresholds(hard, c.EvictionSoft, c.EvictionSoftGracePeriod)
+	t, err := parseThresholds(hard, c.EvictionSoft, c.EvictionSoftGracePeriod, c.EvictionMinimumReclaim)
 	if err != nil {
 		return nil, fmt.Errorf("agent: eviction thresholds: %w", err)
 	}

@@ -85,7 +85,9 @@
 // the kubelet's flags: --eviction-hard (default
 // memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,
 // nodefs.inodesFree<5%), --eviction-soft with --eviction-soft-grace-period,
-// parsed with the kubelet's rules and errors; only memory.available is
+// and --eviction-minimum-reclaim (a threshold that drove evictions stays
+// met until the signal is above it by that much), parsed with the
+// kubelet's rules and errors; only memory.available is
 // ever observed (the simulated nodes have no disks or PIDs to run out of).
 // A met threshold sets MemoryPressure True ("KubeletHasInsufficientMemory",
 // "kubelet has insufficient memory available", event

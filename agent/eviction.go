@@ -80,6 +80,11 @@ type threshold struct {
 	quantity   *resource.Quantity
 	percentage float64 // of capacity, when quantity is nil
 	grace      time.Duration
+	// minReclaim (a quantity, or a fraction of capacity) is how far above
+	// the threshold the signal must come back before a threshold that drove
+	// evictions counts as resolved (--eviction-minimum-reclaim).
+	minReclaim           *resource.Quantity
+	minReclaimPercentage float64
 }
 
 func (t threshold) hard() bool { return t.grace == 0 }
@@ -92,10 +97,25 @@ func (t threshold) value(capacity int64) *resource.Quantity {
 	return resource.NewQuantity(int64(float64(capacity)*t.percentage), resource.BinarySI)
 }
 
-// parseThresholds parses the kubelet's --eviction-hard, --eviction-soft and
-// --eviction-soft-grace-period values ("memory.available<100Mi,..." and
-// "memory.available=1m30s,...") with the kubelet's rules and messages.
-func parseThresholds(hard, soft, softGrace string) ([]threshold, error) {
+// resolvedAt is the value the signal must reach again for the threshold,
+// once it drove evictions, to be resolved: the value plus the minimum
+// reclaim (bytes).
+func (t threshold) resolvedAt(capacity int64) int64 {
+	v := t.value(capacity).Value()
+	switch {
+	case t.minReclaim != nil:
+		v += t.minReclaim.Value()
+	case t.minReclaimPercentage > 0:
+		v += int64(float64(capacity) * t.minReclaimPercentage)
+	}
+	return v
+}
+
+// parseThresholds parses the kubelet's --eviction-hard, --eviction-soft,
+// --eviction-soft-grace-period and --eviction-minimum-reclaim values
+// ("memory.available<100Mi,...", "memory.available=1m30s,...",
+// "memory.available=500Mi,...") with the kubelet's rules and messages.
+func parseThresholds(hard, soft, softGrace, minReclaim string) ([]threshold, error) {
 	h, err := parseThresholdStatements(hard)
 	if err != nil {
 		return nil, err
@@ -115,7 +135,44 @@ func parseThresholds(hard, soft, softGrace string) ([]threshold, error) {
 		}
 		s[i].grace = g
 	}
-	return append(h, s...), nil
+	all := append(h, s...)
+	pairs, err := splitPairs(minReclaim, "=")
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		signal, val := p[0], p[1]
+		if _, ok := evictionSignals[signal]; !ok {
+			return nil, fmt.Errorf("unsupported eviction signal %v", signal)
+		}
+		var q *resource.Quantity
+		var pct float64
+		if strings.HasSuffix(val, "%") {
+			f, err := strconv.ParseFloat(strings.TrimSuffix(val, "%"), 32)
+			if err != nil {
+				return nil, err
+			}
+			if f <= 0 {
+				return nil, fmt.Errorf("eviction percentage minimum reclaim %v must be positive: %s", signal, val)
+			}
+			pct = float64(float32(f)) / 100
+		} else {
+			v, err := resource.ParseQuantity(val)
+			if err != nil {
+				return nil, err
+			}
+			if v.Sign() < 0 {
+				return nil, fmt.Errorf("negative eviction minimum reclaim specified for %v", signal)
+			}
+			q = &v
+		}
+		for i := range all {
+			if all[i].signal == signal {
+				all[i].minReclaim, all[i].minReclaimPercentage = q, pct
+			}
+		}
+	}
+	return all, nil
 }
 
 // splitPairs splits "k<v,k2<v2" (sep '<') or "k=v,..." into ordered pairs,
@@ -218,6 +275,11 @@ type evictionState struct {
 	// memoryPressure: the MemoryPressure condition (within the transition
 	// period of pressureSeen).
 	memoryPressure bool
+
+	// reclaiming: the thresholds (by index) that drove evictions in the
+	// last round, met for their grace period; each stays met until the
+	// signal is back above it by its minimum reclaim.
+	reclaiming map[int]bool
 
 	// stats is the buffer of the last observation (synchronize's alone).
 	stats []sim.PodMemory
@@ -336,7 +398,11 @@ func (n *node) synchronize() error {
 		if t.signal != signalMemoryAvailable {
 			continue // never observed
 		}
-		if t.value(capacity).Value() <= availableBytes {
+		limit := t.value(capacity).Value()
+		if st.reclaiming[i] {
+			limit = t.resolvedAt(capacity)
+		}
+		if limit <= availableBytes {
 			continue
 		}
 		met = true
@@ -361,15 +427,21 @@ func (n *node) synchronize() error {
 	// The threshold to reclaim: one met for its grace period, hard ones
 	// first (they act at once), then in flag order.
 	reclaim := -1
+	var reclaiming map[int]bool
 	for i := range a.thresholds {
 		at, ok := firstObserved[i]
 		if !ok || now.Sub(at) < a.thresholds[i].grace {
 			continue
 		}
+		if reclaiming == nil {
+			reclaiming = map[int]bool{}
+		}
+		reclaiming[i] = true
 		if reclaim < 0 || (a.thresholds[i].hard() && !a.thresholds[reclaim].hard()) {
 			reclaim = i
 		}
 	}
+	st.reclaiming = reclaiming
 	st.mu.Unlock()
 	if reclaim < 0 {
 		return nil

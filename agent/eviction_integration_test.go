@@ -184,7 +184,9 @@ func TestNodePressureEviction(t *testing.T) {
 
 // TestSoftEvictionWaitsForGracePeriod: a soft threshold sets MemoryPressure
 // as soon as it is met but evicts only once it has held for its grace
-// period; the message names the soft threshold.
+// period; the message names the soft threshold. With a minimum reclaim,
+// evicting the larger pod (624Mi available, above the 600Mi threshold but
+// not by the 100Mi to reclaim) is not enough: the other goes too.
 func TestSoftEvictionWaitsForGracePeriod(t *testing.T) {
 	cfg := fastConfig(1)
 	cfg.NodeNamePrefix = "soft"
@@ -192,6 +194,7 @@ func TestSoftEvictionWaitsForGracePeriod(t *testing.T) {
 	cfg.EvictionHard = "none"
 	cfg.EvictionSoft = "memory.available<600Mi"
 	cfg.EvictionSoftGracePeriod = "memory.available=5s"
+	cfg.EvictionMinimumReclaim = "memory.available=100Mi"
 	cfg.EvictionMonitoringPeriod = 100 * time.Millisecond
 	cfg.EvictionPressureTransitionPeriod = time.Second
 	e := start(t, cfg)
@@ -200,8 +203,12 @@ func TestSoftEvictionWaitsForGracePeriod(t *testing.T) {
 	if alloc := node.Status.Allocatable[v1.ResourceMemory]; alloc.Cmp(resource.MustParse("1Gi")) != 0 {
 		t.Errorf("allocatable memory %s without a hard threshold, want the capacity", &alloc)
 	}
+	small := simplePod("small", v1.RestartPolicyAlways, "sleep", "3600")
+	small.Spec.Containers[0].Env = []v1.EnvVar{{Name: sim.MemoryUsageEnv, Value: "400Mi"}}
+	small = e.runPod(small, name)
+	e.waitPod(small, 10*time.Second, "Running", phaseIs(v1.PodRunning))
 	pod := simplePod("hog", v1.RestartPolicyAlways, "sleep", "3600")
-	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: sim.MemoryUsageEnv, Value: "500Mi"}}
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: sim.MemoryUsageEnv, Value: "450Mi"}}
 	pod = e.runPod(pod, name)
 	e.poll(15*time.Second, "MemoryPressure True", func(ctx context.Context) (bool, error) {
 		n, err := e.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -221,9 +228,15 @@ func TestSoftEvictionWaitsForGracePeriod(t *testing.T) {
 		t.Fatalf("pod evicted within the soft grace period: phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 	}
 	evicted := e.waitPod(pod, 20*time.Second, "evicted", phaseIs(v1.PodFailed))
-	want := "The node was low on resource: memory. Threshold quantity: 600Mi, available: 524Mi. " +
-		"Container main was using 500Mi, request is 0, has larger consumption of memory. "
+	want := "The node was low on resource: memory. Threshold quantity: 600Mi, available: 174Mi. " +
+		"Container main was using 450Mi, request is 0, has larger consumption of memory. "
 	if evicted.Status.Reason != "Evicted" || evicted.Status.Message != want {
 		t.Errorf("evicted: %q %q, want Evicted %q", evicted.Status.Reason, evicted.Status.Message, want)
+	}
+	evicted = e.waitPod(small, 20*time.Second, "evicted for the minimum reclaim", phaseIs(v1.PodFailed))
+	want = "The node was low on resource: memory. Threshold quantity: 600Mi, available: 624Mi. " +
+		"Container main was using 400Mi, request is 0, has larger consumption of memory. "
+	if evicted.Status.Reason != "Evicted" || evicted.Status.Message != want {
+		t.Errorf("second eviction: %q %q, want Evicted %q", evicted.Status.Reason, evicted.Status.Message, want)
 	}
 }

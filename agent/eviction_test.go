@@ -17,7 +17,8 @@ func TestParseThresholds(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		hard, soft, gp string
-		want           []string // signal=value@grace, value against 1000Mi
+		minReclaim     string
+		want           []string // signal=value@grace[+minimum reclaim], against 1000Mi
 		err            string
 	}{
 		{name: "kube default", hard: DefaultEvictionHard,
@@ -36,9 +37,17 @@ func TestParseThresholds(t *testing.T) {
 		{name: "not a pair", hard: "memory.available=1Gi", err: "malformed pair"},
 		{name: "negative grace", soft: "memory.available<1Gi", gp: "memory.available=-1m", err: "invalid eviction grace period specified: -1m, must be a positive value"},
 		{name: "bad quantity", hard: "memory.available<lots", err: "quantities must match"},
+		{name: "minimum reclaim on hard and soft", hard: "memory.available<100Mi", soft: "memory.available<200Mi", gp: "memory.available=1m",
+			minReclaim: "memory.available=50Mi,nodefs.available=5%",
+			want:       []string{"memory.available=100Mi@0s+50Mi", "memory.available=200Mi@1m0s+50Mi"}},
+		{name: "minimum reclaim percentage", hard: "memory.available<100Mi", minReclaim: "memory.available=10%",
+			want: []string{"memory.available=100Mi@0s+100Mi"}},
+		{name: "minimum reclaim 0%", minReclaim: "memory.available=0%", err: "eviction percentage minimum reclaim memory.available must be positive: 0%"},
+		{name: "negative minimum reclaim", minReclaim: "memory.available=-1Mi", err: "negative eviction minimum reclaim specified for memory.available"},
+		{name: "minimum reclaim signal", minReclaim: "memory.bogus=1Mi", err: "unsupported eviction signal memory.bogus"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseThresholds(tc.hard, tc.soft, tc.gp)
+			got, err := parseThresholds(tc.hard, tc.soft, tc.gp, tc.minReclaim)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)
@@ -50,7 +59,11 @@ func TestParseThresholds(t *testing.T) {
 			}
 			var s []string
 			for _, th := range got {
-				s = append(s, th.signal+"="+th.value(mi(1000)).String()+"@"+th.grace.String())
+				e := th.signal + "=" + th.value(mi(1000)).String() + "@" + th.grace.String()
+				if r := th.resolvedAt(mi(1000)); r != th.value(mi(1000)).Value() {
+					e += "+" + resource.NewQuantity(r-th.value(mi(1000)).Value(), resource.BinarySI).String()
+				}
+				s = append(s, e)
 			}
 			if strings.Join(s, " ") != strings.Join(tc.want, " ") {
 				t.Errorf("got %q, want %q", s, tc.want)

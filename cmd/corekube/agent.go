@@ -107,6 +107,7 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.EvictionHard, "eviction-hard", agent.DefaultEvictionHard, "hard eviction thresholds, as the kubelet's: signal<quantity or percentage,... (memory.available is the one the simulated runtime observes; \"none\": none)")
 	f.StringVar(&cfg.EvictionSoft, "eviction-soft", "", "soft eviction thresholds, as --eviction-hard; each needs an --eviction-soft-grace-period")
 	f.StringVar(&cfg.EvictionSoftGracePeriod, "eviction-soft-grace-period", "", "how long each soft threshold must be met before pods are evicted: signal=duration,...")
+	f.StringVar(&cfg.EvictionMinimumReclaim, "eviction-minimum-reclaim", "", "how far above a threshold that drove evictions the signal must come back before it is resolved: signal=quantity or percentage,...")
 	f.DurationVar(&cfg.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", agent.DefaultEvictionPressureTransitionPeriod, "how long a node keeps a pressure condition after a threshold was last met")
 	f.Int64Var(&cfg.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", 0, "most seconds a pod evicted for a soft threshold gets to stop (at least 2)")
 	f.DurationVar(&cfg.EvictionMonitoringPeriod, "eviction-monitoring-period", agent.DefaultEvictionMonitoringPeriod, "how often each node's memory is checked against the eviction thresholds")

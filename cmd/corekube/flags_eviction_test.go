@@ -35,10 +35,10 @@ func TestEvictionFlags(t *testing.T) {
 	}
 	cfg = parse("--eviction-hard=memory.available<1Gi", "--eviction-soft=memory.available<2Gi",
 		"--eviction-soft-grace-period=memory.available=1m30s", "--eviction-pressure-transition-period=30s",
-		"--eviction-max-pod-grace-period=20")
+		"--eviction-max-pod-grace-period=20", "--eviction-minimum-reclaim=memory.available=500Mi")
 	if cfg.EvictionHard != "memory.available<1Gi" || cfg.EvictionSoft != "memory.available<2Gi" ||
 		cfg.EvictionSoftGracePeriod != "memory.available=1m30s" || cfg.EvictionPressureTransitionPeriod != 30*time.Second ||
-		cfg.EvictionMaxPodGracePeriod != 20 {
+		cfg.EvictionMaxPodGracePeriod != 20 || cfg.EvictionMinimumReclaim != "memory.available=500Mi" {
 		t.Errorf("set: %+v", cfg)
 	}
 	if _, err := agent.New(&rest.Config{Host: "https://127.0.0.1:1"}, cfg); err != nil {
