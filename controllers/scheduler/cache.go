@@ -149,10 +149,14 @@ func (ni *nodeInfo) portConflict(hp hostPort) bool {
 
 // assignedPod is a pod's share of its node.
 type assignedPod struct {
-	node    string
-	req     resources
-	nonZero resources
-	ports   []hostPort
+	// pod is the (stripped) pod, which preemption reads: name, labels,
+	// priority, start and deletion times.
+	pod      *v1.Pod
+	priority int32
+	node     string
+	req      resources
+	nonZero  resources
+	ports    []hostPort
 	// assumed marks a pod the scheduler placed whose binding the informer
 	// has not shown yet.
 	assumed bool

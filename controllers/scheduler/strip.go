@@ -37,6 +37,8 @@ func stripPod(obj any) (any, error) {
 		Status: v1.PodStatus{
 			Phase:             pod.Status.Phase,
 			NominatedNodeName: pod.Status.NominatedNodeName,
+			// preemption spares the pods that started first
+			StartTime: pod.Status.StartTime,
 		},
 	}
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
