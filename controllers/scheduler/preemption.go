@@ -294,12 +294,15 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 	if p := e.pod.Spec.PreemptionPolicy; p != nil && *p == v1.PreemptNever {
 		return preemption{msg: "preemption: " + preemptionNever}
 	}
-	// The lower-priority pods, by node: the possible victims.
-	lower := map[string][]*assignedPod{}
-	for _, p := range s.cache.pods {
-		if p.priority < e.priority && p.pod != nil {
-			lower[p.node] = append(lower[p.node], p)
+	// lower lists the pods on ni of lower priority: the possible victims.
+	lower := func(ni *nodeInfo) []*assignedPod {
+		var out []*assignedPod
+		for _, p := range ni.podList {
+			if p.priority < e.priority && p.pod != nil {
+				out = append(out, p)
+			}
 		}
+		return out
 	}
 	if e.nominated != "" {
 		eligible := true
@@ -308,7 +311,7 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 				if !f.unresolvable() {
 					// A lower-priority pod still terminating there: the
 					// room made for e is on its way.
-					for _, p := range lower[e.nominated] {
+					for _, p := range lower(f.node) {
 						if p.pod.DeletionTimestamp != nil {
 							eligible = false
 							break
@@ -353,7 +356,7 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 	for i := range potential {
 		idx := potential[(offset+i)%len(potential)]
 		ni := failures[idx].node
-		victims, violations, f, none := selectVictims(e, ni, s.nominated[ni.name], lower[ni.name], pdbs, now)
+		victims, violations, f, none := selectVictims(e, ni, s.nominated[ni.name], lower(ni), pdbs, now)
 		checked[idx] = true
 		if f.kind == fits && len(victims) > 0 {
 			c := candidate{node: ni, victims: victims, violations: violations}

@@ -106,7 +106,9 @@ func TestSchedulerPreemption(t *testing.T) {
 		pod = getPod(t, c, "high")
 		cond := scheduledCondition(pod)
 		return pod.Status.NominatedNodeName == "node-1" && cond != nil && cond.Message == "0/1 nodes are available: 1 Insufficient cpu.", nil
-	}, func() string { return fmt.Sprintf("nominated %q, %+v", pod.Status.NominatedNodeName, scheduledCondition(pod)) })
+	}, func() string {
+		return fmt.Sprintf("nominated %q, %+v", pod.Status.NominatedNodeName, scheduledCondition(pod))
+	})
 	waitEvent(t, c, "high", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")
 	if pod.Spec.NodeName != "" {
 		t.Fatalf("high bound to %s before its victim is gone", pod.Spec.NodeName)
