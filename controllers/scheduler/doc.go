@@ -69,8 +69,8 @@
 // victims are gone; meanwhile its requests count on that node against
 // pods of lower priority (kube's nominated pods), it tries that node
 // first, and it preempts no more while a lower-priority pod there is
-// still terminating ("preemption: not eligible due to a terminating pod
-// on the nominated node."). Lower-priority pods nominated to the node lose
+// still terminating because it was preempted ("preemption: not eligible
+// due to a terminating pod on the nominated node."). Lower-priority pods nominated to the node lose
 // their nomination. The FailedScheduling message of a pod that preempted
 // has no preemption part; otherwise the part says why preemption did not
 // help, node by node, as kube's does.

@@ -282,6 +282,20 @@ func pickCandidate(cands []candidate, now time.Time) int {
 	return best
 }
 
+// terminatingByPreemption is kube's podTerminatingByPreemption: the pod is
+// being deleted and says it was preempted.
+func terminatingByPreemption(p *v1.Pod) bool {
+	if p.DeletionTimestamp == nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.DisruptionTarget {
+			return c.Status == v1.ConditionTrue && c.Reason == v1.PodReasonPreemptionByScheduler
+		}
+	}
+	return false
+}
+
 // numCandidates is kube's calculateNumCandidates.
 func numCandidates(potential int) int {
 	return min(max(potential*minCandidateNodesPercentage/100, minCandidateNodesAbsolute), potential)
@@ -312,7 +326,7 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 					// A lower-priority pod still terminating there: the
 					// room made for e is on its way.
 					for _, p := range lower(f.node) {
-						if p.pod.DeletionTimestamp != nil {
+						if terminatingByPreemption(p.pod) {
 							eligible = false
 							break
 						}

@@ -383,6 +383,7 @@ func TestPreemptEligibility(t *testing.T) {
 	terminating := bound.DeepCopy()
 	now := metav1.NewTime(t0)
 	terminating.DeletionTimestamp = &now
+	terminating.Status.Conditions = []v1.PodCondition{{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonPreemptionByScheduler}}
 	s.mu.Unlock()
 	s.onPod(terminating)
 	s.mu.Lock()

@@ -80,6 +80,8 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 			return ni.name, ""
 		}
 	}
+	// Nominated pods are rare: without them the plain filter runs.
+	withNominated := len(s.nominated) > 0
 	want := numFeasibleNodesToFind(s.cfg.PercentageOfNodesToScore, n)
 	feasible, failures := s.feasible[:0], s.failures[:0]
 	start := s.nextStart % n
@@ -87,7 +89,13 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	for i := 0; i < n && len(feasible) < want; i++ {
 		ni := nodes[(start+i)%n]
 		processed++
-		if f := s.filterNode(e, ni); f.kind == fits {
+		var f failure
+		if withNominated {
+			f = s.filterNode(e, ni)
+		} else {
+			f = filter(e, ni)
+		}
+		if f.kind == fits {
 			feasible = append(feasible, ni)
 		} else {
 			f.node = ni
