@@ -340,16 +340,21 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 		}
 	}
 
-	potential := make([]int, 0, len(failures))
+	numNodes := len(failures)
+	potential := 0
 	for i := range failures {
 		if !failures[i].unresolvable() {
-			potential = append(potential, i)
+			potential++
 		}
 	}
-	numNodes := len(failures)
+	// reasons is the post-filter's message by node, should no node do:
+	// kube's "not helpful" for the nodes no eviction can cure, and for
+	// the others what the dry run found.
 	reasons := map[string]int{}
-	if len(potential) == 0 {
-		reasons[preemptionNotHelpful] = numNodes
+	if n := numNodes - potential; n > 0 {
+		reasons[preemptionNotHelpful] = n
+	}
+	if potential == 0 {
 		return preemption{clearNomination: true, msg: fmt.Sprintf("preemption: 0/%d nodes are available: %s.", numNodes, histogram(reasons))}
 	}
 
@@ -360,19 +365,19 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 		}
 	}
 	now := s.cfg.Clock.Now()
-	want := numCandidates(len(potential))
+	want := numCandidates(potential)
 	var nonViolating, violating []candidate
-	checked := make([]bool, len(failures))
-	statuses := make([]failure, len(failures))
-	noVictims := make([]bool, len(failures))
-	offset := s.preemptOffset % len(potential)
+	// The dry run starts at a rotating node (kube's at a random one).
+	offset := s.preemptOffset % numNodes
 	s.preemptOffset++
-	for i := range potential {
-		idx := potential[(offset+i)%len(potential)]
-		ni := failures[idx].node
-		victims, violations, f, none := selectVictims(e, ni, s.nominated[ni.name], lower(ni), pdbs, now)
-		checked[idx] = true
-		if f.kind == fits && len(victims) > 0 {
+	for i := range numNodes {
+		f := &failures[(offset+i)%numNodes]
+		if f.unresolvable() {
+			continue
+		}
+		ni := f.node
+		victims, violations, fail, none := selectVictims(e, ni, s.nominated[ni.name], lower(ni), pdbs, now)
+		if fail.kind == fits && len(victims) > 0 {
 			c := candidate{node: ni, victims: victims, violations: violations}
 			if violations == 0 {
 				nonViolating = append(nonViolating, c)
@@ -384,26 +389,17 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 			}
 			continue
 		}
-		if f.kind == fits {
-			// kube treats a node needing no victims as an error there.
-			none = true
+		if none || fail.kind == fits {
+			// (kube treats a node needing no victims as an error there)
+			reasons[preemptionNoVictims]++
+			continue
 		}
-		statuses[idx], noVictims[idx] = f, none
+		for _, r := range fail.reasons() {
+			reasons[r]++
+		}
 	}
 	cands := append(nonViolating, violating...)
 	if len(cands) == 0 {
-		for i := range failures {
-			switch {
-			case !checked[i]:
-				reasons[preemptionNotHelpful]++
-			case noVictims[i]:
-				reasons[preemptionNoVictims]++
-			default:
-				for _, r := range statuses[i].reasons() {
-					reasons[r]++
-				}
-			}
-		}
 		return preemption{clearNomination: true, msg: fmt.Sprintf("preemption: 0/%d nodes are available: %s.", numNodes, histogram(reasons))}
 	}
 	best := &cands[pickCandidate(cands, now)]
