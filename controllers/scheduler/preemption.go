@@ -376,7 +376,12 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 			continue
 		}
 		ni := f.node
-		victims, violations, fail, none := selectVictims(e, ni, s.nominated[ni.name], lower(ni), pdbs, now)
+		low := lower(ni)
+		if len(low) == 0 {
+			reasons[preemptionNoVictims]++
+			continue
+		}
+		victims, violations, fail, none := selectVictims(e, ni, s.nominated[ni.name], low, pdbs, now)
 		if fail.kind == fits && len(victims) > 0 {
 			c := candidate{node: ni, victims: victims, violations: violations}
 			if violations == 0 {
