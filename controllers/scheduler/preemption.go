@@ -413,14 +413,12 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 		out.victims[i] = v.pod
 	}
 	// Pods of lower priority nominated there may no longer fit: their
-	// nomination goes, and they try again at once.
+	// nomination goes (a status change, which does not requeue them, as
+	// in kube's queue).
 	for _, n := range slices.Clone(s.nominated[out.node]) {
 		if n != e && n.priority < e.priority {
 			s.nominate(n, "")
 			out.unnominated = append(out.unnominated, n.pod)
-			if n.state == stateParked {
-				s.requeue(n, eventUnscheduledPodUpdate)
-			}
 		}
 	}
 	s.nominate(e, out.node)

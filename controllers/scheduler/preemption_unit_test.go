@@ -370,6 +370,9 @@ func TestPreemptEligibility(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
+	// A pod of lower priority nominated there earlier loses its nomination.
+	earlier := preemptor(50, 100)
+	s.nominate(earlier, "n")
 	e := preemptor(100, 500)
 	if node, _ := s.decide(e); node != "" {
 		t.Fatal("fits")
@@ -377,6 +380,9 @@ func TestPreemptEligibility(t *testing.T) {
 	pre := s.preempt(e, s.failures)
 	if pre.node != "n" || len(pre.victims) != 1 || pre.victims[0].Name != "low" || pre.msg != "" || e.nominated != "n" {
 		t.Fatalf("preemption %+v, nominated %q", pre, e.nominated)
+	}
+	if earlier.nominated != "" || len(pre.unnominated) != 1 || len(s.nominated["n"]) != 1 {
+		t.Errorf("the lower-priority nomination stays: %q, unnominated %d, nominated to n %d", earlier.nominated, len(pre.unnominated), len(s.nominated["n"]))
 	}
 
 	// The victim is terminating: no second preemption.
