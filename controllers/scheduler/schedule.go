@@ -314,18 +314,21 @@ func (s *Scheduler) evictVictims(ctx context.Context, preemptor *v1.Pod, pre pre
 			Message:            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", preemptor.Spec.SchedulerName),
 			LastTransitionTime: metav1.NewTime(s.cfg.Clock.Now()),
 		}
-		patch, err := json.Marshal(map[string]any{
-			"metadata": map[string]any{"uid": victim.UID},
-			"status":   map[string]any{"conditions": []v1.PodCondition{cond}},
-		})
-		if err != nil {
-			continue
-		}
-		if _, err := pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
-			if !apierrors.IsNotFound(err) && ctx.Err() == nil {
-				s.log.Info("setting DisruptionTarget on a preemption victim failed", "pod", victim.Namespace+"/"+victim.Name, "err", err)
+		// As kube, the condition is written only when it changes.
+		if !hasCondition(victim, cond) {
+			patch, err := json.Marshal(map[string]any{
+				"metadata": map[string]any{"uid": victim.UID},
+				"status":   map[string]any{"conditions": []v1.PodCondition{cond}},
+			})
+			if err != nil {
+				continue
 			}
-			continue
+			if _, err := pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+				if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+					s.log.Info("setting DisruptionTarget on a preemption victim failed", "pod", victim.Namespace+"/"+victim.Name, "err", err)
+				}
+				continue
+			}
 		}
 		uid := victim.UID
 		if err := pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
@@ -352,4 +355,15 @@ func (s *Scheduler) evictVictims(ctx context.Context, preemptor *v1.Pod, pre pre
 			s.log.Info("clearing nominatedNodeName failed", "pod", p.Namespace+"/"+p.Name, "err", err)
 		}
 	}
+}
+
+// hasCondition reports whether pod already has cond's type with its
+// status, reason and message.
+func hasCondition(pod *v1.Pod, cond v1.PodCondition) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == cond.Type {
+			return c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message
+		}
+	}
+	return false
 }
