@@ -142,6 +142,9 @@ func (s *Scheduler) Warm(ctx context.Context) error {
 func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, error) {
 	s.queue = newPodQueue(s.cfg.Clock)
 	informerCtx, cancel := context.WithCancel(ctx)
+	// The queue's forwarder ends with the informers when Start never
+	// comes (a standby that stops warm).
+	context.AfterFunc(informerCtx, s.queue.ShutDown)
 	podFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nonTerminalPods }),
 		informers.WithTransform(stripPod))
