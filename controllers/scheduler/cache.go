@@ -58,6 +58,9 @@ type nodeInfo struct {
 	nonZero   resources // the same with kube's scoring defaults
 	pods      int
 	ports     map[hostPort]int
+	// podList is the node's pods, for preemption (kept by nodeCache, not
+	// by addPod and removePod, which also serve simulated copies).
+	podList []*assignedPod
 }
 
 // setNode records the node's latest object and reports whether anything
@@ -149,13 +152,18 @@ func (ni *nodeInfo) portConflict(hp hostPort) bool {
 
 // assignedPod is a pod's share of its node.
 type assignedPod struct {
-	node    string
-	req     resources
-	nonZero resources
-	ports   []hostPort
+	// pod is the (stripped) pod, which preemption reads: name, labels,
+	// priority, start and deletion times.
+	pod      *v1.Pod
+	priority int32
+	node     string
+	req      resources
+	nonZero  resources
+	ports    []hostPort
 	// assumed marks a pod the scheduler placed whose binding the informer
 	// has not shown yet.
 	assumed bool
+	idx     int // in its node's podList
 }
 
 // nodeCache holds every node and every bound or assumed pod.
@@ -228,7 +236,10 @@ func (c *nodeCache) setPod(key string, p *assignedPod) (left string) {
 		}
 	}
 	c.pods[key] = p
-	c.info(p.node).addPod(p)
+	ni := c.info(p.node)
+	ni.addPod(p)
+	p.idx = len(ni.podList)
+	ni.podList = append(ni.podList, p)
 	return left
 }
 
@@ -244,6 +255,11 @@ func (c *nodeCache) removePod(key string) string {
 		return p.node
 	}
 	ni.removePod(p)
+	last := len(ni.podList) - 1
+	ni.podList[p.idx] = ni.podList[last]
+	ni.podList[p.idx].idx = p.idx
+	ni.podList[last] = nil
+	ni.podList = ni.podList[:last]
 	if ni.node == nil && ni.pods == 0 {
 		delete(c.nodes, p.node)
 	}
