@@ -105,7 +105,8 @@ func serveWithDeadline(w http.ResponseWriter, r *http.Request, next http.Handler
 	if r.Body != nil && r.Body != http.NoBody {
 		r.Body = &timeoutBody{ReadCloser: r.Body, tw: tw}
 	}
-	r = withOwnRouteContext(r)
+	answer := r
+	r = detached(r)
 	done := make(chan any, 1)
 	go func() {
 		defer func() {
@@ -127,35 +128,41 @@ func serveWithDeadline(w http.ResponseWriter, r *http.Request, next http.Handler
 		}
 		// A handler that gave up on its ended context without writing
 		// (its writes were already refused) still owes the 504.
-		tw.timeout(r, handlerBound, false)
+		tw.timeout(answer, handlerBound, false)
 	case <-r.Context().Done():
 		if !handlerBound {
 			// kube's timeout filter counts its 504s as terminations.
 			trace.From(r.Context()).TimedOut()
 		}
-		tw.timeout(r, handlerBound, true)
+		tw.timeout(answer, handlerBound, true)
 	}
 }
 
-// withOwnRouteContext gives r a chi routing context of its own, for a
-// handler that may outlive the request: chi takes the routing context
-// from a pool and puts it back when the request returns, so a handler
-// still running after a 504 would otherwise route into, and read, a
-// context that another request already uses. The filter runs before
-// chi routes, so the copy holds only the router and the path so far.
-func withOwnRouteContext(r *http.Request) *http.Request {
-	pooled := chi.RouteContext(r.Context())
-	if pooled == nil {
-		return r
+// detached is r for a handler that may outlive the request, with what
+// the handler changes and the serving goroutine still reads after a 504
+// made its own:
+//   - the headers (authentication removes Authorization; the 504's
+//     negotiation and the request's log line read them);
+//   - chi's routing context, which chi takes from a pool and puts back
+//     when the request returns, so a late handler would otherwise route
+//     into, and read, a context another request already uses. The filter
+//     runs before chi routes, so the copy holds only the router and the
+//     path so far.
+func detached(r *http.Request) *http.Request {
+	ctx := r.Context()
+	if pooled := chi.RouteContext(ctx); pooled != nil {
+		own := chi.NewRouteContext()
+		own.Routes = pooled.Routes
+		own.RoutePath = pooled.RoutePath
+		own.RouteMethod = pooled.RouteMethod
+		own.URLParams.Keys = append(own.URLParams.Keys, pooled.URLParams.Keys...)
+		own.URLParams.Values = append(own.URLParams.Values, pooled.URLParams.Values...)
+		own.RoutePatterns = append(own.RoutePatterns, pooled.RoutePatterns...)
+		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
 	}
-	own := chi.NewRouteContext()
-	own.Routes = pooled.Routes
-	own.RoutePath = pooled.RoutePath
-	own.RouteMethod = pooled.RouteMethod
-	own.URLParams.Keys = append(own.URLParams.Keys, pooled.URLParams.Keys...)
-	own.URLParams.Values = append(own.URLParams.Values, pooled.URLParams.Values...)
-	own.RoutePatterns = append(own.RoutePatterns, pooled.RoutePatterns...)
-	return r.WithContext(context.WithValue(r.Context(), chi.RouteCtxKey, own))
+	d := r.WithContext(ctx)
+	d.Header = r.Header.Clone()
+	return d
 }
 
 // timeoutWriter is the handler's ResponseWriter under a deadline: it keeps
