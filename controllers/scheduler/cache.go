@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // bindAllHostIP is the host IP of a port that names none.
@@ -58,6 +59,13 @@ type nodeInfo struct {
 	nonZero   resources // the same with kube's scoring defaults
 	pods      int
 	ports     map[hostPort]int
+
+	// podList is the node's pods, in no order (PodTopologySpread counts
+	// them, InterPodAffinity matches them against a pod's terms);
+	// withAffinity those of them with inter-pod affinity terms, the only
+	// ones a pod without terms of its own must look at.
+	podList      []*assignedPod
+	withAffinity []*assignedPod
 }
 
 // setNode records the node's latest object and reports whether anything
@@ -114,6 +122,23 @@ func (ni *nodeInfo) addPod(p *assignedPod) {
 		}
 		ni.ports[hp]++
 	}
+	ni.podList = append(ni.podList, p)
+	if p.affinity != nil {
+		ni.withAffinity = append(ni.withAffinity, p)
+	}
+}
+
+// without removes p from pods (order is not kept).
+func without(pods []*assignedPod, p *assignedPod) []*assignedPod {
+	for i, q := range pods {
+		if q == p {
+			last := len(pods) - 1
+			pods[i] = pods[last]
+			pods[last] = nil
+			return pods[:last]
+		}
+	}
+	return pods
 }
 
 func (ni *nodeInfo) removePod(p *assignedPod) {
@@ -124,6 +149,10 @@ func (ni *nodeInfo) removePod(p *assignedPod) {
 		if ni.ports[hp]--; ni.ports[hp] <= 0 {
 			delete(ni.ports, hp)
 		}
+	}
+	ni.podList = without(ni.podList, p)
+	if p.affinity != nil {
+		ni.withAffinity = without(ni.withAffinity, p)
 	}
 }
 
@@ -156,6 +185,13 @@ type assignedPod struct {
 	// assumed marks a pod the scheduler placed whose binding the informer
 	// has not shown yet.
 	assumed bool
+
+	// What the pod-topology plugins read (podtopology.go).
+	ns          string
+	labels      map[string]string
+	owner       types.UID // controller, for the default spreading
+	terminating bool
+	affinity    *podAffinity // nil: no inter-pod affinity terms
 }
 
 // nodeCache holds every node and every bound or assumed pod.
@@ -165,6 +201,9 @@ type nodeCache struct {
 	list  []*nodeInfo
 	pods  map[string]*assignedPod
 	dirty bool // list needs rebuilding
+	// affinityPods counts the pods with inter-pod affinity terms: while
+	// it is 0, a pod without terms of its own skips InterPodAffinity.
+	affinityPods int
 }
 
 func newNodeCache() *nodeCache {
@@ -228,6 +267,9 @@ func (c *nodeCache) setPod(key string, p *assignedPod) (left string) {
 		}
 	}
 	c.pods[key] = p
+	if p.affinity != nil {
+		c.affinityPods++
+	}
 	c.info(p.node).addPod(p)
 	return left
 }
@@ -239,6 +281,9 @@ func (c *nodeCache) removePod(key string) string {
 		return ""
 	}
 	delete(c.pods, key)
+	if p.affinity != nil {
+		c.affinityPods--
+	}
 	ni := c.nodes[p.node]
 	if ni == nil {
 		return p.node

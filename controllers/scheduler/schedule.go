@@ -35,7 +35,8 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 	node, msg := s.decide(e)
 	if node != "" {
 		e.state = stateBinding
-		s.cache.setPod(key, &assignedPod{node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true})
+		s.cache.setPod(key, &assignedPod{node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true,
+			ns: pod.Namespace, labels: pod.Labels, owner: e.owner, affinity: e.affinity})
 		a := attempt{start: start, first: e.firstAttempt, n: e.attempts + 1}
 		s.mu.Unlock()
 		s.submit(ctx, func(ctx context.Context) { s.bind(ctx, key, pod, node, a) })
@@ -66,10 +67,17 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	feasible, failures := s.feasible[:0], s.failures[:0]
 	start := s.nextStart % n
 	processed := 0
+	// PreFilter: the pod-topology plugins count over every node once.
+	var tf *topologyFilters
+	spread := newSpreadFilter(e, nodes)
+	affinity := newAffinityFilter(e, nodes, s.cache.affinityPods, s.nsLabels)
+	if spread != nil || affinity != nil {
+		tf = &topologyFilters{spread: spread, affinity: affinity}
+	}
 	for i := 0; i < n && len(feasible) < want; i++ {
 		ni := nodes[(start+i)%n]
 		processed++
-		if f := filter(e, ni); f.kind == fits {
+		if f := filter(e, ni, tf); f.kind == fits {
 			feasible = append(feasible, ni)
 		} else {
 			failures = append(failures, f)
@@ -80,13 +88,44 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	if len(feasible) == 0 {
 		return "", fitErrorMessage(e.pod, n, failures)
 	}
-	best := scoreNodes(e, feasible, &s.buf)
+	extra := s.topologyScores(e, nodes, feasible)
+	best := scoreNodes(e, feasible, extra, &s.buf)
 	pick := best[0]
 	if len(best) > 1 {
 		pick = best[s.tie%len(best)]
 		s.tie++
 	}
 	return feasible[pick].name, ""
+}
+
+// topologyScores are the weighted InterPodAffinity and PodTopologySpread
+// scores of the feasible nodes, nil when both score every node alike.
+func (s *Scheduler) topologyScores(e *podEntry, nodes, feasible []*nodeInfo) []int64 {
+	buf := &s.buf
+	affinity := affinityScores(e, nodes, feasible, s.cache.affinityPods, s.nsLabels, buf.affinity)
+	spread := spreadScores(e, nodes, feasible, buf.spread)
+	if affinity == nil && spread == nil {
+		return nil
+	}
+	if affinity != nil {
+		buf.affinity = affinity
+	}
+	if spread != nil {
+		buf.spread = spread
+	}
+	extra := buf.extra[:0]
+	for i := range feasible {
+		var total int64
+		if affinity != nil {
+			total += weightInterPodAffinity * affinity[i]
+		}
+		if spread != nil {
+			total += weightTopologySpread * spread[i]
+		}
+		extra = append(extra, total)
+	}
+	buf.extra = extra
+	return extra
 }
 
 // numFeasibleNodesToFind is kube's: small clusters are searched whole,
