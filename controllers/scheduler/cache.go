@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unique"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -51,9 +52,13 @@ type nodeInfo struct {
 	// taints are the node's taints plus, when its Ready condition is not
 	// True and it lacks it, the NoSchedule taint the node lifecycle
 	// controller gives such nodes.
-	taints      []v1.Taint
-	allocatable resources
-	allowedPods int64
+	taints []v1.Taint
+	// zone and hostname are the node's well-known topology labels, read
+	// for every node by the spreading defaults without a map lookup.
+	zone, hostname       string
+	hasZone, hasHostname bool
+	allocatable          resources
+	allowedPods          int64
 
 	requested resources // sum of the pods' requests
 	nonZero   resources // the same with kube's scoring defaults
@@ -66,6 +71,10 @@ type nodeInfo struct {
 	// ones a pod without terms of its own must look at.
 	podList      []*assignedPod
 	withAffinity []*assignedPod
+	// owners counts the node's pods (not terminating) by controller: the
+	// system default spreading counts a controller's pods on every node
+	// of the cluster, a lookup here rather than a pass over the pods.
+	owners map[types.UID]int32
 }
 
 // setNode records the node's latest object and reports whether anything
@@ -74,6 +83,8 @@ func (ni *nodeInfo) setNode(node *v1.Node) bool {
 	old := ni.node
 	ni.node = node
 	ni.taints = effectiveTaints(node)
+	ni.zone, ni.hasZone = node.Labels[v1.LabelTopologyZone]
+	ni.hostname, ni.hasHostname = node.Labels[v1.LabelHostname]
 	ni.allocatable, ni.allowedPods = nodeAllocatable(node)
 	if old == nil {
 		return true
@@ -82,6 +93,18 @@ func (ni *nodeInfo) setNode(node *v1.Node) bool {
 		!reflect.DeepEqual(old.Labels, node.Labels) ||
 		!reflect.DeepEqual(effectiveTaints(old), ni.taints) ||
 		!reflect.DeepEqual(old.Status.Allocatable, node.Status.Allocatable)
+}
+
+// label is the node's value of label key.
+func (ni *nodeInfo) label(key string) (string, bool) {
+	switch key {
+	case v1.LabelTopologyZone:
+		return ni.zone, ni.hasZone
+	case v1.LabelHostname:
+		return ni.hostname, ni.hasHostname
+	}
+	v, ok := ni.node.Labels[key]
+	return v, ok
 }
 
 // effectiveTaints are the node's taints and the one its Ready condition
@@ -123,6 +146,12 @@ func (ni *nodeInfo) addPod(p *assignedPod) {
 		ni.ports[hp]++
 	}
 	ni.podList = append(ni.podList, p)
+	if p.owner != "" && !p.terminating {
+		if ni.owners == nil {
+			ni.owners = map[types.UID]int32{}
+		}
+		ni.owners[p.owner]++
+	}
 	if p.affinity != nil {
 		ni.withAffinity = append(ni.withAffinity, p)
 	}
@@ -151,6 +180,11 @@ func (ni *nodeInfo) removePod(p *assignedPod) {
 		}
 	}
 	ni.podList = without(ni.podList, p)
+	if p.owner != "" && !p.terminating {
+		if ni.owners[p.owner]--; ni.owners[p.owner] <= 0 {
+			delete(ni.owners, p.owner)
+		}
+	}
 	if p.affinity != nil {
 		ni.withAffinity = without(ni.withAffinity, p)
 	}
@@ -189,6 +223,7 @@ type assignedPod struct {
 	// What the pod-topology plugins read (podtopology.go).
 	ns          string
 	labels      map[string]string
+	lset        *labelSet // labels, shared; set by nodeCache.setPod
 	owner       types.UID // controller, for the default spreading
 	terminating bool
 	affinity    *podAffinity // nil: no inter-pod affinity terms
@@ -204,10 +239,12 @@ type nodeCache struct {
 	// affinityPods counts the pods with inter-pod affinity terms: while
 	// it is 0, a pod without terms of its own skips InterPodAffinity.
 	affinityPods int
+	// labelSets are the distinct label sets of the cached pods.
+	labelSets map[string]*labelSet
 }
 
 func newNodeCache() *nodeCache {
-	return &nodeCache{nodes: map[string]*nodeInfo{}, pods: map[string]*assignedPod{}}
+	return &nodeCache{nodes: map[string]*nodeInfo{}, pods: map[string]*assignedPod{}, labelSets: map[string]*labelSet{}}
 }
 
 func (c *nodeCache) info(name string) *nodeInfo {
@@ -267,6 +304,22 @@ func (c *nodeCache) setPod(key string, p *assignedPod) (left string) {
 		}
 	}
 	c.pods[key] = p
+	// Shared label sets and namespace strings keep the pod-topology
+	// plugins' passes over every pod in few cache lines.
+	p.ns = unique.Make(p.ns).Value()
+	if p.owner != "" {
+		p.owner = types.UID(unique.Make(string(p.owner)).Value())
+	}
+	if len(p.labels) > 0 {
+		k := labelsKey(p.labels)
+		ls := c.labelSets[k]
+		if ls == nil {
+			ls = &labelSet{labels: p.labels, key: k}
+			c.labelSets[k] = ls
+		}
+		ls.refs++
+		p.lset, p.labels = ls, ls.labels
+	}
 	if p.affinity != nil {
 		c.affinityPods++
 	}
@@ -281,6 +334,11 @@ func (c *nodeCache) removePod(key string) string {
 		return ""
 	}
 	delete(c.pods, key)
+	if ls := p.lset; ls != nil {
+		if ls.refs--; ls.refs == 0 {
+			delete(c.labelSets, ls.key)
+		}
+	}
 	if p.affinity != nil {
 		c.affinityPods--
 	}

@@ -205,7 +205,7 @@ func filter(e *podEntry, ni *nodeInfo, tf *topologyFilters) failure {
 	}
 	if tf != nil {
 		if tf.spread != nil {
-			if k := tf.spread.check(node); k != fits {
+			if k := tf.spread.check(ni); k != fits {
 				return failure{kind: k}
 			}
 		}

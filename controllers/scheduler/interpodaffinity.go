@@ -43,14 +43,13 @@ func newAffinityFilter(e *podEntry, nodes []*nodeInfo, affinityPods int, nsLabel
 		return nil
 	}
 	pod := e.pod
-	podNSLabels := nsLabels[pod.Namespace]
 	f := &affinityFilter{required: required, requiredAnti: requiredAnti}
 	for _, ni := range nodes {
 		node := ni.node
 		for _, p := range ni.withAffinity {
 			for i := range p.affinity.requiredAnti {
 				t := &p.affinity.requiredAnti[i]
-				if v, ok := node.Labels[t.topologyKey]; ok && t.matches(pod.Namespace, pod.Labels, podNSLabels) {
+				if v, ok := node.Labels[t.topologyKey]; ok && t.matches(pod.Namespace, pod.Labels, nsLabels) {
 					if f.existingAnti == nil {
 						f.existingAnti = map[topologyPair]int{}
 					}
@@ -62,8 +61,7 @@ func newAffinityFilter(e *podEntry, nodes []*nodeInfo, affinityPods int, nsLabel
 			continue
 		}
 		for _, p := range ni.podList {
-			pnsLabels := nsLabels[p.ns]
-			if len(required) > 0 && matchesAll(required, p.ns, p.labels, pnsLabels) {
+			if len(required) > 0 && matchesAllPod(required, p, nsLabels) {
 				for i := range required {
 					if v, ok := node.Labels[required[i].topologyKey]; ok {
 						if f.affinity == nil {
@@ -75,7 +73,7 @@ func newAffinityFilter(e *podEntry, nodes []*nodeInfo, affinityPods int, nsLabel
 			}
 			for i := range requiredAnti {
 				t := &requiredAnti[i]
-				if v, ok := node.Labels[t.topologyKey]; ok && t.matches(p.ns, p.labels, pnsLabels) {
+				if v, ok := node.Labels[t.topologyKey]; ok && t.matchesPod(p, nsLabels) {
 					if f.anti == nil {
 						f.anti = map[topologyPair]int{}
 					}
@@ -84,13 +82,22 @@ func newAffinityFilter(e *podEntry, nodes []*nodeInfo, affinityPods int, nsLabel
 			}
 		}
 	}
-	f.selfMatch = len(required) > 0 && matchesAll(required, pod.Namespace, pod.Labels, podNSLabels)
+	f.selfMatch = len(required) > 0 && matchesAll(required, pod.Namespace, pod.Labels, nsLabels)
 	return f
 }
 
-func matchesAll(terms []podTerm, ns string, podLabels, nsLabels map[string]string) bool {
+func matchesAll(terms []podTerm, ns string, podLabels map[string]string, nsLabels map[string]map[string]string) bool {
 	for i := range terms {
 		if !terms[i].matches(ns, podLabels, nsLabels) {
+			return false
+		}
+	}
+	return true
+}
+
+func matchesAllPod(terms []podTerm, p *assignedPod, nsLabels map[string]map[string]string) bool {
+	for i := range terms {
+		if !terms[i].matchesPod(p, nsLabels) {
 			return false
 		}
 	}
@@ -149,7 +156,6 @@ func affinityScores(e *podEntry, nodes, feasible []*nodeInfo, affinityPods int, 
 		return nil
 	}
 	pod := e.pod
-	podNSLabels := nsLabels[pod.Namespace]
 	var topo map[topologyPair]int64
 	add := func(node *v1.Node, t *podTerm, w int64) {
 		if v, ok := node.Labels[t.topologyKey]; ok {
@@ -169,14 +175,13 @@ func affinityScores(e *podEntry, nodes, feasible []*nodeInfo, affinityPods int, 
 			pods = ni.podList
 		}
 		for _, p := range pods {
-			pnsLabels := nsLabels[p.ns]
 			for i := range preferred {
-				if preferred[i].matches(p.ns, p.labels, pnsLabels) {
+				if preferred[i].matchesPod(p, nsLabels) {
 					add(node, &preferred[i], preferred[i].weight)
 				}
 			}
 			for i := range preferredAnti {
-				if preferredAnti[i].matches(p.ns, p.labels, pnsLabels) {
+				if preferredAnti[i].matchesPod(p, nsLabels) {
 					add(node, &preferredAnti[i], -preferredAnti[i].weight)
 				}
 			}
@@ -186,17 +191,17 @@ func affinityScores(e *podEntry, nodes, feasible []*nodeInfo, affinityPods int, 
 			}
 			// Symmetry: the existing pod's terms about the incoming one.
 			for i := range a.required {
-				if a.required[i].matches(pod.Namespace, pod.Labels, podNSLabels) {
+				if a.required[i].matches(pod.Namespace, pod.Labels, nsLabels) {
 					add(node, &a.required[i], hardPodAffinityWeight)
 				}
 			}
 			for i := range a.preferred {
-				if a.preferred[i].matches(pod.Namespace, pod.Labels, podNSLabels) {
+				if a.preferred[i].matches(pod.Namespace, pod.Labels, nsLabels) {
 					add(node, &a.preferred[i], a.preferred[i].weight)
 				}
 			}
 			for i := range a.preferredAnti {
-				if a.preferredAnti[i].matches(pod.Namespace, pod.Labels, podNSLabels) {
+				if a.preferredAnti[i].matches(pod.Namespace, pod.Labels, nsLabels) {
 					add(node, &a.preferredAnti[i], -a.preferredAnti[i].weight)
 				}
 			}

@@ -2,6 +2,9 @@ package scheduler
 
 import (
 	"slices"
+	"strings"
+	"sync/atomic"
+	"unique"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,45 +15,127 @@ import (
 // This file holds what the InterPodAffinity and PodTopologySpread plugins
 // read of pods, parsed once when a pod is seen rather than per attempt.
 
+// podSelector is a parsed label selector with an identity, under which
+// labelSets remember whether it matched them.
+type podSelector struct {
+	sel labels.Selector
+	id  uint64
+}
+
+// selectorIDs numbers podSelectors (0 is no selector).
+var selectorIDs atomic.Uint64
+
+func newPodSelector(ls *metav1.LabelSelector) podSelector {
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err != nil {
+		// Validation refuses these; match nothing.
+		sel = labels.Nothing()
+	}
+	return podSelector{sel: sel, id: selectorIDs.Add(1)}
+}
+
+// matchesPod reports whether the selector selects an existing pod: the
+// pods of a cluster share few distinct label sets, so the answer is
+// remembered on the set and the pod's labels are not read again.
+func (s *podSelector) matchesPod(p *assignedPod) bool {
+	ls := p.lset
+	if ls == nil {
+		return s.sel.Matches(labels.Set(p.labels))
+	}
+	for i := range ls.memo {
+		if ls.memo[i].id == s.id {
+			return ls.memo[i].ok
+		}
+	}
+	ok := s.sel.Matches(labels.Set(ls.labels))
+	ls.memo[ls.next] = selectorMemo{id: s.id, ok: ok}
+	ls.next = (ls.next + 1) % uint8(len(ls.memo))
+	return ok
+}
+
+// labelSet is one distinct set of pod labels, shared by the cached pods
+// that carry it (a replica set's pods do), with the latest selectors'
+// verdicts on it.
+type labelSet struct {
+	labels map[string]string
+	key    string
+	refs   int
+	memo   [2]selectorMemo
+	next   uint8
+}
+
+type selectorMemo struct {
+	id uint64
+	ok bool
+}
+
+// labelsKey is a canonical spelling of a label set.
+func labelsKey(l map[string]string) string {
+	keys := make([]string, 0, len(l))
+	for k := range l {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(l[k])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
 // podTerm is one PodAffinityTerm (or a weighted one) of a pod.
 type podTerm struct {
 	// namespaces are the term's namespaces, or the pod's own when it names
 	// neither namespaces nor a namespaceSelector.
 	namespaces []string
-	// nsSelector matches namespaces by their labels: labels.Nothing() when
-	// the term has none, everything when it is {}.
+	// nsSelector matches namespaces by their labels; nil when the term
+	// has none (it matches no namespace then).
 	nsSelector  labels.Selector
-	selector    labels.Selector
+	selector    podSelector
 	topologyKey string
 	weight      int64
 }
 
-// newPodTerm parses a term of a pod in namespace ns. A selector that does
-// not parse (validation refuses those) matches nothing.
+// newPodTerm parses a term of a pod in namespace ns.
 func newPodTerm(ns string, t *v1.PodAffinityTerm, weight int64) podTerm {
-	out := podTerm{topologyKey: t.TopologyKey, weight: weight}
+	out := podTerm{topologyKey: t.TopologyKey, weight: weight, selector: newPodSelector(t.LabelSelector)}
 	if len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
-		out.namespaces = []string{ns}
+		out.namespaces = []string{unique.Make(ns).Value()}
 	} else {
-		out.namespaces = t.Namespaces
+		for _, n := range t.Namespaces {
+			out.namespaces = append(out.namespaces, unique.Make(n).Value())
+		}
 	}
-	var err error
-	if out.selector, err = metav1.LabelSelectorAsSelector(t.LabelSelector); err != nil {
-		out.selector = labels.Nothing()
-	}
-	if out.nsSelector, err = metav1.LabelSelectorAsSelector(t.NamespaceSelector); err != nil {
-		out.nsSelector = labels.Nothing()
+	if t.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
+		if err != nil {
+			sel = labels.Nothing()
+		}
+		out.nsSelector = sel
 	}
 	return out
 }
 
+// selectsNamespace reports whether the term covers namespace ns.
+func (t *podTerm) selectsNamespace(ns string, nsLabels map[string]map[string]string) bool {
+	if slices.Contains(t.namespaces, ns) {
+		return true
+	}
+	return t.nsSelector != nil && t.nsSelector.Matches(labels.Set(nsLabels[ns]))
+}
+
 // matches reports whether a pod in namespace ns (whose namespace has
 // labels nsLabels) with labels podLabels is one the term selects.
-func (t *podTerm) matches(ns string, podLabels, nsLabels map[string]string) bool {
-	if !slices.Contains(t.namespaces, ns) && !t.nsSelector.Matches(labels.Set(nsLabels)) {
-		return false
-	}
-	return t.selector.Matches(labels.Set(podLabels))
+func (t *podTerm) matches(ns string, podLabels map[string]string, nsLabels map[string]map[string]string) bool {
+	return t.selectsNamespace(ns, nsLabels) && t.selector.sel.Matches(labels.Set(podLabels))
+}
+
+// matchesPod is matches for a cached pod.
+func (t *podTerm) matchesPod(p *assignedPod, nsLabels map[string]map[string]string) bool {
+	return t.selectsNamespace(p.ns, nsLabels) && t.selector.matchesPod(p)
 }
 
 // podAffinity is a pod's inter-pod affinity and anti-affinity terms.
@@ -107,7 +192,7 @@ func spreadOwner(pod *v1.Pod) types.UID {
 	return ""
 }
 
-// topologyOf fills in what the pod-topology plugins read of a pod bound
+// setTopology fills in what the pod-topology plugins read of a pod bound
 // to a node.
 func (p *assignedPod) setTopology(pod *v1.Pod) {
 	p.ns = pod.Namespace

@@ -4,7 +4,6 @@ import (
 	"math"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,9 +22,9 @@ type spreadConstraint struct {
 	topologyKey string
 	hard        bool // DoNotSchedule
 	minDomains  int
-	// selector selects the pods counted; nil for a system default
-	// constraint, which counts the pods of owner.
-	selector labels.Selector
+	// selector selects the pods counted; none (sel nil) for a system
+	// default constraint, which counts the pods of owner.
+	selector podSelector
 	owner    types.UID
 	// Node inclusion policies: nodes that fail them are no domain.
 	honorAffinity, honorTaints bool
@@ -37,14 +36,11 @@ type spreadConstraint struct {
 func spreadConstraints(pod *v1.Pod) []spreadConstraint {
 	var out []spreadConstraint
 	for _, c := range pod.Spec.TopologySpreadConstraints {
-		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
-		if err != nil {
-			sel = labels.Nothing()
-		}
+		sel := newPodSelector(c.LabelSelector)
 		for _, key := range c.MatchLabelKeys {
 			if v, ok := pod.Labels[key]; ok {
 				if r, err := labels.NewRequirement(key, selection.Equals, []string{v}); err == nil {
-					sel = sel.Add(*r)
+					sel.sel = sel.sel.Add(*r)
 				}
 			}
 		}
@@ -90,13 +86,16 @@ func (c *spreadConstraint) counts(p *assignedPod, ns string) bool {
 	if p.terminating || p.ns != ns {
 		return false
 	}
-	if c.selector == nil {
+	if c.selector.sel == nil {
 		return p.owner == c.owner
 	}
-	return c.selector.Matches(labels.Set(p.labels))
+	return c.selector.matchesPod(p)
 }
 
 func (c *spreadConstraint) countOn(ni *nodeInfo, ns string) int64 {
+	if c.selector.sel == nil {
+		return int64(ni.owners[c.owner])
+	}
 	var n int64
 	for _, p := range ni.podList {
 		if c.counts(p, ns) {
@@ -122,9 +121,9 @@ func (c *spreadConstraint) includes(e *podEntry, node *v1.Node) bool {
 	return true
 }
 
-func hasAllKeys(node *v1.Node, cs []spreadConstraint) bool {
+func hasAllKeys(ni *nodeInfo, cs []spreadConstraint) bool {
 	for i := range cs {
-		if _, ok := node.Labels[cs[i].topologyKey]; !ok {
+		if _, ok := ni.label(cs[i].topologyKey); !ok {
 			return false
 		}
 	}
@@ -136,7 +135,7 @@ func hasAllKeys(node *v1.Node, cs []spreadConstraint) bool {
 // global minimum.
 type spreadFilter struct {
 	constraints []spreadConstraint
-	domains     []map[string]int64
+	domains     []domainCounts
 	minMatch    []int64
 	selfMatch   []int64
 }
@@ -153,34 +152,33 @@ func newSpreadFilter(e *podEntry, nodes []*nodeInfo) *spreadFilter {
 	if len(hard) == 0 {
 		return nil
 	}
-	f := &spreadFilter{constraints: hard, domains: make([]map[string]int64, len(hard)), minMatch: make([]int64, len(hard)), selfMatch: make([]int64, len(hard))}
+	f := &spreadFilter{constraints: hard, domains: make([]domainCounts, len(hard)), minMatch: make([]int64, len(hard)), selfMatch: make([]int64, len(hard))}
 	for i := range hard {
-		f.domains[i] = map[string]int64{}
-		if hard[i].selector.Matches(labels.Set(e.pod.Labels)) {
+		if hard[i].selector.sel.Matches(labels.Set(e.pod.Labels)) {
 			f.selfMatch[i] = 1
 		}
 	}
 	ns := e.pod.Namespace
 	for _, ni := range nodes {
-		node := ni.node
-		if !hasAllKeys(node, hard) {
+		if !hasAllKeys(ni, hard) {
 			continue
 		}
 		for i := range hard {
 			c := &hard[i]
-			if !c.includes(e, node) {
+			if !c.includes(e, ni.node) {
 				continue
 			}
-			f.domains[i][node.Labels[c.topologyKey]] += c.countOn(ni, ns)
+			v, _ := ni.label(c.topologyKey)
+			f.domains[i].counts[f.domains[i].add(v)] += c.countOn(ni, ns)
 		}
 	}
 	for i := range hard {
-		if len(f.domains[i]) < hard[i].minDomains {
+		if len(f.domains[i].vals) < hard[i].minDomains {
 			// Fewer eligible domains than minDomains: the minimum is 0.
 			continue
 		}
 		lo := int64(math.MaxInt32)
-		for _, n := range f.domains[i] {
+		for _, n := range f.domains[i].counts {
 			lo = min(lo, n)
 		}
 		f.minMatch[i] = lo
@@ -190,14 +188,14 @@ func newSpreadFilter(e *podEntry, nodes []*nodeInfo) *spreadFilter {
 
 // check is kube's Filter: placing the pod on node must not make its
 // domain more than maxSkew above the global minimum.
-func (f *spreadFilter) check(node *v1.Node) failureKind {
+func (f *spreadFilter) check(ni *nodeInfo) failureKind {
 	for i := range f.constraints {
 		c := &f.constraints[i]
-		v, ok := node.Labels[c.topologyKey]
+		v, ok := ni.label(c.topologyKey)
 		if !ok {
 			return failSpreadLabel
 		}
-		if f.domains[i][v]+f.selfMatch[i]-f.minMatch[i] > c.maxSkew {
+		if f.domains[i].count(v)+f.selfMatch[i]-f.minMatch[i] > c.maxSkew {
 			return failSpread
 		}
 	}
@@ -226,16 +224,12 @@ func spreadScores(e *podEntry, nodes, feasible []*nodeInfo, out []int64) []int64
 	ns := e.pod.Namespace
 	// Domains of the feasible nodes (hostname domains are counted per node
 	// when scoring).
-	domains := make([]map[string]int64, len(cs))
-	sizes := make([]int, len(cs))
-	for i := range cs {
-		domains[i] = map[string]int64{}
-	}
+	domains := make([]domainCounts, len(cs))
 	out = out[:0]
 	const ignored = -1
 	numIgnored := 0
 	for _, ni := range feasible {
-		if requireAll && !hasAllKeys(ni.node, cs) {
+		if requireAll && !hasAllKeys(ni, cs) {
 			out = append(out, ignored)
 			numIgnored++
 			continue
@@ -245,22 +239,20 @@ func spreadScores(e *podEntry, nodes, feasible []*nodeInfo, out []int64) []int64
 			if cs[i].topologyKey == v1.LabelHostname {
 				continue
 			}
-			v := ni.node.Labels[cs[i].topologyKey]
-			if _, ok := domains[i][v]; !ok {
-				domains[i][v] = 0
-				sizes[i]++
-			}
+			v, _ := ni.label(cs[i].topologyKey)
+			domains[i].add(v)
 		}
 	}
 	weights := make([]float64, len(cs))
 	for i := range cs {
+		size := len(domains[i].vals)
 		if cs[i].topologyKey == v1.LabelHostname {
-			sizes[i] = len(feasible) - numIgnored
+			size = len(feasible) - numIgnored
 		}
-		weights[i] = math.Log(float64(sizes[i] + 2))
+		weights[i] = math.Log(float64(size + 2))
 	}
 	for _, ni := range nodes {
-		if requireAll && !hasAllKeys(ni.node, cs) {
+		if requireAll && !hasAllKeys(ni, cs) {
 			continue
 		}
 		for i := range cs {
@@ -268,9 +260,9 @@ func spreadScores(e *podEntry, nodes, feasible []*nodeInfo, out []int64) []int64
 			if c.topologyKey == v1.LabelHostname || !c.includes(e, ni.node) {
 				continue
 			}
-			v := ni.node.Labels[c.topologyKey]
-			if n, ok := domains[i][v]; ok {
-				domains[i][v] = n + c.countOn(ni, ns)
+			v, _ := ni.label(c.topologyKey)
+			if j := domains[i].find(v); j >= 0 {
+				domains[i].counts[j] += c.countOn(ni, ns)
 			}
 		}
 	}
@@ -282,7 +274,7 @@ func spreadScores(e *podEntry, nodes, feasible []*nodeInfo, out []int64) []int64
 		var score float64
 		for i := range cs {
 			c := &cs[i]
-			v, ok := ni.node.Labels[c.topologyKey]
+			v, ok := ni.label(c.topologyKey)
 			if !ok {
 				continue
 			}
@@ -290,7 +282,7 @@ func spreadScores(e *podEntry, nodes, feasible []*nodeInfo, out []int64) []int64
 			if c.topologyKey == v1.LabelHostname {
 				n = c.countOn(ni, ns)
 			} else {
-				n = domains[i][v]
+				n = domains[i].count(v)
 			}
 			score += float64(n)*weights[i] + float64(c.maxSkew-1)
 		}
@@ -309,4 +301,56 @@ func spreadScores(e *podEntry, nodes, feasible []*nodeInfo, out []int64) []int64
 		}
 	}
 	return out
+}
+
+// domainCounts counts pods per domain (value of a topology key): a short
+// list searched in order, as keys other than the hostname have few
+// values, with an index once it grows.
+type domainCounts struct {
+	vals   []string
+	counts []int64
+	index  map[string]int
+}
+
+const domainListMax = 8
+
+func (d *domainCounts) find(v string) int {
+	if d.index != nil {
+		if j, ok := d.index[v]; ok {
+			return j
+		}
+		return -1
+	}
+	for j := range d.vals {
+		if d.vals[j] == v {
+			return j
+		}
+	}
+	return -1
+}
+
+// add registers domain v (count 0) unless known and returns its index.
+func (d *domainCounts) add(v string) int {
+	if j := d.find(v); j >= 0 {
+		return j
+	}
+	d.vals = append(d.vals, v)
+	d.counts = append(d.counts, 0)
+	j := len(d.vals) - 1
+	if d.index != nil {
+		d.index[v] = j
+	} else if len(d.vals) > domainListMax {
+		d.index = make(map[string]int, 2*len(d.vals))
+		for k, val := range d.vals {
+			d.index[val] = k
+		}
+	}
+	return j
+}
+
+func (d *domainCounts) count(v string) int64 {
+	if j := d.find(v); j >= 0 {
+		return d.counts[j]
+	}
+	return 0
 }
