@@ -52,19 +52,22 @@ type nodeInfo struct {
 	// taints are the node's taints plus, when its Ready condition is not
 	// True and it lacks it, the NoSchedule taint the node lifecycle
 	// controller gives such nodes.
-	taints []v1.Taint
-	// zone and hostname are the node's well-known topology labels, read
-	// for every node by the spreading defaults without a map lookup.
-	zone, hostname       string
-	hasZone, hasHostname bool
-	allocatable          resources
-	allowedPods          int64
+	taints      []v1.Taint
+	allocatable resources
+	allowedPods int64
 
 	requested resources // sum of the pods' requests
 	nonZero   resources // the same with kube's scoring defaults
 	pods      int
 	ports     map[hostPort]int
 
+	// What the pod-topology plugins read, apart: the filters and scores
+	// every pod runs read the fields above, which stay in few cache lines.
+	*nodeTopology
+}
+
+// nodeTopology is a node's share of the pod-topology plugins' data.
+type nodeTopology struct {
 	// podList is the node's pods, in no order (PodTopologySpread counts
 	// them, InterPodAffinity matches them against a pod's terms);
 	// withAffinity those of them with inter-pod affinity terms, the only
@@ -75,6 +78,10 @@ type nodeInfo struct {
 	// system default spreading counts a controller's pods on every node
 	// of the cluster, a lookup here rather than a pass over the pods.
 	owners map[types.UID]int32
+	// zone and hostname are the node's well-known topology labels, read
+	// for every node by the spreading defaults without a map lookup.
+	zone, hostname       string
+	hasZone, hasHostname bool
 }
 
 // setNode records the node's latest object and reports whether anything
@@ -83,6 +90,9 @@ func (ni *nodeInfo) setNode(node *v1.Node) bool {
 	old := ni.node
 	ni.node = node
 	ni.taints = effectiveTaints(node)
+	if ni.nodeTopology == nil {
+		ni.nodeTopology = &nodeTopology{}
+	}
 	ni.zone, ni.hasZone = node.Labels[v1.LabelTopologyZone]
 	ni.hostname, ni.hasHostname = node.Labels[v1.LabelHostname]
 	ni.allocatable, ni.allowedPods = nodeAllocatable(node)
@@ -136,6 +146,9 @@ func effectiveTaints(node *v1.Node) []v1.Taint {
 }
 
 func (ni *nodeInfo) addPod(p *assignedPod) {
+	if ni.nodeTopology == nil {
+		ni.nodeTopology = &nodeTopology{}
+	}
 	ni.requested.Add(p.req)
 	ni.nonZero.Add(p.nonZero)
 	ni.pods++
