@@ -439,3 +439,26 @@ func TestAffinityScore(t *testing.T) {
 		}
 	})
 }
+
+// TestStripPodKeepsTopology: the informer's transform keeps what the
+// pod-topology plugins read: inter-pod affinity, spread constraints and
+// the controller reference (not the other owners).
+func TestStripPodKeepsTopology(t *testing.T) {
+	pod := withPodAffinity(topoPod("p", "n", "app", "web"), []v1.PodAffinityTerm{affinityTerm(zoneKey, selector("app", "db"))}, nil)
+	pod.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{spreadOn(zoneKey, 1, v1.DoNotSchedule, selector("app", "web"))}
+	pod.OwnerReferences = []metav1.OwnerReference{
+		{Kind: "ConfigMap", Name: "x", UID: "cm"},
+		{Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: ptr.To(true)},
+	}
+	obj, err := stripPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*v1.Pod)
+	if got.Spec.Affinity == nil || got.Spec.Affinity.PodAffinity == nil || len(got.Spec.TopologySpreadConstraints) != 1 {
+		t.Errorf("affinity %+v, constraints %+v", got.Spec.Affinity, got.Spec.TopologySpreadConstraints)
+	}
+	if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != "rs" || spreadOwner(got) != "rs" {
+		t.Errorf("owner references %+v", got.OwnerReferences)
+	}
+}
