@@ -99,6 +99,19 @@ func TestSchedulerTopologySpreadAndAffinity(t *testing.T) {
 		waitUnschedulable(t, c, "lonely", "0/3 nodes are available: 3 node(s) didn't match pod affinity rules. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
 	})
 
+	t.Run("anti-affinity matchLabelKeys: only the same revision repels", func(t *testing.T) {
+		mlk := func(p *v1.Pod) {
+			podAffinity(true, v1.LabelHostname, "app", "mlk")(p)
+			p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].MatchLabelKeys = []string{"rev"}
+		}
+		createPod(t, c, "mlk-a", labelled("app", "mlk", "rev", "1"), selecting(v1.LabelHostname, "zone-c"), mlk)
+		waitBound(t, c, "mlk-a")
+		createPod(t, c, "mlk-b", labelled("app", "mlk", "rev", "2"), selecting(v1.LabelHostname, "zone-c"), mlk)
+		waitBound(t, c, "mlk-b")
+		createPod(t, c, "mlk-c", labelled("app", "mlk", "rev", "1"), selecting(v1.LabelHostname, "zone-c"), mlk)
+		waitUnschedulable(t, c, "mlk-c", "0/3 nodes are available: 1 node(s) didn't match pod anti-affinity rules, 2 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.")
+	})
+
 	t.Run("a spread constraint on a missing key", func(t *testing.T) {
 		createPod(t, c, "no-key", labelled("app", "no-key"), func(p *v1.Pod) {
 			p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{
