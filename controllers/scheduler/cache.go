@@ -146,9 +146,6 @@ func effectiveTaints(node *v1.Node) []v1.Taint {
 }
 
 func (ni *nodeInfo) addPod(p *assignedPod) {
-	if ni.nodeTopology == nil {
-		ni.nodeTopology = &nodeTopology{}
-	}
 	ni.requested.Add(p.req)
 	ni.nonZero.Add(p.nonZero)
 	ni.pods++
@@ -157,6 +154,16 @@ func (ni *nodeInfo) addPod(p *assignedPod) {
 			ni.ports = map[hostPort]int{}
 		}
 		ni.ports[hp]++
+	}
+}
+
+// addTopology records a cached pod in the node's pod-topology data. The
+// nodeCache calls it, not addPod, so that a copy of a nodeInfo that
+// simulates pods coming and going (preemption) never writes the shared
+// nodeTopology.
+func (ni *nodeInfo) addTopology(p *assignedPod) {
+	if ni.nodeTopology == nil {
+		ni.nodeTopology = &nodeTopology{}
 	}
 	ni.podList = append(ni.podList, p)
 	if p.owner != "" && !p.terminating {
@@ -192,6 +199,10 @@ func (ni *nodeInfo) removePod(p *assignedPod) {
 			delete(ni.ports, hp)
 		}
 	}
+}
+
+// removeTopology undoes addTopology.
+func (ni *nodeInfo) removeTopology(p *assignedPod) {
 	ni.podList = without(ni.podList, p)
 	if p.owner != "" && !p.terminating {
 		if ni.owners[p.owner]--; ni.owners[p.owner] <= 0 {
@@ -336,7 +347,9 @@ func (c *nodeCache) setPod(key string, p *assignedPod) (left string) {
 	if p.affinity != nil {
 		c.affinityPods++
 	}
-	c.info(p.node).addPod(p)
+	ni := c.info(p.node)
+	ni.addPod(p)
+	ni.addTopology(p)
 	return left
 }
 
@@ -360,6 +373,7 @@ func (c *nodeCache) removePod(key string) string {
 		return p.node
 	}
 	ni.removePod(p)
+	ni.removeTopology(p)
 	if ni.node == nil && ni.pods == 0 {
 		delete(c.nodes, p.node)
 	}
