@@ -1,11 +1,13 @@
 package scheduler_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/corekube/corekube/test/testserver"
 )
@@ -153,5 +155,21 @@ func TestSchedulerPodAntiAffinity(t *testing.T) {
 	deletePod(t, c, "apart-0")
 	if node := waitBound(t, c, "apart-2").Spec.NodeName; node != n0 {
 		t.Errorf("apart-2 on %s, want %s (where apart-0 was)", node, n0)
+	}
+
+	// A bound pod's labels changing retries a pod its labels kept away.
+	relabel := func(app string) {
+		t.Helper()
+		patch := []byte(`{"metadata":{"labels":{"app":"` + app + `"}}}`)
+		if _, err := c.CoreV1().Pods(ns).Patch(context.Background(), "apart-2", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	relabel("busy")
+	createPod(t, c, "solo", selecting(v1.LabelHostname, n0), podAffinity(true, v1.LabelHostname, "app", "busy"))
+	waitUnschedulable(t, c, "solo", "0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) didn't match pod anti-affinity rules. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
+	relabel("apart")
+	if node := waitBound(t, c, "solo").Spec.NodeName; node != n0 {
+		t.Errorf("solo on %s, want %s", node, n0)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
+	"maps"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -282,15 +283,22 @@ func (s *Scheduler) onPod(obj any) {
 		p.setTopology(pod)
 		known := s.cache.pods[key]
 		isNew := known == nil || known.assumed
+		relabelled := !isNew && !maps.Equal(known.labels, pod.Labels)
 		left := s.cache.setPod(key, p)
 		if left != "" {
 			s.markDirty(left, eventAssignedPodUpdate)
 		}
-		// A pod arriving on a node may let a waiting pod with inter-pod
-		// affinity or spreading fit (kube's AssignedPodAdd); only worth a
-		// move pass when pods wait.
-		if isNew && len(s.waiting) > 0 {
-			s.markDirty(pod.Spec.NodeName, eventAssignedPodAdd)
+		// A pod arriving on a node, or changing its labels there, may let
+		// a waiting pod with inter-pod affinity or spreading fit (kube's
+		// AssignedPodAdd and AssignedPodUpdate); only worth a move pass
+		// when pods wait.
+		if len(s.waiting) > 0 {
+			switch {
+			case isNew:
+				s.markDirty(pod.Spec.NodeName, eventAssignedPodAdd)
+			case relabelled:
+				s.markDirty(pod.Spec.NodeName, eventAssignedPodUpdate)
+			}
 		}
 		return
 	}
