@@ -101,10 +101,11 @@
 //
 // A pod that does not fit is parked. It is tried again, after its back-off
 // (1s doubling to 10s), when a node is added or changes, or a pod leaves
-// or (while pods wait) arrives on a node, and the node now passes the pod's
-// node-level filters (the pod-topology filters are not checked there: a
-// pod coming or going is what a spread or affinity constraint waits for);
-// a namespace's labels changing retries nobody; and in any case after
+// or (while pods wait) arrives on a node or changes its labels there, and
+// the node now passes the pod's node-level filters (the pod-topology
+// filters are not checked there: a pod coming or going is what a spread
+// or affinity constraint waits for); a namespace's labels changing
+// retries nobody; and in any case after
 // MaxUnschedulableDuration (5 minutes), as kube's scheduling queue does.
 //
 // # Metrics
