@@ -192,6 +192,20 @@ func TestSpreadFilter(t *testing.T) {
 				return p
 			}(),
 			map[string]string{"a1": ok, "b1": skew, "c1": ok}},
+		{"hostname domains past the short list", func() []*v1.Node {
+			var ns []*v1.Node
+			for i := range 12 {
+				ns = append(ns, topoNode(fmt.Sprintf("h%02d", i)))
+			}
+			return ns
+		}(), func() []*v1.Pod {
+			var ps []*v1.Pod
+			for i := range 11 {
+				ps = append(ps, placed(fmt.Sprintf("h%02d", i), 1, "app", "web")...)
+			}
+			return ps
+		}(), web(spreadOn(v1.LabelHostname, 1, v1.DoNotSchedule, selector("app", "web"))),
+			map[string]string{"h00": skew, "h05": skew, "h10": skew, "h11": ok}},
 		{"ScheduleAnyway is no filter", zoned(), placed("a1", 5, "app", "web"),
 			web(spreadOn(zoneKey, 1, v1.ScheduleAnyway, selector("app", "web"))), map[string]string{"a1": ok, "b1": ok, "c1": ok}},
 	}
