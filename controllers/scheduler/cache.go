@@ -265,10 +265,21 @@ type nodeCache struct {
 	affinityPods int
 	// labelSets are the distinct label sets of the cached pods.
 	labelSets map[string]*labelSet
+	// affinities are the distinct inter-pod affinity terms of the cached
+	// pods, by podAffinity.key.
+	affinities map[string]*podAffinity
+	// epoch numbers the attempts, for podAffinity.memo.
+	epoch uint64
+}
+
+// nextEpoch starts an attempt: memos of earlier ones are stale.
+func (c *nodeCache) nextEpoch() uint64 {
+	c.epoch++
+	return c.epoch
 }
 
 func newNodeCache() *nodeCache {
-	return &nodeCache{nodes: map[string]*nodeInfo{}, pods: map[string]*assignedPod{}, labelSets: map[string]*labelSet{}}
+	return &nodeCache{nodes: map[string]*nodeInfo{}, pods: map[string]*assignedPod{}, labelSets: map[string]*labelSet{}, affinities: map[string]*podAffinity{}}
 }
 
 func (c *nodeCache) info(name string) *nodeInfo {
@@ -344,8 +355,21 @@ func (c *nodeCache) setPod(key string, p *assignedPod) (left string) {
 		ls.refs++
 		p.lset, p.labels = ls, ls.labels
 	}
-	if p.affinity != nil {
+	if a := p.affinity; a != nil {
 		c.affinityPods++
+		if a.key != "" {
+			if shared := c.affinities[a.key]; shared != nil {
+				a = shared
+			} else {
+				// A pending pod's entry may still hold it: copy.
+				cp := *a
+				cp.memo = affinityMemo{}
+				a = &cp
+				c.affinities[a.key] = a
+			}
+			a.refs++
+			p.affinity = a
+		}
 	}
 	ni := c.info(p.node)
 	ni.addPod(p)
@@ -365,8 +389,13 @@ func (c *nodeCache) removePod(key string) string {
 			delete(c.labelSets, ls.key)
 		}
 	}
-	if p.affinity != nil {
+	if a := p.affinity; a != nil {
 		c.affinityPods--
+		if a.key != "" && c.affinities[a.key] == a {
+			if a.refs--; a.refs == 0 {
+				delete(c.affinities, a.key)
+			}
+		}
 	}
 	ni := c.nodes[p.node]
 	if ni == nil {

@@ -34,7 +34,7 @@ type affinityFilter struct {
 // newAffinityFilter computes the filter's counts over every node, or
 // returns nil when the plugin has nothing to check: neither the pod nor
 // any existing pod has required terms.
-func newAffinityFilter(e *podEntry, nodes []*nodeInfo, affinityPods int, nsLabels map[string]map[string]string) *affinityFilter {
+func newAffinityFilter(e *podEntry, nodes []*nodeInfo, affinityPods int, nsLabels map[string]map[string]string, epoch uint64) *affinityFilter {
 	var required, requiredAnti []podTerm
 	if e.affinity != nil {
 		required, requiredAnti = e.affinity.required, e.affinity.requiredAnti
@@ -47,9 +47,16 @@ func newAffinityFilter(e *podEntry, nodes []*nodeInfo, affinityPods int, nsLabel
 	for _, ni := range nodes {
 		node := ni.node
 		for _, p := range ni.withAffinity {
+			if len(p.affinity.requiredAnti) == 0 {
+				continue
+			}
+			m := p.affinity.selects(epoch, pod.Namespace, pod.Labels, nsLabels)
 			for i := range p.affinity.requiredAnti {
 				t := &p.affinity.requiredAnti[i]
-				if v, ok := node.Labels[t.topologyKey]; ok && t.matches(pod.Namespace, pod.Labels, nsLabels) {
+				if !m.requiredAnti[i] {
+					continue
+				}
+				if v, ok := ni.label(t.topologyKey); ok {
 					if f.existingAnti == nil {
 						f.existingAnti = map[topologyPair]int{}
 					}
@@ -146,7 +153,7 @@ func (f *affinityFilter) check(node *v1.Node) failureKind {
 // the weights of the terms that match, summed per domain over every node,
 // then per feasible node, scaled to 0..100 between the lowest and highest.
 // It returns nil when the plugin scores every node 0.
-func affinityScores(e *podEntry, nodes, feasible []*nodeInfo, affinityPods int, nsLabels map[string]map[string]string, out []int64) []int64 {
+func affinityScores(e *podEntry, nodes, feasible []*nodeInfo, affinityPods int, nsLabels map[string]map[string]string, epoch uint64, out []int64) []int64 {
 	var preferred, preferredAnti []podTerm
 	if e.affinity != nil {
 		preferred, preferredAnti = e.affinity.preferred, e.affinity.preferredAnti
@@ -190,18 +197,22 @@ func affinityScores(e *podEntry, nodes, feasible []*nodeInfo, affinityPods int, 
 				continue
 			}
 			// Symmetry: the existing pod's terms about the incoming one.
+			if len(a.required)+len(a.preferred)+len(a.preferredAnti) == 0 {
+				continue
+			}
+			m := a.selects(epoch, pod.Namespace, pod.Labels, nsLabels)
 			for i := range a.required {
-				if a.required[i].matches(pod.Namespace, pod.Labels, nsLabels) {
+				if m.required[i] {
 					add(node, &a.required[i], hardPodAffinityWeight)
 				}
 			}
 			for i := range a.preferred {
-				if a.preferred[i].matches(pod.Namespace, pod.Labels, nsLabels) {
+				if m.preferred[i] {
 					add(node, &a.preferred[i], a.preferred[i].weight)
 				}
 			}
 			for i := range a.preferredAnti {
-				if a.preferredAnti[i].matches(pod.Namespace, pod.Labels, nsLabels) {
+				if m.preAnt[i] {
 					add(node, &a.preferredAnti[i], -a.preferredAnti[i].weight)
 				}
 			}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -142,6 +143,43 @@ func (t *podTerm) matchesPod(p *assignedPod, nsLabels map[string]map[string]stri
 type podAffinity struct {
 	required, requiredAnti   []podTerm
 	preferred, preferredAnti []podTerm
+
+	// key spells the terms and the pod's namespace: the cache shares one
+	// podAffinity among its pods with equal terms (a replica set's), so
+	// that whether the terms select the pod being placed is worked out
+	// once per attempt (memo), not once per pod.
+	key  string
+	refs int
+	memo affinityMemo
+}
+
+// affinityMemo is whether each term of a podAffinity selects the pod of
+// attempt epoch.
+type affinityMemo struct {
+	epoch                                     uint64
+	required, requiredAnti, preferred, preAnt []bool
+}
+
+// selects returns the memo for the pod in namespace ns with labels
+// podLabels, computing it for a new attempt.
+func (a *podAffinity) selects(epoch uint64, ns string, podLabels map[string]string, nsLabels map[string]map[string]string) *affinityMemo {
+	m := &a.memo
+	if m.epoch == epoch && epoch != 0 {
+		return m
+	}
+	fill := func(dst []bool, terms []podTerm) []bool {
+		dst = dst[:0]
+		for i := range terms {
+			dst = append(dst, terms[i].matches(ns, podLabels, nsLabels))
+		}
+		return dst
+	}
+	m.required = fill(m.required, a.required)
+	m.requiredAnti = fill(m.requiredAnti, a.requiredAnti)
+	m.preferred = fill(m.preferred, a.preferred)
+	m.preAnt = fill(m.preAnt, a.preferredAnti)
+	m.epoch = epoch
+	return m
 }
 
 // parsePodAffinity returns the pod's terms, nil when it has none.
@@ -175,6 +213,9 @@ func parsePodAffinity(pod *v1.Pod) *podAffinity {
 	}
 	if len(out.required)+len(out.requiredAnti)+len(out.preferred)+len(out.preferredAnti) == 0 {
 		return nil
+	}
+	if spec, err := json.Marshal([]any{a.PodAffinity, a.PodAntiAffinity}); err == nil {
+		out.key = pod.Namespace + "\x00" + string(spec)
 	}
 	return out
 }

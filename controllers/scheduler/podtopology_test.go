@@ -86,7 +86,7 @@ func spreadOn(key string, maxSkew int32, when v1.UnsatisfiableConstraintAction, 
 func filterAll(c *nodeCache, pod *v1.Pod, nsLabels map[string]map[string]string) map[string]string {
 	e := newPodEntry(pod.Namespace+"/"+pod.Name, pod)
 	nodes := c.candidates()
-	tf := &topologyFilters{spread: newSpreadFilter(e, nodes), affinity: newAffinityFilter(e, nodes, c.affinityPods, nsLabels)}
+	tf := &topologyFilters{spread: newSpreadFilter(e, nodes), affinity: newAffinityFilter(e, nodes, c.affinityPods, nsLabels, c.nextEpoch())}
 	out := map[string]string{}
 	for _, ni := range nodes {
 		f := filter(e, ni, tf)
@@ -314,7 +314,7 @@ func TestAffinityFilter(t *testing.T) {
 func scores(c *nodeCache, pod *v1.Pod) (affinity, spread map[string]int64) {
 	e := newPodEntry(pod.Namespace+"/"+pod.Name, pod)
 	nodes := c.candidates()
-	a := affinityScores(e, nodes, nodes, c.affinityPods, nil, nil)
+	a := affinityScores(e, nodes, nodes, c.affinityPods, nil, c.nextEpoch(), nil)
 	s := spreadScores(e, nodes, nodes, nil)
 	affinity, spread = map[string]int64{}, map[string]int64{}
 	for i, ni := range nodes {

@@ -70,7 +70,8 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	// PreFilter: the pod-topology plugins count over every node once.
 	var tf *topologyFilters
 	spread := newSpreadFilter(e, nodes)
-	affinity := newAffinityFilter(e, nodes, s.cache.affinityPods, s.nsLabels)
+	epoch := s.cache.nextEpoch()
+	affinity := newAffinityFilter(e, nodes, s.cache.affinityPods, s.nsLabels, epoch)
 	if spread != nil || affinity != nil {
 		tf = &topologyFilters{spread: spread, affinity: affinity}
 	}
@@ -88,7 +89,7 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	if len(feasible) == 0 {
 		return "", fitErrorMessage(e.pod, n, failures)
 	}
-	extra := s.topologyScores(e, nodes, feasible)
+	extra := s.topologyScores(e, nodes, feasible, epoch)
 	best := scoreNodes(e, feasible, extra, &s.buf)
 	pick := best[0]
 	if len(best) > 1 {
@@ -100,9 +101,9 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 
 // topologyScores are the weighted InterPodAffinity and PodTopologySpread
 // scores of the feasible nodes, nil when both score every node alike.
-func (s *Scheduler) topologyScores(e *podEntry, nodes, feasible []*nodeInfo) []int64 {
+func (s *Scheduler) topologyScores(e *podEntry, nodes, feasible []*nodeInfo, epoch uint64) []int64 {
 	buf := &s.buf
-	affinity := affinityScores(e, nodes, feasible, s.cache.affinityPods, s.nsLabels, buf.affinity)
+	affinity := affinityScores(e, nodes, feasible, s.cache.affinityPods, s.nsLabels, epoch, buf.affinity)
 	spread := spreadScores(e, nodes, feasible, buf.spread)
 	if affinity == nil && spread == nil {
 		return nil
