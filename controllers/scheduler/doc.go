@@ -90,7 +90,8 @@
 // pod-topology plugins each node also lists its pods, those with inter-pod
 // affinity terms apart, and counts its pods per controller; pods sharing
 // labels share one label set, which remembers the latest selectors'
-// verdicts. PodTopologySpread and InterPodAffinity count over the cluster
+// verdicts, and pods with equal inter-pod affinity terms share them, which
+// remember whether they select the pod of the current attempt. PodTopologySpread and InterPodAffinity count over the cluster
 // once per attempt (kube's PreFilter and PreScore), and only when the pod
 // has constraints or terms, a controller (default spreading) or some
 // existing pod has terms: other pods cost nothing more. Pods waiting

@@ -476,3 +476,27 @@ func TestStripPodKeepsTopology(t *testing.T) {
 		t.Errorf("owner references %+v", got.OwnerReferences)
 	}
 }
+
+// TestCacheSharesLabelsAndTerms: pods with equal labels and equal terms
+// share one label set and one podAffinity, dropped with the last pod.
+func TestCacheSharesLabelsAndTerms(t *testing.T) {
+	anti := []v1.PodAffinityTerm{affinityTerm(v1.LabelHostname, selector("app", "web"))}
+	pods := []*v1.Pod{
+		withPodAffinity(topoPod("w1", "a1", "app", "web"), nil, anti),
+		withPodAffinity(topoPod("w2", "b1", "app", "web"), nil, anti),
+		withPodAffinity(topoPod("d1", "c1", "app", "db"), nil, []v1.PodAffinityTerm{affinityTerm(zoneKey, selector("app", "web"))}),
+	}
+	c := testCluster(zoned(), pods)
+	if len(c.labelSets) != 2 || len(c.affinities) != 2 || c.affinityPods != 3 {
+		t.Fatalf("%d label sets, %d affinities, %d pods with terms; want 2, 2, 3", len(c.labelSets), len(c.affinities), c.affinityPods)
+	}
+	if w1, w2 := c.pods["ns/w1"], c.pods["ns/w2"]; w1.lset != w2.lset || w1.affinity != w2.affinity {
+		t.Error("w1 and w2 share neither labels nor terms")
+	}
+	for _, k := range []string{"ns/w1", "ns/w2", "ns/d1"} {
+		c.removePod(k)
+	}
+	if len(c.labelSets) != 0 || len(c.affinities) != 0 || c.affinityPods != 0 {
+		t.Errorf("after removal: %d label sets, %d affinities, %d pods with terms", len(c.labelSets), len(c.affinities), c.affinityPods)
+	}
+}
