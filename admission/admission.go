@@ -6,6 +6,7 @@ package admission
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,9 +55,55 @@ type Validator interface {
 
 // Chain holds mutators and validators, each run in order; the first error
 // stops it. The zero Chain admits everything.
+//
+// The plugins NewChain built carry their names and the operations kube's
+// plugin of that name handles (a plugin is not called for the others);
+// with Instrument, each step and each named plugin is timed into kube's
+// apiserver_admission_step_* and apiserver_admission_controller_*
+// metrics. Plugins appended to Mutators or Validators afterwards run
+// unnamed: they count in their step only.
 type Chain struct {
 	Mutators   []Mutator
 	Validators []Validator
+
+	// mutating and validating describe Mutators[i] and Validators[i],
+	// for the first len of each.
+	mutating, validating []*pluginInfo
+	metrics              *Metrics
+}
+
+// pluginInfo is what the chain knows of one plugin it built.
+type pluginInfo struct {
+	// labels is the plugin's name, the controller metric's first label.
+	labels []string
+	// skips are the operations (by opIndex) kube's plugin does not handle.
+	skips [4]bool
+	cells outcomeCells
+}
+
+func (p *pluginInfo) skip(op Operation) bool {
+	i := opIndex(op)
+	return i >= 0 && p.skips[i]
+}
+
+// Instrument makes the chain record kube's step and controller metrics in
+// m (nil: none). Call it once, before the chain admits anything.
+func (c *Chain) Instrument(m *Metrics) { c.metrics = m }
+
+// mutatorInfo and validatorInfo describe plugin i of the chain when
+// NewChain built it (nil for a plugin appended afterwards).
+func (c *Chain) mutatorInfo(i int) *pluginInfo {
+	if i < len(c.mutating) {
+		return c.mutating[i]
+	}
+	return nil
+}
+
+func (c *Chain) validatorInfo(i int) *pluginInfo {
+	if i < len(c.validating) {
+		return c.validating[i]
+	}
+	return nil
 }
 
 // Mutate runs the mutating plugins; the registry calls it before defaulting
@@ -65,12 +112,36 @@ func (c *Chain) Mutate(ctx context.Context, a *Attributes) error {
 	if c == nil {
 		return nil
 	}
-	for _, m := range c.Mutators {
-		if err := m.Admit(ctx, a); err != nil {
-			return err
+	m := c.metrics
+	// Monotonic clock readings only (monotonic): each plugin's end is the
+	// next one's start.
+	var start, last time.Duration
+	if m != nil {
+		start = monotonic()
+		last = start
+	}
+	var err error
+	for i, mu := range c.Mutators {
+		p := c.mutatorInfo(i)
+		if p != nil && p.skip(a.Operation) {
+			continue
+		}
+		err = mu.Admit(ctx, a)
+		if m != nil {
+			now := monotonic()
+			if p != nil {
+				p.cells.observe(m.controller, nil, p.labels, StepAdmit, a.Operation, err != nil, now-last)
+			}
+			last = now
+		}
+		if err != nil {
+			break
 		}
 	}
-	return nil
+	if m != nil {
+		m.steps.observe(m.step, m.stepSummary, nil, StepAdmit, a.Operation, err != nil, last-start)
+	}
+	return err
 }
 
 // Admit runs the mutating plugins, then the validating ones: the whole
@@ -89,10 +160,34 @@ func (c *Chain) Validate(ctx context.Context, a *Attributes) error {
 	if c == nil {
 		return nil
 	}
-	for _, v := range c.Validators {
-		if err := v.Validate(ctx, a); err != nil {
-			return err
+	m := c.metrics
+	// Monotonic clock readings only (monotonic): each plugin's end is the
+	// next one's start.
+	var start, last time.Duration
+	if m != nil {
+		start = monotonic()
+		last = start
+	}
+	var err error
+	for i, v := range c.Validators {
+		p := c.validatorInfo(i)
+		if p != nil && p.skip(a.Operation) {
+			continue
+		}
+		err = v.Validate(ctx, a)
+		if m != nil {
+			now := monotonic()
+			if p != nil {
+				p.cells.observe(m.controller, nil, p.labels, StepValidate, a.Operation, err != nil, now-last)
+			}
+			last = now
+		}
+		if err != nil {
+			break
 		}
 	}
-	return nil
+	if m != nil {
+		m.steps.observe(m.step, m.stepSummary, nil, StepValidate, a.Operation, err != nil, last-start)
+	}
+	return err
 }

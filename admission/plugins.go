@@ -15,6 +15,7 @@ const (
 	PluginNodeRestriction            = "NodeRestriction"
 	PluginPodSecurity                = "PodSecurity"
 	PluginDefaultTolerationSeconds   = "DefaultTolerationSeconds"
+	PluginPriority                   = "Priority"
 	PluginMutatingAdmissionWebhook   = "MutatingAdmissionWebhook"
 	PluginValidatingAdmissionWebhook = "ValidatingAdmissionWebhook"
 )
@@ -38,7 +39,7 @@ var AllOrderedPlugins = []string{
 	"ImagePolicyWebhook",
 	PluginPodSecurity,
 	"PodNodeSelector",
-	"Priority",
+	PluginPriority,
 	PluginDefaultTolerationSeconds,
 	"PodTolerationRestriction",
 	"EventRateLimit",
@@ -65,13 +66,14 @@ var AllOrderedPlugins = []string{
 
 // DefaultOnPlugins are the plugins kube-apiserver v1.32 enables without
 // --enable-admission-plugins, restricted to those corekube has (kube's
-// default set also holds LimitRanger, Priority, ResourceQuota and others
+// default set also holds LimitRanger, ResourceQuota and others
 // whose resources corekube does not serve). NodeRestriction is off by
 // default, as in kube (kubeadm turns it on).
 var DefaultOnPlugins = []string{
 	PluginNamespaceLifecycle,
 	PluginServiceAccount,
 	PluginPodSecurity,
+	PluginPriority,
 	PluginDefaultTolerationSeconds,
 	PluginMutatingAdmissionWebhook,
 	PluginValidatingAdmissionWebhook,
@@ -175,7 +177,7 @@ func (p *Plugins) NewChain(enable, disable []string, cfg *Config) (*Chain, []str
 		if err != nil {
 			return nil, nil, fmt.Errorf("admission plugin %q: %w", name, err)
 		}
-		if err := chain.add(plugin); err != nil {
+		if err := chain.add(name, plugin); err != nil {
 			return nil, nil, fmt.Errorf("admission plugin %q: %w", name, err)
 		}
 		running = append(running, name)
@@ -183,18 +185,45 @@ func (p *Plugins) NewChain(enable, disable []string, cfg *Config) (*Chain, []str
 	return chain, running, nil
 }
 
-// add appends plugin to the mutators, the validators or both.
-func (c *Chain) add(plugin any) error {
+// pluginOperations are the operations kube's plugins handle, for those
+// that handle fewer than all: the chain does not call them for the others
+// (nor time them, as kube).
+var pluginOperations = map[string][]Operation{
+	PluginNamespaceLifecycle:       {Create, Update, Delete},
+	PluginServiceAccount:           {Create},
+	PluginNodeRestriction:          {Create, Update, Delete},
+	PluginPodSecurity:              {Create, Update},
+	PluginPriority:                 {Create, Update, Delete},
+	PluginDefaultTolerationSeconds: {Create, Update},
+}
+
+// add appends plugin, named name, to the mutators, the validators or both.
+func (c *Chain) add(name string, plugin any) error {
 	m, isMutator := plugin.(Mutator)
 	v, isValidator := plugin.(Validator)
 	if !isMutator && !isValidator {
 		return fmt.Errorf("%T is neither a Mutator nor a Validator", plugin)
 	}
+	if len(c.mutating) != len(c.Mutators) || len(c.validating) != len(c.Validators) {
+		return fmt.Errorf("admission plugin %q: named plugins must come before unnamed ones", name)
+	}
+	info := func() *pluginInfo {
+		p := &pluginInfo{labels: []string{name}}
+		if ops, ok := pluginOperations[name]; ok {
+			p.skips = [4]bool{true, true, true, true}
+			for _, op := range ops {
+				p.skips[opIndex(op)] = false
+			}
+		}
+		return p
+	}
 	if isMutator {
 		c.Mutators = append(c.Mutators, m)
+		c.mutating = append(c.mutating, info())
 	}
 	if isValidator {
 		c.Validators = append(c.Validators, v)
+		c.validating = append(c.validating, info())
 	}
 	return nil
 }

@@ -317,7 +317,12 @@ func (a *Agent) admitPod(ctx context.Context, w *podWorker, pod *v1.Pod) (*rejec
 	if err != nil {
 		return nil, err
 	}
-	rej := n.admissions.admit(pod, node)
+	// The eviction manager's admission runs first, as the kubelet's
+	// handlers are ordered.
+	rej := n.evictionAdmit(pod)
+	if rej == nil {
+		rej = n.admissions.admit(pod, node)
+	}
 	if rej != nil && rej.reason == predicateNodeAffinity {
 		// As the kubelet: when node affinity is the reason, the labels the
 		// agent knows may be stale (a label added just before the pod was

@@ -62,6 +62,9 @@ type Agent struct {
 	podSyncs atomic.Uint64
 
 	metrics *kubeletMetrics
+
+	// thresholds are the eviction thresholds (Config.Eviction*).
+	thresholds []threshold
 }
 
 // PodSyncs is the number of pod syncs the agent has run: a pod whose
@@ -76,6 +79,8 @@ const (
 	taskRegister taskKind = iota
 	taskLease
 	taskStatus
+	// taskEviction: a round of the node's eviction manager.
+	taskEviction
 )
 
 // nodeTask is an item of the node queue: one kind of work for one node.
@@ -164,6 +169,11 @@ func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {
 	}
 	a.events = newEventRecorder(client, cfg.Clock, cfg.Logger, cfg.EventWorkers, cfg.DisableEvents)
 	a.metrics = newKubeletMetrics()
+	thresholds, err := cfg.thresholds()
+	if err != nil {
+		return nil, err
+	}
+	a.thresholds = thresholds
 	podCIDRs, _ := netip.ParsePrefix(cfg.PodCIDRs)
 	nodeIPs, _ := netip.ParsePrefix(cfg.NodeIPs)
 	for i := 0; i < cfg.Nodes; i++ {
@@ -352,6 +362,8 @@ func (a *Agent) nodeWorker(ctx context.Context) {
 				// Spread the status checks of many nodes over one period.
 				a.nodeQueue.AddAfter(nodeTask{node: task.node, kind: taskStatus},
 					time.Duration(rand.Int64N(int64(a.cfg.NodeStatusUpdateFrequency))))
+				a.nodeQueue.AddAfter(nodeTask{node: task.node, kind: taskEviction},
+					time.Duration(rand.Int64N(int64(a.cfg.EvictionMonitoringPeriod))))
 			}
 		case taskLease:
 			err = n.renewLease(ctx)
@@ -360,6 +372,9 @@ func (a *Agent) nodeWorker(ctx context.Context) {
 		case taskStatus:
 			err = n.updateStatus(ctx)
 			next = a.cfg.NodeStatusUpdateFrequency
+		case taskEviction:
+			err = n.synchronize()
+			next = a.cfg.EvictionMonitoringPeriod
 		}
 		switch {
 		case ctx.Err() != nil:

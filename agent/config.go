@@ -30,8 +30,9 @@ type Config struct {
 	// Capacity is every node's capacity: cpu, memory, pods,
 	// ephemeral-storage (hugepages are reported as 0).
 	Capacity v1.ResourceList
-	// Allocatable defaults to Capacity minus the kubelet's default eviction
-	// thresholds (memory 100Mi, ephemeral-storage 10%).
+	// Allocatable defaults to Capacity minus the hard eviction thresholds
+	// of memory.available (quantity or percentage) and nodefs.available
+	// (ephemeral-storage 10%).
 	Allocatable v1.ResourceList
 	// Labels are added to the kubelet's own labels (--node-labels).
 	Labels map[string]string
@@ -91,6 +92,31 @@ type Config struct {
 	BackoffBase  time.Duration
 	BackoffMax   time.Duration
 	BackoffReset time.Duration
+
+	// EvictionHard, EvictionSoft and EvictionSoftGracePeriod are the
+	// kubelet's --eviction-hard (default DefaultEvictionHard),
+	// --eviction-soft and --eviction-soft-grace-period, in their flag
+	// syntax: "memory.available<100Mi,nodefs.available<10%" and
+	// "memory.available=1m30s". EvictionHard "none" sets no hard
+	// threshold. Only memory.available is observed (see eviction.go).
+	EvictionHard            string
+	EvictionSoft            string
+	EvictionSoftGracePeriod string
+	// EvictionMinimumReclaim is --eviction-minimum-reclaim
+	// ("memory.available=500Mi"): once a threshold drove evictions, the
+	// signal must come back above it by this much before it is resolved.
+	EvictionMinimumReclaim string
+	// EvictionPressureTransitionPeriod is how long a node keeps a pressure
+	// condition after a threshold was last met (5m).
+	EvictionPressureTransitionPeriod time.Duration
+	// EvictionMaxPodGracePeriod is the most seconds a pod evicted for a
+	// soft threshold gets to stop (--eviction-max-pod-grace-period, 0;
+	// or the pod's terminationGracePeriodSeconds when shorter; the kubelet
+	// gives every container at least 2s).
+	EvictionMaxPodGracePeriod int64
+	// EvictionMonitoringPeriod is how often each node's eviction manager
+	// observes its memory (10s, the kubelet's housekeeping interval).
+	EvictionMonitoringPeriod time.Duration
 
 	// PodWorkers is how many pods are synced at once (16); NodeWorkers how
 	// many node registrations, lease renewals and status writes run at once
@@ -184,6 +210,18 @@ func (c Config) complete() (Config, error) {
 	setDefault(&c.BackoffBase, DefaultBackoffBase)
 	setDefault(&c.BackoffMax, DefaultBackoffMax)
 	setDefault(&c.BackoffReset, DefaultBackoffReset)
+	setDefault(&c.EvictionPressureTransitionPeriod, DefaultEvictionPressureTransitionPeriod)
+	setDefault(&c.EvictionMonitoringPeriod, DefaultEvictionMonitoringPeriod)
+	if c.EvictionHard == "" {
+		c.EvictionHard = DefaultEvictionHard
+	}
+	thresholds, err := c.thresholds()
+	if err != nil {
+		return c, err
+	}
+	if c.EvictionMaxPodGracePeriod < 0 {
+		return c, fmt.Errorf("agent: eviction max pod grace period must not be negative, got %d", c.EvictionMaxPodGracePeriod)
+	}
 	if c.BackoffMax < c.BackoffBase {
 		c.BackoffMax = c.BackoffBase
 	}
@@ -229,7 +267,7 @@ func (c Config) complete() (Config, error) {
 		c.Capacity = capacity
 	}
 	if c.Allocatable == nil {
-		c.Allocatable = defaultAllocatable(c.Capacity)
+		c.Allocatable = defaultAllocatable(c.Capacity, thresholds)
 	}
 	for i, t := range c.Taints {
 		if t.Key == "" {
@@ -279,16 +317,34 @@ func (c *Config) completeKubeletAPI() error {
 	return nil
 }
 
-// defaultAllocatable is capacity minus the kubelet's default hard eviction
-// thresholds: memory.available<100Mi, nodefs.available<10%.
-func defaultAllocatable(capacity v1.ResourceList) v1.ResourceList {
+// thresholds parses the eviction flags (EvictionHard completed).
+func (c *Config) thresholds() ([]threshold, error) {
+	hard := c.EvictionHard
+	if hard == "none" {
+		hard = ""
+	}
+	t, err := parseThresholds(hard, c.EvictionSoft, c.EvictionSoftGracePeriod, c.EvictionMinimumReclaim)
+	if err != nil {
+		return nil, fmt.Errorf("agent: eviction thresholds: %w", err)
+	}
+	return t, nil
+}
+
+// defaultAllocatable is capacity minus, as the kubelet's node allocatable,
+// the hard memory.available threshold, and minus 10% of ephemeral storage
+// (nodefs.available<10%).
+func defaultAllocatable(capacity v1.ResourceList, thresholds []threshold) v1.ResourceList {
 	out := v1.ResourceList{}
 	for name, q := range capacity {
 		out[name] = q.DeepCopy()
 	}
 	if m, ok := out[v1.ResourceMemory]; ok {
-		m.Sub(resource.MustParse("100Mi"))
-		out[v1.ResourceMemory] = m
+		for _, t := range thresholds {
+			if t.signal == signalMemoryAvailable && t.hard() {
+				m.Sub(*t.value(m.Value()))
+				out[v1.ResourceMemory] = m
+			}
+		}
 	}
 	if s, ok := out[v1.ResourceEphemeralStorage]; ok {
 		out[v1.ResourceEphemeralStorage] = *resource.NewQuantity(s.Value()/10*9, resource.BinarySI)

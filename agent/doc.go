@@ -13,8 +13,9 @@
 //     updating that annotation, the port and the rest of its status at
 //     once (a restarted process listens elsewhere);
 //   - renews its Lease in kube-node-lease every 10s (leaseDurationSeconds 40);
-//   - computes its status every 10s (conditions MemoryPressure, DiskPressure,
-//     PIDPressure, Ready) and writes it, as a strategic merge patch of
+//   - computes its status every 10s (conditions MemoryPressure, as the
+//     eviction manager below finds it, DiskPressure, PIDPressure, Ready)
+//     and writes it, as a strategic merge patch of
 //     nodes/status, when it changed or every 5 minutes; Ready turns False
 //     ("PLEG is not healthy: ...") when the node's PLEG has not relisted for
 //     3 minutes;
@@ -24,7 +25,10 @@
 //     the pods whose containers changed;
 //   - admits each pod before running it, as the kubelet's canAdmitPod
 //     (node informer for labels and taints; the pods it admitted that have
-//     not ended): the OS checks, resources (pod count, cpu, memory,
+//     not ended): first the eviction manager's (under memory pressure a
+//     BestEffort pod that does not tolerate the memory-pressure taint is
+//     rejected, reason Evicted, "The node had condition:
+//     [MemoryPressure]. "; critical pods always pass), then the OS checks, resources (pod count, cpu, memory,
 //     ephemeral storage, hugepages and known extended resources against
 //     allocatable), required node affinity and nodeSelector, host ports,
 //     NoExecute taints; a pod that does not fit (one created with
@@ -51,6 +55,7 @@
 //     pods within their grace period (preStop, SIGTERM, SIGKILL; sidecars
 //     last), then deletes them with gracePeriodSeconds=0 and a UID
 //     precondition;
+//   - evicts pods under node memory pressure (below);
 //   - serves the kubelet's container logs (below);
 //   - records the kubelet's events (Pulling, Pulled with the image's size,
 //     Created, Started, Killing, BackOff, Unhealthy, Failed,
@@ -68,6 +73,43 @@
 // in a node needs a timer of its own: containers advance in virtual time
 // when listed, and future work (back-off ends, probes, deadlines, renewals)
 // is a delayed queue item.
+//
+// # Node-pressure eviction
+//
+// Each node runs the kubelet's eviction manager (eviction.go) every
+// Config.EvictionMonitoringPeriod (10s) as a node task. It observes
+// memory.available: the node's memory capacity minus the working sets of
+// its running containers, which the simulated runtime reports (a
+// container's SIM_MEMORY_USAGE env var, a quantity, else what a running
+// stress --vm-bytes holds, else 1Mi; see package sim). The thresholds are
+// the kubelet's flags: --eviction-hard (default
+// memory.available<100Mi,nodefs.available<10%,imagefs.available<15%,
+// nodefs.inodesFree<5%), --eviction-soft with --eviction-soft-grace-period,
+// and --eviction-minimum-reclaim (a threshold that drove evictions stays
+// met until the signal is above it by that much), parsed with the
+// kubelet's rules and errors; only memory.available is
+// ever observed (the simulated nodes have no disks or PIDs to run out of).
+// A met threshold sets MemoryPressure True ("KubeletHasInsufficientMemory",
+// "kubelet has insufficient memory available", event
+// NodeHasInsufficientMemory) until --eviction-pressure-transition-period
+// (5m) has passed since it was last met; the node lifecycle controller
+// taints the node node.kubernetes.io/memory-pressure:NoSchedule from the
+// condition, as in kube. Once a threshold has been met for its grace
+// period (none for hard ones), one pod per round is evicted, in the
+// kubelet's order: pods using more memory than they request first, then
+// lower priority, then the larger use above the request; critical pods
+// (system-critical priority, static or mirror) are skipped. The pod is
+// stopped within 2s (the kubelet's 1s override for hard thresholds; for
+// soft ones --eviction-max-pod-grace-period or the pod's own grace period
+// when shorter; never under 2s), gets the DisruptionTarget condition (TerminationByKubelet) at
+// once and, when its containers have stopped, phase Failed, reason
+// Evicted and the kubelet's message ("The node was low on resource:
+// memory. Threshold quantity: 100Mi, available: 51200Ki. Container c was
+// using 300Mi, request is 0, has larger consumption of memory. "), also
+// the message of the Warning event Evicted. As the kubelet's eviction
+// blocks until the pod is gone, no other pod is evicted while it still
+// runs. PodDisruptionBudgets are not consulted, as in kube. Allocatable
+// memory is the capacity minus the hard memory.available threshold.
 //
 // # Kubelet API
 //
@@ -109,7 +151,8 @@
 // kubelet_pod_start_total_duration_seconds (creation to all containers
 // started as seen through the watch, without and with image pulls),
 // kubelet_started_pods_total, kubelet_started_pods_errors_total,
-// kubelet_started_containers_total{container_type}; and, for the kubelet
+// kubelet_started_containers_total{container_type},
+// kubelet_evictions{eviction_signal}; and, for the kubelet
 // API server, kubelet_http_requests_total, kubelet_http_requests_duration_seconds
 // and kubelet_http_inflight_requests{method,path,server_type,long_running}.
 //
@@ -119,7 +162,6 @@
 // sum by (node) or drop it to aggregate; the kubelet API's request
 // metrics are the process's and have none. Each node's series are created
 // with the node, so a pod sync observes them without a label lookup.
-// kubelet_evictions is not exported: the agent never evicts.
 //
 // The simulated runtime keeps each container's last 1,000 lines (256 KiB at
 // most) for as long as it keeps the container: the agent keeps the newest

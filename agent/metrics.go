@@ -85,6 +85,7 @@ type kubeletMetrics struct {
 	startedPods           *prometheus.CounterVec
 	startedPodsErrors     *prometheus.CounterVec
 	startedContainers     *prometheus.CounterVec
+	evictions             *prometheus.CounterVec
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -103,6 +104,9 @@ type nodeMetrics struct {
 	startedPodsErrors prometheus.Counter
 	startedContainers [numContainerTypes]prometheus.Counter
 	pleg              pleg.Metrics
+	// evictions is kubelet_evictions by eviction_signal, looked up at an
+	// eviction (rare).
+	evictions func(signal string) prometheus.Counter
 }
 
 func newKubeletMetrics() *kubeletMetrics {
@@ -135,6 +139,7 @@ func newKubeletMetrics() *kubeletMetrics {
 		startedPods:       counter("kubelet_started_pods_total", "Cumulative number of pods started", node...),
 		startedPodsErrors: counter("kubelet_started_pods_errors_total", "Cumulative number of errors when starting pods", node...),
 		startedContainers: counter("kubelet_started_containers_total", "Cumulative number of containers started", nodeLabel, "container_type"),
+		evictions:         counter("kubelet_evictions", "Cumulative number of pod evictions by eviction signal", nodeLabel, "eviction_signal"),
 
 		httpRequests: counter("kubelet_http_requests_total",
 			"Number of the http requests received since the server started", httpLabels...),
@@ -159,7 +164,7 @@ func (m *kubeletMetrics) register(reg prometheus.Registerer, state prometheus.Co
 	cs := []prometheus.Collector{
 		m.podWorkerDuration, m.podStartDuration, m.podStartSLIDuration, m.podStartTotalDuration,
 		m.plegRelistDuration, m.plegRelistInterval, m.plegDiscardEvents,
-		m.startedPods, m.startedPodsErrors, m.startedContainers,
+		m.startedPods, m.startedPodsErrors, m.startedContainers, m.evictions,
 		m.httpRequests, m.httpDuration, m.httpInflight, state,
 	}
 	for _, c := range cs {
@@ -189,6 +194,7 @@ func (m *kubeletMetrics) forNode(name string) *nodeMetrics {
 			DiscardEvents:  m.plegDiscardEvents.WithLabelValues(name),
 		},
 	}
+	nm.evictions = func(signal string) prometheus.Counter { return m.evictions.WithLabelValues(name, signal) }
 	for op, opName := range syncOpNames {
 		nm.podWorker[op] = m.podWorkerDuration.WithLabelValues(name, opName)
 	}

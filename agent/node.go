@@ -43,6 +43,8 @@ type node struct {
 	admissions admissions
 	// metrics are the node's series of the kubelet metrics.
 	metrics *nodeMetrics
+	// eviction is the node's eviction manager state (eviction.go).
+	eviction evictionState
 
 	mu         sync.Mutex
 	ipam       *ipam     // replaced when an adopted Node has another podCIDR
@@ -188,15 +190,20 @@ type conditionSpec struct {
 	message string
 }
 
-// conditions computes the node's conditions: no pressure, and Ready as
+// conditions computes the node's conditions: MemoryPressure as the
+// eviction manager last found it, no disk or PID pressure, and Ready as
 // long as the PLEG is healthy.
 func (n *node) conditions() []conditionSpec {
 	ready := conditionSpec{v1.NodeReady, v1.ConditionTrue, "KubeletReady", "kubelet is posting ready status"}
 	if ok, err := n.pleg.Healthy(); !ok {
 		ready = conditionSpec{v1.NodeReady, v1.ConditionFalse, "KubeletNotReady", fmt.Sprintf("PLEG is not healthy: %v", err)}
 	}
+	memory := conditionSpec{v1.NodeMemoryPressure, v1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"}
+	if n.eviction.underMemoryPressure() {
+		memory = conditionSpec{v1.NodeMemoryPressure, v1.ConditionTrue, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"}
+	}
 	return []conditionSpec{
-		{v1.NodeMemoryPressure, v1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+		memory,
 		{v1.NodeDiskPressure, v1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
 		{v1.NodePIDPressure, v1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
 		ready,

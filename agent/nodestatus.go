@@ -69,6 +69,15 @@ func (n *node) updateStatus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("patch node %s status: %w", n.name, err)
 	}
+	// The status setters record the pressure transitions.
+	for _, t := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+		o, w := findNodeCondition(&cur.Status, t), findNodeCondition(&written.Status, t)
+		if o != nil && w != nil && o.Status != w.Status {
+			if e := pressureEvent(t, w.Status); e != "" {
+				n.a.events.nodeStatusEvent(n, e)
+			}
+		}
+	}
 	oldReady, newReady := findNodeCondition(&cur.Status, v1.NodeReady), findNodeCondition(&written.Status, v1.NodeReady)
 	if newReady != nil && (oldReady == nil || oldReady.Status != newReady.Status) {
 		if newReady.Status == v1.ConditionTrue {

@@ -70,8 +70,11 @@ type statusInput struct {
 	podIsTerminal bool
 	// deadlineExceeded: activeDeadlineSeconds passed (the pod fails).
 	deadlineExceeded bool
-	hostIP           string
-	now              time.Time
+	// evicted, when set, is the eviction manager's message: the pod fails
+	// with reason Evicted and carries the DisruptionTarget condition.
+	evicted string
+	hostIP  string
+	now     time.Time
 	// startTime is when the agent first saw the pod.
 	startTime time.Time
 }
@@ -109,6 +112,9 @@ func generatePodStatus(in statusInput) v1.PodStatus {
 	if in.deadlineExceeded {
 		s.Phase, s.Reason, s.Message = v1.PodFailed, reasonDeadlineExceeded, messageDeadlineExceeded
 	}
+	if in.evicted != "" && !isTerminalPhase(old.Phase) {
+		s.Phase, s.Reason, s.Message = v1.PodFailed, reasonEvicted, in.evicted
+	}
 	// Pods never leave a terminal phase.
 	if isTerminalPhase(old.Phase) && s.Phase != old.Phase {
 		s.Phase = old.Phase
@@ -122,6 +128,17 @@ func generatePodStatus(in statusInput) v1.PodStatus {
 	}
 	if c := findPodCondition(old.Conditions, v1.DisruptionTarget); c != nil {
 		s.Conditions = replaceOrAppendCondition(s.Conditions, *c)
+	}
+	if in.evicted != "" {
+		// The eviction manager's condition, as the kubelet's
+		// UpdatePodCondition: the transition time stays while the status
+		// does.
+		dt := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue,
+			Reason: v1.PodReasonTerminationByKubelet, Message: in.evicted, LastTransitionTime: metav1.NewTime(in.now)}
+		if c := findPodCondition(old.Conditions, v1.DisruptionTarget); c != nil && c.Status == dt.Status {
+			dt.LastTransitionTime, dt.LastProbeTime = c.LastTransitionTime, c.LastProbeTime
+		}
+		s.Conditions = replaceOrAppendCondition(s.Conditions, dt)
 	}
 	readyToStart := v1.ConditionFalse
 	if in.rs.SandboxReady {

@@ -34,6 +34,8 @@ type podWorker struct {
 	// status manager answers with the status it is syncing, so a client
 	// that saw the write's watch event never finds the agent behind it.
 	writing *v1.PodStatus
+	// evict: the eviction manager evicts the pod (eviction.go).
+	evict *evictionRequest
 
 	startTime time.Time
 	backoff   map[string]*backoffEntry
@@ -263,7 +265,7 @@ func (a *Agent) syncPod(ctx context.Context, w *podWorker) (time.Time, error) {
 		deadline = w.startTime.Add(time.Duration(*ads) * time.Second)
 	}
 	pastDeadline := !deadline.IsZero() && !now.Before(deadline) && !isTerminalPhase(pod.Status.Phase)
-	if pod.DeletionTimestamp != nil || pastDeadline || w.terminal || isTerminalPhase(pod.Status.Phase) {
+	if pod.DeletionTimestamp != nil || pastDeadline || w.terminal || isTerminalPhase(pod.Status.Phase) || w.eviction() != nil {
 		return a.syncTerminating(ctx, w, pod, rs, now, pastDeadline)
 	}
 	return a.syncRunning(ctx, w, pod, rs, now, deadline)
@@ -275,9 +277,13 @@ func (a *Agent) statusFor(w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now 
 	if w.probes != nil {
 		probes = w.probes
 	}
+	var evicted string
+	if ev := w.eviction(); ev != nil {
+		evicted = ev.message
+	}
 	return generatePodStatus(statusInput{
 		pod: pod, rs: rs, reasons: w.reasons, probes: probes,
-		podIsTerminal: podIsTerminal, deadlineExceeded: deadlineExceeded,
+		podIsTerminal: podIsTerminal, deadlineExceeded: deadlineExceeded, evicted: evicted,
 		hostIP: w.node.ip, now: now, startTime: w.startTime,
 	})
 }
@@ -616,12 +622,17 @@ func (a *Agent) collectGarbage(ctx context.Context, w *podWorker, pod *v1.Pod, r
 // completion), writes the final status, and deletes a deleted pod.
 func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now time.Time, pastDeadline bool) (time.Time, error) {
 	n := w.node
-	w.terminal = w.terminal || pastDeadline
+	evict := w.eviction()
+	w.terminal = w.terminal || pastDeadline || evict != nil
 	if pastDeadline && !w.deadlineSent {
 		w.deadlineSent = true
 		a.events.podEvent(pod, "", n, v1.EventTypeNormal, reasonDeadlineExceeded, messageDeadlineExceeded)
 	}
 	grace := podGracePeriod(pod)
+	if evict != nil {
+		// The eviction manager's override replaces the pod's own.
+		grace = evict.grace
+	}
 	// The regular containers (and init containers) stop first; sidecars
 	// once they are gone, within what is left of the grace period.
 	running, regularRunning := false, false

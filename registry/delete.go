@@ -27,6 +27,12 @@ const maxDeleteAttempts = 10
 // marks the object with deletionTimestamp; otherwise the object goes.
 // deleted reports whether the object is gone.
 func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions) (out runtime.Object, deleted bool, err error) {
+	return s.delete(ctx, namespace, name, opts, true)
+}
+
+// delete is Delete; DeleteCollection's skips the DeleteGuard (guard
+// false), as kube's collection delete goes round a REST's Delete.
+func (s *Store) delete(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions, guard bool) (out runtime.Object, deleted bool, err error) {
 	if opts == nil {
 		opts = &metav1.DeleteOptions{}
 	}
@@ -39,6 +45,12 @@ func (s *Store) Delete(ctx context.Context, namespace, name string, opts *metav1
 	// system namespaces there).
 	if err := s.admit(ctx, admission.Delete, name, namespace, nil, nil, dryRun, opts, false); err != nil {
 		return nil, false, err
+	}
+	// Then the REST's Delete, which a DeleteGuard stands for.
+	if g, ok := s.strategy.(DeleteGuard); ok && guard {
+		if err := g.CheckDelete(ctx, namespace, name); err != nil {
+			return nil, false, err
+		}
 	}
 	for attempt := 0; attempt < maxDeleteAttempts; attempt++ {
 		out, deleted, err = s.deleteOnce(ctx, namespace, name, opts, dryRun)
@@ -267,7 +279,7 @@ func (s *Store) DeleteCollection(ctx context.Context, namespace string, listOpts
 	deleted := make([]runtime.Object, 0, len(items))
 	for _, item := range items {
 		m := accessor(item)
-		out, _, err := s.Delete(ctx, m.GetNamespace(), m.GetName(), opts)
+		out, _, err := s.delete(ctx, m.GetNamespace(), m.GetName(), opts, false)
 		if apierrors.IsNotFound(err) {
 			continue
 		}

@@ -161,6 +161,16 @@ type DeleteStrategy interface {
 	PrepareForDelete(ctx context.Context, obj runtime.Object) (pending bool)
 }
 
+// DeleteGuard is implemented by resources some of whose objects a DELETE
+// may not remove (the built-in PriorityClasses: kube's REST overrides
+// Delete to refuse them). CheckDelete runs after the delete options are
+// validated and mutating admission ran, before the object is read; its
+// error is the answer. A deletecollection does not ask, as in kube, whose
+// collection delete goes round the override.
+type DeleteGuard interface {
+	CheckDelete(ctx context.Context, namespace, name string) error
+}
+
 // TableConvertor is implemented by strategies that print their objects as
 // kube's server-side printers do: the meta.k8s.io Table that kubectl get
 // shows. Resources without it get kube's default table (Name, Created At).

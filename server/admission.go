@@ -9,6 +9,7 @@ import (
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/server/audit"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 )
 
@@ -17,15 +18,20 @@ import (
 // them up only when a request comes.
 type admissionStores struct {
 	namespaces, serviceAccounts, pods, nodes *registry.Store
+	// priorityClasses is the Priority plugin's view of the classes;
+	// Start runs it.
+	priorityClasses *priorityClassCache
 	// webhooks is the dispatcher of both webhook plugins, made by the
 	// first of their factories that runs (nil when both are disabled).
 	webhooks *webhookAdmission
+	// metrics are the server's admission metrics (nil: none).
+	metrics *admission.Metrics
 }
 
 // webhookAdmission returns the webhook plugins' shared dispatcher.
 func (d *admissionStores) webhookAdmission() *webhookAdmission {
 	if d.webhooks == nil {
-		d.webhooks = newWebhookAdmission(func() *registry.Store { return d.namespaces }, nil)
+		d.webhooks = newWebhookAdmission(func() *registry.Store { return d.namespaces }, nil, d.metrics)
 	}
 	return d.webhooks
 }
@@ -107,6 +113,16 @@ func registerAdmissionPlugins(p *admission.Plugins, cfg *Config, stores *admissi
 		ps.GetNamespace, ps.ListPods = stores.namespace, stores.podsIn
 		ps.Warn, ps.Annotate = registry.AddWarning, audit.AddAnnotation
 		return ps, nil
+	})
+	p.Register(admission.PluginPriority, func([]byte) (any, error) {
+		return &admission.Priority{
+			Get: func(ctx context.Context, name string) (*schedulingv1.PriorityClass, error) {
+				return stores.priorityClasses.get(ctx, name)
+			},
+			Default: func(ctx context.Context) (*schedulingv1.PriorityClass, error) {
+				return stores.priorityClasses.globalDefault(ctx)
+			},
+		}, nil
 	})
 	p.Register(admission.PluginDefaultTolerationSeconds, func([]byte) (any, error) {
 		return &admission.DefaultTolerationSeconds{

@@ -64,7 +64,11 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 		// An OIDC token's verification is remembered for 10 s, as kube's
 		// token cache does (ServiceAccount tokens have a cache of their
 		// own that re-checks the ServiceAccount and pod on every use).
-		tokens = append(tokens, authenticator.NewCachedToken(oidcTokens, 10*time.Second, 4096))
+		cacheMetrics, err := authenticator.NewTokenCacheMetrics(s.metrics)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, authenticator.NewCachedToken(oidcTokens, 10*time.Second, 4096).WithMetrics(cacheMetrics))
 	}
 	union := authenticator.Union{}
 	if s.tls != nil {
@@ -88,7 +92,9 @@ func (s *Server) buildAuthenticator() (authenticator.Request, error) {
 func (s *Server) withAuthentication(authn authenticator.Request) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := monotonic()
 			resp, ok, err := authn.AuthenticateRequest(r)
+			s.authMetrics.authenticated(resp, ok, err, monotonic()-start)
 			if err != nil || !ok {
 				if err != nil {
 					s.log.Info("unable to authenticate the request", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)

@@ -30,7 +30,7 @@ func (s *Server) tokenAuthenticators() (static, jwt authenticator.Token, err err
 			return nil, nil, fmt.Errorf("--authentication-config: %w", err)
 		}
 		if len(cfg.JWT) > 0 {
-			a, err := oidc.New(context.Background(), cfg, oidc.Options{Logger: s.log})
+			a, err := oidc.New(context.Background(), cfg, oidc.Options{Logger: s.log, Metrics: s.metrics})
 			if err != nil {
 				return nil, nil, fmt.Errorf("--authentication-config %q: %w", path, err)
 			}

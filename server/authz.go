@@ -89,18 +89,18 @@ func (s *Server) setupAuthorization(ctx context.Context, api *handlers.API) erro
 	for _, m := range modes {
 		switch m {
 		case authorizer.ModeAlwaysAllow:
-			union = append(union, authorizer.AlwaysAllow)
+			union = append(union, s.authMetrics.instrumented(m, authorizer.AlwaysAllow))
 		case authorizer.ModeAlwaysDeny:
-			union = append(union, authorizer.AlwaysDeny)
+			union = append(union, s.authMetrics.instrumented(m, authorizer.AlwaysDeny))
 		case authorizer.ModeNode:
 			// The Node authorizer, its graph fed by the pods' watch
 			// (started below with the RBAC caches).
 			a.nodeGraph = node.NewGraph()
-			union = append(union, node.New(a.nodeGraph))
+			union = append(union, s.authMetrics.instrumented(m, node.New(a.nodeGraph)))
 		case authorizer.ModeRBAC:
 			if a.rbac == nil {
 				a.rbac = rbac.New(a.cache)
-				union = append(union, a.rbac)
+				union = append(union, s.authMetrics.instrumented(m, a.rbac))
 			}
 		default:
 			return fmt.Errorf("unknown authorization mode %q", m)
@@ -419,7 +419,9 @@ func (s *Server) withAuthorization(next http.Handler) http.Handler {
 		}
 		u, _ := user.From(r.Context())
 		attrs := attributesOf(u, ri)
+		start := monotonic()
 		d, reason, err := s.authorization.authz.Authorize(r.Context(), attrs)
+		s.authMetrics.authorized(d, err, monotonic()-start)
 		// The decision and its reason go into the request's audit event,
 		// under kube's annotation keys.
 		if reason != "" {

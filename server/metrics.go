@@ -37,7 +37,9 @@ func (s *Server) setupMetrics() error {
 			return fmt.Errorf("register the request, Go and process metrics: %w", err)
 		}
 	}
-	return nil
+	var err error
+	s.authMetrics, err = newAuthMetrics(s.metrics)
+	return err
 }
 
 // metricsHandler serves the registry in the Prometheus exposition formats

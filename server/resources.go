@@ -19,6 +19,7 @@ import (
 	"github.com/corekube/corekube/registry/nodes"
 	"github.com/corekube/corekube/registry/poddisruptionbudgets"
 	"github.com/corekube/corekube/registry/pods"
+	"github.com/corekube/corekube/registry/priorityclasses"
 	"github.com/corekube/corekube/registry/rolebindings"
 	"github.com/corekube/corekube/registry/roles"
 	"github.com/corekube/corekube/registry/serviceaccounts"
@@ -35,12 +36,14 @@ import (
 // tolerations); mutators run after the admission plugins' (RBAC's
 // escalation check, which kube runs in its storage: after mutating
 // admission, before defaulting and validation; no plugin, so it cannot be
-// disabled). The webhook admission it returns (nil when both webhook
-// plugins are disabled) follows its configurations once run.
-func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators ...admission.Mutator) (*handlers.API, *registry.Store, *webhookAdmission, error) {
+// disabled). The admission stores it returns hold what runs in the
+// background: the webhook admission (nil when both webhook plugins are
+// disabled), which follows its configurations, and the Priority plugin's
+// class cache.
+func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *admission.Metrics, mutators ...admission.Mutator) (*handlers.API, *registry.Store, *admissionStores, error) {
 	// Plugins read namespaces, ServiceAccounts (about one per namespace,
 	// small) and pods from the watch caches (admission.go).
-	stores := &admissionStores{}
+	stores := &admissionStores{metrics: metrics}
 	chain, names, err := newAdmission(cfg, stores)
 	if err != nil {
 		return nil, nil, nil, err
@@ -48,6 +51,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 	cfg.Logger.Info("admission plugins", "order", strings.Join(names, ","))
 	chain.Mutators = append(chain.Mutators, mutators...)
 	chain.Validators = append(chain.Validators, newCertificateAdmission(mutators))
+	chain.Instrument(metrics)
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
@@ -58,6 +62,8 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 	saStore := store(serviceaccounts.NewStrategy())
 	stores.namespaces, stores.serviceAccounts, stores.pods = nsStore, saStore, podStore
 	stores.nodes = nodeStore
+	pcStore := store(priorityclasses.NewStrategy())
+	stores.priorityClasses = &priorityClassCache{store: pcStore, log: cfg.Logger}
 	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
 	validatingWebhooksStore := store(webhookconfigurations.NewValidatingStrategy())
 	csrStore := store(certificatesigningrequests.NewStrategy())
@@ -97,6 +103,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 			"status":   {Store: csrStore.Subresource("status", certificatesigningrequests.NewStatusStrategy())},
 			"approval": {Store: csrStore.Subresource("approval", certificatesigningrequests.NewApprovalStrategy())},
 		}},
+		&handlers.Resource{Store: pcStore},
 		&handlers.Resource{Store: fsStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: fsStore.Subresource("status", flowcontrolregistry.NewFlowSchemaStatusStrategy())},
 		}},
@@ -105,7 +112,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, mutators .
 		}},
 	)
 	api.SetAdmission(chain)
-	return api, nsStore, stores.webhooks, nil
+	return api, nsStore, stores, nil
 }
 
 // openAPIResources describes the served resources for the OpenAPI

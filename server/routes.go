@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,16 +38,24 @@ func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Han
 		handlers.NotFound(w, r)
 	})
 
-	// kube's checks, by kube's names: /livez has no etcd check here (an
-	// etcd outage must not make liveness probes restart API servers);
-	// informer-sync is every watch cache serving.
+	// kube's checks, by kube's names and in kube's order: /livez has no
+	// etcd check here (an etcd outage must not make liveness probes
+	// restart API servers); informer-sync is every watch cache serving;
+	// the post-start hooks are on all three, as kube's.
 	ping := healthCheck{name: "ping", check: func(context.Context) error { return nil }}
-	etcd := healthCheck{name: "etcd", check: s.storage.Healthy}
+	logCheck := healthCheck{name: "log", check: s.logs.check}
+	probe := &etcdProbe{healthy: s.storage.Healthy}
+	etcd := healthCheck{name: "etcd", check: func(ctx context.Context) error { return probe.check(ctx, etcdCheckTimeout) }}
+	etcdReadiness := healthCheck{name: "etcd-readiness", check: func(ctx context.Context) error { return probe.check(ctx, etcdReadinessTimeout) }}
 	informerSync := healthCheck{name: "informer-sync", check: func(context.Context) error { return cachesReady(api) }}
+	hooks := s.hooks.checks(postStartHookOrder)
 	shutdown := healthCheck{name: "shutdown", check: s.shutdown.check}
-	healthRoutes(r, "healthz", []healthCheck{ping, etcd})
-	healthRoutes(r, "livez", []healthCheck{ping})
-	healthRoutes(r, "readyz", []healthCheck{ping, etcd, informerSync, shutdown})
+	slis := newHealthSLIs()
+	healthRoutes(r, "healthz", slices.Concat([]healthCheck{ping, logCheck, etcd}, hooks), slis)
+	healthRoutes(r, "livez", slices.Concat([]healthCheck{ping, logCheck}, hooks), slis)
+	healthRoutes(r, "readyz", slices.Concat([]healthCheck{ping, logCheck, etcd, etcdReadiness, informerSync}, hooks, []healthCheck{shutdown}), slis)
+	// kube's component SLIs: the health checks' results.
+	r.Method(http.MethodGet, "/metrics/slis", slis.handler())
 	r.Method(http.MethodGet, "/metrics", s.metricsHandler(api))
 	if s.cfg.Profiling {
 		// kube-apiserver's --profiling (on by default): Go's profiles at

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/auth/authenticator"
 	"github.com/corekube/corekube/auth/authorizer/rbac"
 	"github.com/corekube/corekube/handlers"
@@ -44,6 +45,10 @@ type Server struct {
 	endLongRunning context.CancelFunc
 	// shutdown is the state of a graceful shutdown (shutdown.go).
 	shutdown shutdownState
+	// logs follows the log's writes for the log health check, hooks the
+	// start-up work the poststarthook/* checks report (health.go).
+	logs  *logWatch
+	hooks postStartHooks
 
 	// loopbackToken authenticates the server's own clients (LoopbackConfig)
 	// as system:apiserver in system:masters.
@@ -55,6 +60,8 @@ type Server struct {
 	// the level of every request's log line.
 	requests        *requestMetrics
 	requestLogLevel slog.Level
+	// authMetrics are the authentication and authorization metrics.
+	authMetrics *authMetrics
 	// tls is the serving TLS material (nil with InsecureHTTP).
 	tls *serving
 	// audit is the audit log (nil when off).
@@ -91,7 +98,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := checkAdmission(&cfg); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{cfg: cfg, logs: &logWatch{}, hooks: newPostStartHooks(postStartHookOrder)}
+	s.log = slog.New(s.logs.wrap(cfg.Logger.Handler()))
 	if err := s.setupMetrics(); err != nil {
 		return nil, err
 	}
@@ -114,13 +122,18 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.storage = s.etcd
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
 	types := &typeConverter{}
-	api, nsStore, webhooks, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
+	admissionMetrics, err := admission.NewMetrics(s.metrics)
+	if err != nil {
+		return nil, err
+	}
+	api, nsStore, stores, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
 		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get, WatchMetrics: watch.NewMetrics(s.metrics)},
-		&cfg, s.authorization.escalation)
+		&cfg, admissionMetrics, s.authorization.escalation)
 	if err != nil {
 		return nil, err
 	}
 	s.nameStorageMetrics(api)
+	s.hooks.finished(hookAdmissionInitializer)
 	if err := s.serveServiceAccountTokens(api); err != nil {
 		return nil, err
 	}
@@ -132,21 +145,34 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	s.runBackground(func(context.Context) { _, _ = types.get() })
 	s.runCaches(api)
 	s.runBackground(s.requests.maintainWatermarks)
-	if webhooks != nil {
-		s.runBackground(webhooks.run)
+	if stores.webhooks != nil {
+		s.runBackground(stores.webhooks.run)
 	}
+	s.runBackground(stores.priorityClasses.run)
+	s.hooks.finished(hookStartInformers)
 	if err := ensureSystemNamespaces(ctx, nsStore); err != nil {
 		return nil, err
 	}
+	// kube's system namespaces controller writes kube-system, kube-public
+	// and kube-node-lease, its bootstrap controller default.
+	s.hooks.finished(hookSystemNamespaces, hookBootstrapController)
+	if err := ensureSystemPriorityClasses(ctx, stores.priorityClasses.store, s.log); err != nil {
+		return nil, err
+	}
+	s.hooks.finished(hookBootstrapPriorityClasses)
 	if err := s.setupAuthorization(ctx, api); err != nil {
 		return nil, err
 	}
+	s.hooks.finished(hookBootstrapRoles)
 	s.serveAccessReviews(api)
 	// After authorization: its writes go through admission, whose RBAC
 	// escalation check authorization sets up.
 	if err := s.setupFlowControl(ctx, api); err != nil {
 		return nil, err
 	}
+	// The bootstrap configuration is stored (producer) and the filter's
+	// controller runs on it (consumer, filter).
+	s.hooks.finished(hookAPFConfigProducer, hookAPFConfigConsumer, hookAPFFilter)
 
 	if !cfg.InsecureHTTP {
 		if s.tls, err = s.setupTLS(); err != nil {
@@ -170,6 +196,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err := s.runIdentityLease(api.Resource("coordination.k8s.io", "v1", "leases").Store); err != nil {
 		return nil, errors.Join(err, s.listener.Close())
 	}
+	s.hooks.finished(hookIdentityLease, hookIdentityLeaseCollector)
 	s.http = &http.Server{
 		Handler:           s.routes(api, authn),
 		ConnState:         s.trackFresh,

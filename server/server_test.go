@@ -78,8 +78,8 @@ func TestExternalEtcd(t *testing.T) {
 	if code, body := get(t, srv, srv.URL()+"/readyz/ping"); code != 200 || body != "ok" {
 		t.Errorf("/readyz/ping = %d %q, want 200 ok", code, body)
 	}
-	code, body := get(t, srv, srv.URL()+"/readyz?verbose&exclude=etcd&exclude=informer-sync&exclude=nope")
-	want := "[+]ping ok\n[+]etcd excluded: ok\n[+]informer-sync excluded: ok\n[+]shutdown ok\n" +
+	code, body := get(t, srv, srv.URL()+"/readyz?verbose&exclude=etcd&exclude=etcd-readiness&exclude=informer-sync&exclude=nope")
+	want := "[+]ping ok\n[+]log ok\n[+]etcd excluded: ok\n[+]etcd-readiness excluded: ok\n[+]informer-sync excluded: ok\n" + hookLines() + "[+]shutdown ok\n" +
 		"warn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
 	if code != 200 || body != want {
 		t.Errorf("/readyz excluding etcd = %d\n%s\nwant 200\n%s", code, body, want)
@@ -96,13 +96,22 @@ func TestReadyzChecks(t *testing.T) {
 	}
 	defer srv.Shutdown(context.Background())
 	code, body := get(t, srv, srv.URL()+"/readyz?verbose")
-	want := "[+]ping ok\n[+]etcd ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed\n"
+	want := "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n[+]informer-sync ok\n" + hookLines() + "[+]shutdown ok\nreadyz check passed\n"
 	if code != 200 || body != want {
 		t.Errorf("/readyz?verbose = %d\n%s\nwant 200\n%s", code, body, want)
 	}
-	if code, body := get(t, srv, srv.URL()+"/livez?verbose"); code != 200 || body != "[+]ping ok\nlivez check passed\n" {
+	if code, body := get(t, srv, srv.URL()+"/livez?verbose"); code != 200 || body != "[+]ping ok\n[+]log ok\n"+hookLines()+"livez check passed\n" {
 		t.Errorf("/livez?verbose = %d %q", code, body)
 	}
+}
+
+// hookLines are the post-start hooks' lines of a healthy ?verbose report.
+func hookLines() string {
+	var b strings.Builder
+	for _, name := range postStartHookOrder {
+		b.WriteString("[+]poststarthook/" + name + " ok\n")
+	}
+	return b.String()
 }
 
 func TestConfigRequiresStorage(t *testing.T) {

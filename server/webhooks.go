@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/admission/webhook"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/server/audit"
@@ -30,7 +31,7 @@ type webhookAdmission struct {
 // newWebhookAdmission returns the dispatcher wired to the namespace cache
 // (for namespaceSelectors) and to the registry's warnings. ns is read at
 // request time: the namespace Store is built after the chain.
-func newWebhookAdmission(ns func() *registry.Store, log *slog.Logger) *webhookAdmission {
+func newWebhookAdmission(ns func() *registry.Store, log *slog.Logger, metrics *admission.Metrics) *webhookAdmission {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -45,6 +46,7 @@ func newWebhookAdmission(ns func() *registry.Store, log *slog.Logger) *webhookAd
 		Warn:     registry.AddWarning,
 		Annotate: audit.AddAnnotation,
 		Logger:   log,
+		Metrics:  metrics,
 	})
 	return &webhookAdmission{dispatcher: d, log: log}
 }
@@ -80,7 +82,7 @@ func follow(ctx context.Context, store *registry.Store, log *slog.Logger, apply 
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		if err := followOnce(ctx, store, apply); err != nil && ctx.Err() == nil {
-			log.Warn("webhook configurations: watch restarting", "resource", store.Info().Resource, "err", err, "after", backoff)
+			log.Warn("watch restarting", "resource", store.Info().Resource, "err", err, "after", backoff)
 			select {
 			case <-ctx.Done():
 			case <-time.After(backoff):

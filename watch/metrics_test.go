@@ -143,7 +143,11 @@ func TestMetricsSharedEventSizes(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
 	c, st, prefix := startCache(t, Config{Metrics: NewMetrics(reg), Resource: "pods", Kind: pod})
-	put(t, st, prefix+"a", "1")
+	// The cache holds the object before the watches start, so that it
+	// reaches them as an initial event, not a dispatched change.
+	if err := c.waitFor(context.Background(), put(t, st, prefix+"a", "1"), 10*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
 	var ws []*Watcher
 	for range 3 {
 		w, err := c.Watch(context.Background(), WatchOptions{SendInitial: true})

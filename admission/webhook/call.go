@@ -36,6 +36,11 @@ const maxResponseBytes = 3 << 20
 type callError struct {
 	hook   string
 	reason error
+	// code is the HTTP status code kube's ErrCallingWebhook carries into
+	// the metrics: the webhook's own non-2xx answer, 400 when it could not
+	// be called or its answer not decoded, 503 when the answer decoded but
+	// was not a valid AdmissionReview response.
+	code int
 }
 
 func (e *callError) Error() string {
@@ -166,7 +171,10 @@ func options(a *admission.Attributes) []byte {
 // checks it; every failure is a *callError.
 func (d *Dispatcher) call(ctx context.Context, h *Hook, rev *admissionv1.AdmissionReview) (*admissionv1.AdmissionResponse, error) {
 	fail := func(err error) (*admissionv1.AdmissionResponse, error) {
-		return nil, &callError{hook: h.Name, reason: err}
+		return nil, &callError{hook: h.Name, reason: err, code: http.StatusBadRequest}
+	}
+	invalid := func(err error) (*admissionv1.AdmissionResponse, error) {
+		return nil, &callError{hook: h.Name, reason: err, code: http.StatusServiceUnavailable}
 	}
 	// The request's SLI latency leaves out the time webhooks take, as
 	// kube's.
@@ -223,25 +231,26 @@ func (d *Dispatcher) call(ctx context.Context, h *Hook, rev *admissionv1.Admissi
 		return fail(errors.New("failed to call webhook: the response is too large"))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fail(fmt.Errorf("failed to call webhook: the server responded with the status code %d but did not return more information", resp.StatusCode))
+		return nil, &callError{hook: h.Name, code: resp.StatusCode,
+			reason: fmt.Errorf("failed to call webhook: the server responded with the status code %d but did not return more information", resp.StatusCode)}
 	}
 	var out admissionv1.AdmissionReview
 	if err := json.Unmarshal(data, &out); err != nil {
 		return fail(fmt.Errorf("received invalid webhook response: %w", err))
 	}
 	if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
-		return fail(fmt.Errorf("received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s", out.APIVersion, out.Kind))
+		return invalid(fmt.Errorf("received invalid webhook response: expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got %s, Kind=%s", out.APIVersion, out.Kind))
 	}
 	r := out.Response
 	switch {
 	case r == nil:
-		return fail(errors.New("received invalid webhook response: webhook response was absent"))
+		return invalid(errors.New("received invalid webhook response: webhook response was absent"))
 	case r.UID != rev.Request.UID:
-		return fail(fmt.Errorf("received invalid webhook response: expected response.uid=%q, got %q", rev.Request.UID, r.UID))
+		return invalid(fmt.Errorf("received invalid webhook response: expected response.uid=%q, got %q", rev.Request.UID, r.UID))
 	case len(r.Patch) > 0 && r.PatchType == nil:
-		return fail(errors.New("received invalid webhook response: webhook returned response.patch but not response.patchType"))
+		return invalid(errors.New("received invalid webhook response: webhook returned response.patch but not response.patchType"))
 	case r.PatchType != nil && *r.PatchType != admissionv1.PatchTypeJSONPatch:
-		return fail(fmt.Errorf("received invalid webhook response: webhook returned invalid response.patchType of %q", *r.PatchType))
+		return invalid(fmt.Errorf("received invalid webhook response: webhook returned invalid response.patchType of %q", *r.PatchType))
 	}
 	return r, nil
 }

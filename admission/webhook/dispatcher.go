@@ -38,6 +38,9 @@ type Config struct {
 	// Logger receives failures of webhooks that fail open; nil is
 	// slog.Default().
 	Logger *slog.Logger
+	// Metrics receives kube's apiserver_admission_webhook_* and
+	// match_condition_* metrics of every call; nil records none.
+	Metrics *admission.Metrics
 }
 
 // Dispatcher calls the admission webhooks of the current configurations.
@@ -122,13 +125,13 @@ type validator struct{ d *Dispatcher }
 
 // shouldCall decides whether h is called for a; a dry run reaches only
 // webhooks without side effects (400 otherwise, as kube).
-func (d *Dispatcher) shouldCall(ctx context.Context, h *Hook, a *admission.Attributes) (bool, error) {
+func (d *Dispatcher) shouldCall(ctx context.Context, h *Hook, a *admission.Attributes, step string) (bool, error) {
 	ok, err := h.matches(ctx, a, d.cfg.NamespaceLabels)
 	if err != nil || !ok {
 		return false, err
 	}
 	if h.conditionsErr != nil || len(h.conditions) > 0 {
-		if ok, err = d.matchConditions(ctx, h, a); err != nil || !ok {
+		if ok, err = d.matchConditions(ctx, h, a, step); err != nil || !ok {
 			return false, err
 		}
 	}
@@ -140,7 +143,7 @@ func (d *Dispatcher) shouldCall(ctx context.Context, h *Hook, a *admission.Attri
 
 // matchConditions evaluates h's matchConditions; an error fails the
 // request unless h fails open, which skips h.
-func (d *Dispatcher) matchConditions(ctx context.Context, h *Hook, a *admission.Attributes) (bool, error) {
+func (d *Dispatcher) matchConditions(ctx context.Context, h *Hook, a *admission.Attributes, step string) (bool, error) {
 	err := h.conditionsErr
 	ok := false
 	if err == nil {
@@ -148,7 +151,12 @@ func (d *Dispatcher) matchConditions(ctx context.Context, h *Hook, a *admission.
 		if rev, err = review(ctx, a); err != nil {
 			return false, apierrors.NewInternalError(err)
 		}
+		start := time.Now()
 		ok, err = evalConditions(h.conditions, rev)
+		// A webhook is excluded when a condition is false, or one failed
+		// and it fails open.
+		d.cfg.Metrics.ObserveMatchConditions(h.Name, step, a.Operation, time.Since(start), err != nil,
+			!ok && (err == nil || h.FailurePolicy == admissionregistrationv1.Ignore))
 	}
 	if err == nil {
 		return ok, nil
@@ -176,7 +184,7 @@ func (m mutator) Admit(ctx context.Context, a *admission.Attributes) error {
 	version := 0
 	seen := map[int]int{}
 	for i, h := range set.hooks {
-		ok, err := m.d.shouldCall(ctx, h, a)
+		ok, err := m.d.shouldCall(ctx, h, a, admission.StepAdmit)
 		if err != nil {
 			return err
 		}
@@ -221,14 +229,18 @@ func (d *Dispatcher) mutate(ctx context.Context, h *Hook, a *admission.Attribute
 		return false, apierrors.NewInternalError(err)
 	}
 	suffix := fmt.Sprintf("round_%d_index_%d", round, index)
-	resp, err := d.ask(ctx, h, rev, &out, "failed-open.mutation.webhook.admission.k8s.io/"+suffix)
+	start := time.Now()
+	resp, result, err := d.ask(ctx, h, rev, &out, "failed-open.mutation.webhook.admission.k8s.io/"+suffix)
+	if resp != nil && err == nil && len(resp.Patch) > 0 && a.Object != nil {
+		if changed, err = applyPatch(a, rev.Request.Object.Raw, resp.Patch); err != nil {
+			// The patch is part of the call for kube's metrics: an
+			// API server error, with no status code.
+			result = callResult{rejected: true, errorType: admission.WebhookInternalError}
+		}
+	}
+	d.record(h, admission.WebhookMutating, a, start, result)
 	if resp == nil || err != nil {
 		return false, err
-	}
-	if len(resp.Patch) > 0 && a.Object != nil {
-		if changed, err = applyPatch(a, rev.Request.Object.Raw, resp.Patch); err != nil {
-			return false, err
-		}
 	}
 	note, _ := json.Marshal(struct {
 		Configuration string `json:"configuration"`
@@ -298,32 +310,73 @@ func (d *Dispatcher) flush(ctx context.Context, e *effects) {
 // response is nil and so is the error). The webhook's warnings and audit
 // annotations go to out, denied or not; failOpenKey is the annotation
 // that records failing open. rev is the review to send (its object
-// encoded once per object version by the caller).
-func (d *Dispatcher) ask(ctx context.Context, h *Hook, rev *admissionv1.AdmissionReview, out *effects, failOpenKey string) (*admissionv1.AdmissionResponse, error) {
+// encoded once per object version by the caller). The result is what
+// the metrics record of the call.
+func (d *Dispatcher) ask(ctx context.Context, h *Hook, rev *admissionv1.AdmissionReview, out *effects, failOpenKey string) (*admissionv1.AdmissionResponse, callResult, error) {
 	rev.Request.UID = newUID()
 	resp, err := d.call(ctx, h, rev)
 	if err != nil {
+		result := callResult{rejected: true, errorType: admission.WebhookInternalError}
 		var ce *callError
-		if errors.As(err, &ce) && h.FailurePolicy == admissionregistrationv1.Ignore {
-			d.cfg.Logger.Warn("failed calling webhook, failing open", "webhook", h.Name, "err", err)
-			out.annotate(failOpenKey, h.Name)
-			return nil, nil
+		if errors.As(err, &ce) {
+			// A call given up because the request was cancelled is not
+			// the webhook's failure: kube counts neither a rejection nor
+			// failing open for it.
+			canceled := errors.Is(ce.reason, context.Canceled)
+			result = callResult{code: ce.code, rejected: true}
+			if !canceled {
+				result.errorType = admission.WebhookCallingError
+			}
+			if h.FailurePolicy == admissionregistrationv1.Ignore {
+				result = callResult{code: ce.code, failOpen: !canceled}
+				d.cfg.Logger.Warn("failed calling webhook, failing open", "webhook", h.Name, "err", err)
+				out.annotate(failOpenKey, h.Name)
+				return nil, result, nil
+			}
 		}
-		return nil, apierrors.NewInternalError(err)
+		return nil, result, apierrors.NewInternalError(err)
 	}
 	out.warnings = append(out.warnings, resp.Warnings...)
 	for k, v := range resp.AuditAnnotations {
 		out.annotate(h.Name+"/"+k, v)
 	}
 	if !resp.Allowed {
-		return nil, denied(h.Name, resp.Result)
+		err := denied(h.Name, resp.Result)
+		return nil, callResult{code: int(err.ErrStatus.Code), rejected: true, errorType: admission.WebhookNoError}, err
 	}
-	return resp, nil
+	return resp, callResult{code: http.StatusOK}, nil
+}
+
+// callResult is what kube's metrics record of one webhook call: the
+// status code (200 answered, the failed call's code, 0 for the API
+// server's own failure), whether the write was refused by it, the error
+// type of a refusal ("" when none is counted) and whether it failed open.
+type callResult struct {
+	code      int
+	rejected  bool
+	errorType admission.WebhookRejectionErrorType
+	failOpen  bool
+}
+
+// record sends one call's result to the metrics; typ is the webhook's
+// kind (admission.WebhookMutating or WebhookValidating).
+func (d *Dispatcher) record(h *Hook, typ string, a *admission.Attributes, start time.Time, r callResult) {
+	m := d.cfg.Metrics
+	if m == nil {
+		return
+	}
+	if r.errorType != "" {
+		m.ObserveWebhookRejection(h.Name, typ, a.Operation, r.errorType, r.code)
+	}
+	m.ObserveWebhook(h.Name, typ, a.Operation, time.Since(start), r.rejected, r.code)
+	if r.failOpen {
+		m.ObserveWebhookFailOpen(h.Name, typ)
+	}
 }
 
 // denied is kube's ToStatusErr: the webhook's Status, never below 400,
 // its message prefixed with who denied the request.
-func denied(name string, result *metav1.Status) error {
+func denied(name string, result *metav1.Status) *apierrors.StatusError {
 	st := metav1.Status{}
 	if result != nil {
 		st = *result
@@ -358,7 +411,7 @@ func (v validator) Validate(ctx context.Context, a *admission.Attributes) error 
 	}
 	var call []*Hook
 	for _, h := range set.hooks {
-		ok, err := v.d.shouldCall(ctx, h, a)
+		ok, err := v.d.shouldCall(ctx, h, a, admission.StepValidate)
 		if err != nil {
 			return err
 		}
@@ -382,7 +435,10 @@ func (v validator) Validate(ctx context.Context, a *admission.Attributes) error 
 		r := *rev
 		req := *rev.Request
 		r.Request = &req
-		_, errs[i] = v.d.ask(callCtx, call[i], &r, &outs[i], fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i))
+		callStart := time.Now()
+		var result callResult
+		_, result, errs[i] = v.d.ask(callCtx, call[i], &r, &outs[i], fmt.Sprintf("failed-open.validating.webhook.admission.k8s.io/round_0_index_%d", i))
+		v.d.record(call[i], admission.WebhookValidating, a, callStart, result)
 	}
 	if len(call) == 1 {
 		one(0)

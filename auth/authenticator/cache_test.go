@@ -1,12 +1,16 @@
 package authenticator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/corekube/corekube/auth/user"
+	"github.com/corekube/corekube/test/metricstest"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 )
 
 func TestCachedToken(t *testing.T) {
@@ -60,5 +64,60 @@ func TestCachedToken(t *testing.T) {
 	}
 	if n := len(c.entries); n > 2 {
 		t.Errorf("%d entries, bound 2", n)
+	}
+}
+
+// TestCachedTokenMetrics: kube's token cache series after hits, a miss
+// that verifies and a miss that fails.
+func TestCachedTokenMetrics(t *testing.T) {
+	inner := TokenFunc(func(_ context.Context, token string) (*Response, bool, error) {
+		if token == "good" {
+			return &Response{User: &user.Info{Name: token}}, true, nil
+		}
+		return nil, false, errors.New("bad signature")
+	})
+	reg := prometheus.NewPedanticRegistry()
+	m, err := NewTokenCacheMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCachedToken(inner, time.Minute, 10).WithMetrics(m)
+	ctx := context.Background()
+	for range 3 {
+		_, _, _ = c.AuthenticateToken(ctx, "good") // one miss, two hits
+	}
+	_, _, _ = c.AuthenticateToken(ctx, "bad")
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, f := range families {
+		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := metricstest.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, label, value string
+		want               float64
+	}{
+		{"authentication_token_cache_request_total", "status", "hit", 2},
+		{"authentication_token_cache_request_total", "status", "miss", 2},
+		{"authentication_token_cache_request_duration_seconds", "status", "hit", 2},
+		{"authentication_token_cache_fetch_total", "status", "ok", 1},
+		{"authentication_token_cache_fetch_total", "status", "error", 1},
+		{"authentication_token_cache_active_fetch_count", "status", "in_flight", 0},
+		{"authentication_token_cache_active_fetch_count", "status", "blocked", 0},
+	} {
+		if got, ok := fs.Value(c.name, c.label, c.value); !ok || got != c.want {
+			t.Errorf("%s{%s=%q} = %v (found %v), want %v", c.name, c.label, c.value, got, ok, c.want)
+		}
+	}
+	if h := fs["authentication_token_cache_request_total"].GetHelp(); h != "[ALPHA] " {
+		t.Errorf("help %q, want kube's bare stability level", h)
 	}
 }

@@ -117,7 +117,7 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	// default is off): with the Node authorizer, it holds nodes to their
 	// own objects.
 	f.StringSliceVar(&cfg.EnableAdmissionPlugins, "enable-admission-plugins", []string{"NodeRestriction"},
-		"admission plugins to run besides the default ones (NamespaceLifecycle, ServiceAccount, PodSecurity, DefaultTolerationSeconds, MutatingAdmissionWebhook, ValidatingAdmissionWebhook); comma-separated, any order: they run in kube's order")
+		"admission plugins to run besides the default ones (NamespaceLifecycle, ServiceAccount, PodSecurity, Priority, DefaultTolerationSeconds, MutatingAdmissionWebhook, ValidatingAdmissionWebhook); comma-separated, any order: they run in kube's order")
 	f.StringSliceVar(&cfg.DisableAdmissionPlugins, "disable-admission-plugins", nil,
 		"default admission plugins not to run; comma-separated")
 	f.StringVar(&cfg.AdmissionControlConfigFile, "admission-control-config-file", "",

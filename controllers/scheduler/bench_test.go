@@ -161,7 +161,8 @@ func BenchmarkDecideTopology(b *testing.B) {
 }
 
 // BenchmarkUnschedulable measures a failing attempt (every node rejects
-// the pod, the message is built) in the same cluster.
+// the pod, the message is built, preemption finds nothing to evict) in
+// the same cluster.
 func BenchmarkUnschedulable(b *testing.B) {
 	s := New(nil, Config{})
 	for i := range 1000 {
@@ -186,6 +187,10 @@ func BenchmarkUnschedulable(b *testing.B) {
 		s.mu.Lock()
 		if node, _ := s.decide(e); node != "" {
 			b.Fatal("fits")
+		}
+		// the post-filter's part of the message, as before preemption
+		if pre := s.preempt(e, s.failures); pre.node != "" {
+			b.Fatal("preempts")
 		}
 		s.mu.Unlock()
 	}

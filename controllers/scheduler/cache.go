@@ -84,6 +84,15 @@ type nodeTopology struct {
 	hasZone, hasHostname bool
 }
 
+// podsOn lists the node's pods (in no order); nil for a node the cache
+// has neither the object nor any pod of.
+func (ni *nodeInfo) podsOn() []*assignedPod {
+	if ni.nodeTopology == nil {
+		return nil
+	}
+	return ni.podList
+}
+
 // setNode records the node's latest object and reports whether anything
 // the filters or scores read changed.
 func (ni *nodeInfo) setNode(node *v1.Node) bool {
@@ -236,10 +245,14 @@ func (ni *nodeInfo) portConflict(hp hostPort) bool {
 
 // assignedPod is a pod's share of its node.
 type assignedPod struct {
-	node    string
-	req     resources
-	nonZero resources
-	ports   []hostPort
+	// pod is the (stripped) pod, which preemption reads: name, labels,
+	// priority, start and deletion times.
+	pod      *v1.Pod
+	priority int32
+	node     string
+	req      resources
+	nonZero  resources
+	ports    []hostPort
 	// assumed marks a pod the scheduler placed whose binding the informer
 	// has not shown yet.
 	assumed bool

@@ -77,6 +77,39 @@
 //
 // and a FailedScheduling event; success is a binding through pods/binding
 // and a Scheduled event ("Successfully assigned ns/pod to node").
+// # Priority and preemption
+//
+// Pods are taken from the queue as kube's PrioritySort takes them: higher
+// spec.priority first, then the one queued earliest (a pod that failed is
+// queued again as of its failure).
+//
+// A pod that fits nowhere and whose spec.preemptionPolicy is not Never
+// may preempt, as kube's DefaultPreemption does. Only nodes whose
+// rejection removing pods could cure (ports, resources) are tried; on
+// each, every pod of lower priority is taken away and, if the pod then
+// fits, given back one by one while the pod still fits: first those
+// whose eviction would violate a PodDisruptionBudget (read from an
+// informer, best effort, as in kube), each group most important first
+// (higher priority, then earlier start). The dry run stops, as kube's,
+// once it has max(10% of those nodes, 100) candidates and one of them
+// violates no budget. The node chosen has the fewest budget violations,
+// then the lowest highest victim priority, the smallest sum of victim
+// priorities, the fewest victims, and the latest start of its
+// highest-priority victims; then the first found.
+//
+// The victims get the DisruptionTarget condition (reason
+// PreemptionByScheduler) through pods/status, are deleted, and get a
+// Preempted event ("Preempted by pod <uid> on node <node>"). The
+// preemptor gets status.nominatedNodeName and waits, unbound, until the
+// victims are gone; meanwhile its requests count on that node against
+// pods of lower priority (kube's nominated pods), it tries that node
+// first, and it preempts no more while a lower-priority pod there is
+// still terminating because it was preempted ("preemption: not eligible
+// due to a terminating pod on the nominated node."). Lower-priority pods nominated to the node lose
+// their nomination. The FailedScheduling message of a pod that preempted
+// has no preemption part; otherwise the part says why preemption did not
+// help, node by node, as kube's does.
+//
 // Events are written as kube-scheduler's events.k8s.io recorder writes
 // them (reportingComponent default-scheduler, action Scheduling or
 // Binding, repeats counted in series).
@@ -91,11 +124,13 @@
 // affinity terms apart, and counts its pods per controller; pods sharing
 // labels share one label set, which remembers the latest selectors'
 // verdicts, and pods with equal inter-pod affinity terms share them, which
-// remember whether they select the pod of the current attempt. PodTopologySpread and InterPodAffinity count over the cluster
-// once per attempt (kube's PreFilter and PreScore), and only when the pod
-// has constraints or terms, a controller (default spreading) or some
-// existing pod has terms: other pods cost nothing more. Pods waiting
-// to be placed sit in a client-go delaying workqueue; one goroutine
+// remember whether they select the pod of the current attempt.
+// PodTopologySpread and InterPodAffinity count over the cluster once per
+// attempt (kube's PreFilter and PreScore), and only when the pod has
+// constraints or terms, a controller (default spreading) or some existing
+// pod has terms: other pods cost nothing more. Pods waiting to be placed
+// sit in a priority heap (those backing off first wait in a client-go
+// delaying queue); one goroutine
 // decides, a pool of workers talks to the API server (bindings, status
 // patches), so a decision is assumed in the cache at once and the next
 // pod does not wait for the network.
@@ -116,13 +151,15 @@
 // scheduler_scheduling_attempt_duration_seconds, scheduler_pending_pods
 // (counted from the pending pods when scraped, so that scheduling keeps no
 // counts), scheduler_pod_scheduling_sli_duration_seconds,
-// scheduler_pod_scheduling_attempts, scheduler_queue_incoming_pods_total
-// and scheduler_preemption_attempts_total (0: no preemption). Recording a
+// scheduler_pod_scheduling_attempts, scheduler_queue_incoming_pods_total,
+// scheduler_preemption_attempts_total (every run of the preemption
+// post-filter) and scheduler_preemption_victims. Recording a
 // placed pod costs about 0.5µs and no allocation (BenchmarkAttemptMetrics).
 //
 // # Not done
 //
-// Preemption (messages say what kube's says when no victim is found),
-// volumes, image locality, extenders and profiles other than the default
-// one.
+// Volumes, image locality, extenders and profiles other than the default
+// one. Preemption's dry run checks resources and ports with the victims
+// removed, not the pod-topology filters as kube's does (it tries only the
+// nodes that failed on resources or ports).
 package scheduler

@@ -115,6 +115,16 @@ func (r *recorder) run(ctx context.Context, wg *sync.WaitGroup) {
 // event (same object, type, reason, action and message) within
 // seriesWindow into one Event's series instead of writing new ones.
 func (r *recorder) Eventf(obj *v1.Pod, typ, reason, action string, aggregate bool, format string, args ...any) {
+	r.eventf(obj, nil, typ, reason, action, aggregate, format, args...)
+}
+
+// EventfRelated is Eventf with a second object the event is about (the
+// preemptor of a Preempted event).
+func (r *recorder) EventfRelated(obj, related *v1.Pod, typ, reason, action string, format string, args ...any) {
+	r.eventf(obj, related, typ, reason, action, false, format, args...)
+}
+
+func (r *recorder) eventf(obj, related *v1.Pod, typ, reason, action string, aggregate bool, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	now := r.clock.Now()
 	ref := v1.ObjectReference{
@@ -132,6 +142,12 @@ func (r *recorder) Eventf(obj *v1.Pod, typ, reason, action string, aggregate boo
 		Action:              action,
 		ReportingController: r.controller,
 		ReportingInstance:   r.instance,
+	}
+	if related != nil {
+		ev.Related = &v1.ObjectReference{
+			Kind: "Pod", APIVersion: "v1", Namespace: related.Namespace, Name: related.Name,
+			UID: related.UID, ResourceVersion: related.ResourceVersion,
+		}
 	}
 	if aggregate {
 		r.mu.Lock()

@@ -15,9 +15,6 @@ const (
 	reasonPorts         = "node(s) didn't have free ports for the requested pod ports"
 	reasonTooManyPods   = "Too many pods"
 
-	preemptionNotHelpful = "Preemption is not helpful for scheduling"
-	preemptionNoVictims  = "No preemption victims found for incoming pod"
-
 	// msgNoNodes is kube-scheduler's ErrNoNodesAvailable.
 	msgNoNodes = "no nodes available to schedule pods"
 )
@@ -57,6 +54,13 @@ type podEntry struct {
 	// missed: a cluster change that may let the pod fit arrived while its
 	// failure was being recorded, so it is not parked but retried.
 	missed bool
+	// queuedAt is when the pod entered the queue (PrioritySort's
+	// tie-break after priority).
+	queuedAt time.Time
+	// priority is spec.priority (0 when unset).
+	priority int32
+	// nominated is the node preemption made room on ("" for none).
+	nominated string
 
 	req, nonZero           resources
 	ports                  []hostPort
@@ -86,6 +90,7 @@ func newPodEntry(key string, pod *v1.Pod) *podEntry {
 // its spec.
 func (e *podEntry) setPod(pod *v1.Pod) {
 	e.pod = pod
+	e.priority = podPriority(pod)
 	e.req = podRequests(pod, false)
 	e.nonZero = podRequests(pod, true)
 	e.ports = podHostPorts(pod)
@@ -95,6 +100,14 @@ func (e *podEntry) setPod(pod *v1.Pod) {
 	e.spread = spreadConstraints(pod)
 	e.owner = spreadOwner(pod)
 	e.toleratesUnschedulable = tolerated(pod.Spec.Tolerations, &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
+}
+
+// podPriority is kube's PodPriority: spec.priority, 0 when unset.
+func podPriority(pod *v1.Pod) int32 {
+	if pod.Spec.Priority != nil {
+		return *pod.Spec.Priority
+	}
+	return 0
 }
 
 func tolerated(tolerations []v1.Toleration, taint *v1.Taint) bool {
@@ -125,6 +138,8 @@ const (
 
 // failure is why one node cannot take the pod.
 type failure struct {
+	// node is the node rejected (set by decide, which preemption reads).
+	node         *nodeInfo
 	kind         failureKind
 	taint        v1.Taint
 	insufficient []string

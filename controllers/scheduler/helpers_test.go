@@ -3,12 +3,15 @@ package scheduler_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/corekube/corekube/controllers/scheduler"
 	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -164,10 +167,34 @@ func createPod(t *testing.T, c kubernetes.Interface, name string, opts ...podOpt
 		opt(pod)
 	}
 	created, err := c.CoreV1().Pods(ns).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil && pod.Spec.Priority != nil && apierrors.IsForbidden(err) && strings.Contains(err.Error(), "must not be provided in pod spec") {
+		// With kube's Priority admission plugin a priority comes from a
+		// PriorityClass only.
+		created, err = c.CoreV1().Pods(ns).Create(context.Background(), withPriorityClass(t, c, pod), metav1.CreateOptions{})
+	}
 	if err != nil {
 		t.Fatalf("create pod %s: %v", name, err)
 	}
 	return created
+}
+
+// withPriorityClass returns pod with its spec.priority and
+// spec.preemptionPolicy replaced by a PriorityClass of that value and
+// policy, which it creates if need be.
+func withPriorityClass(t *testing.T, c kubernetes.Interface, pod *v1.Pod) *v1.Pod {
+	t.Helper()
+	pod = pod.DeepCopy()
+	class := &schedulingv1.PriorityClass{Value: *pod.Spec.Priority, PreemptionPolicy: pod.Spec.PreemptionPolicy}
+	class.Name = fmt.Sprintf("test-priority-%d", class.Value)
+	if class.PreemptionPolicy != nil {
+		class.Name += "-" + strings.ToLower(string(*class.PreemptionPolicy))
+	}
+	if _, err := c.SchedulingV1().PriorityClasses().Create(context.Background(), class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create PriorityClass %s: %v", class.Name, err)
+	}
+	pod.Spec.Priority, pod.Spec.PreemptionPolicy = nil, nil
+	pod.Spec.PriorityClassName = class.Name
+	return pod
 }
 
 // waitFor polls cond until it holds; describe says what was last seen.

@@ -54,6 +54,7 @@ type schedulerMetrics struct {
 	sli        [maxAttemptsLabel + 1]prometheus.Observer
 	podTries   prometheus.Histogram
 	preemption prometheus.Counter
+	victims    prometheus.Histogram
 	incoming   *prometheus.CounterVec
 }
 
@@ -94,6 +95,11 @@ func newSchedulerMetrics(s *Scheduler, reg prometheus.Registerer) (*schedulerMet
 			Name: "scheduler_preemption_attempts_total",
 			Help: "[STABLE] Total preemption attempts in the cluster till now",
 		}),
+		victims: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "scheduler_preemption_victims",
+			Help:    "[STABLE] Number of selected preemption victims",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 7),
+		}),
 		incoming: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "scheduler_queue_incoming_pods_total",
 			Help: "[STABLE] Number of pods added to scheduling queues by event and queue type.",
@@ -113,7 +119,7 @@ func newSchedulerMetrics(s *Scheduler, reg prometheus.Registerer) (*schedulerMet
 		}
 		m.sli[i] = sli.WithLabelValues(label)
 	}
-	for _, c := range []prometheus.Collector{attempts, durations, sli, m.podTries, m.preemption, m.incoming, pendingCollector{s}} {
+	for _, c := range []prometheus.Collector{attempts, durations, sli, m.podTries, m.preemption, m.victims, m.incoming, pendingCollector{s}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -139,6 +145,22 @@ func (m *schedulerMetrics) scheduled(attempts int, first, now time.Time) {
 	}
 	m.podTries.Observe(float64(attempts))
 	m.sli[min(max(attempts, 1), maxAttemptsLabel)].Observe(now.Sub(first).Seconds())
+}
+
+// preemptionAttempt counts a run of the preemption post-filter.
+func (m *schedulerMetrics) preemptionAttempt() {
+	if m == nil {
+		return
+	}
+	m.preemption.Inc()
+}
+
+// preemptionVictims records how many pods one preemption evicted.
+func (m *schedulerMetrics) preemptionVictims(n int) {
+	if m == nil {
+		return
+	}
+	m.victims.Observe(float64(n))
 }
 
 // incomingPod counts a pod entering queue because of event.

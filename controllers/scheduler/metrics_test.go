@@ -58,7 +58,7 @@ func TestSchedulerMetrics(t *testing.T) {
 			want("scheduler_pending_pods", 1, "queue", "gated"),
 			want("scheduler_pending_pods", 0, "queue", "active"),
 			want("scheduler_pending_pods", 0, "queue", "backoff"),
-			want("scheduler_preemption_attempts_total", 0),
+			want("scheduler_preemption_attempts_total", 1),
 			want("scheduler_queue_incoming_pods_total", n+1, "queue", "active", "event", "UnschedulablePodAdd"),
 			want("scheduler_queue_incoming_pods_total", 1, "queue", "unschedulable", "event", "UnschedulablePodAdd"),
 			want("scheduler_queue_incoming_pods_total", 1, "queue", "unschedulable", "event", "ScheduleAttemptFailure"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -141,4 +143,83 @@ func parallel(t *testing.T, n, workers int, f func(int) error) {
 	if err, _ := firstErr.Load().(error); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestScalePreemption measures the time to preempt in a full cluster of
+// COREKUBE_SCALE_NODES nodes (1,000), each running two pods of priority 0
+// that use all its cpu: COREKUBE_SCALE_PREEMPTORS pods (20) of priority
+// 1000 come one at a time; for each, the time until it is nominated (the
+// decision, the victim's DisruptionTarget and deletion, its own status)
+// and, once the test finished its victim's deletion as a kubelet would,
+// until it is bound. It runs only when COREKUBE_SCALE is set:
+//
+//	COREKUBE_SCALE=1 go test -run TestScalePreemption -v -timeout 30m ./controllers/scheduler/
+func TestScalePreemption(t *testing.T) {
+	if os.Getenv("COREKUBE_SCALE") == "" {
+		t.Skip("set COREKUBE_SCALE=1 to run")
+	}
+	numNodes, numPreemptors := envInt("COREKUBE_SCALE_NODES", 1000), envInt("COREKUBE_SCALE_PREEMPTORS", 20)
+	srv := testserver.Start(t)
+	c := srv.Client
+	ctx := context.Background()
+	parallel(t, numNodes, 32, func(i int) error {
+		_, err := registerNode(c, fmt.Sprintf("node-%04d", i), "2", "8Gi", "110")
+		return err
+	})
+	parallel(t, 2*numNodes, 32, func(i int) error {
+		_, err := c.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("low-%05d", i), Namespace: ns},
+			Spec: v1.PodSpec{NodeName: fmt.Sprintf("node-%04d", i%numNodes), Containers: []v1.Container{{
+				Name: "app", Image: "registry.k8s.io/pause:3.10",
+				Resources: v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: mustQuantity("1")}},
+			}}},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	startScheduler(t, srv, fastConfig())
+
+	var nominate, bind []time.Duration
+	prio := int32(1000)
+	for i := range numPreemptors {
+		name := fmt.Sprintf("high-%03d", i)
+		start := time.Now()
+		createPod(t, c, name, func(p *v1.Pod) { p.Spec.Priority = &prio }, requests("1", ""))
+		var node string
+		err := wait.PollUntilContextTimeout(ctx, 2*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+			p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			node = p.Status.NominatedNodeName
+			return node != "", nil
+		})
+		if err != nil {
+			t.Fatalf("%s not nominated: %v", name, err)
+		}
+		nominate = append(nominate, time.Since(start))
+		victims, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, v := range victims.Items {
+			if v.DeletionTimestamp != nil {
+				n++
+				finishDeletion(t, c, v.Name)
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%s: %d victims on %s, want 1", name, n, node)
+		}
+		start = time.Now()
+		if p := waitBound(t, c, name); p.Spec.NodeName != node {
+			t.Fatalf("%s bound to %s, nominated %s", name, p.Spec.NodeName, node)
+		}
+		bind = append(bind, time.Since(start))
+	}
+	slices.Sort(nominate)
+	slices.Sort(bind)
+	t.Logf("%d preemptions on %d full nodes: create to nominated median %v max %v; victim gone to bound median %v max %v",
+		numPreemptors, numNodes, nominate[len(nominate)/2].Round(time.Millisecond), nominate[len(nominate)-1].Round(time.Millisecond),
+		bind[len(bind)/2].Round(time.Millisecond), bind[len(bind)-1].Round(time.Millisecond))
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -35,12 +36,22 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 	node, msg := s.decide(e)
 	if node != "" {
 		e.state = stateBinding
-		s.cache.setPod(key, &assignedPod{node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true,
+		// An assumed pod's nomination ends: its requests now count on its
+		// node as a pod's.
+		s.nominate(e, "")
+		s.cache.setPod(key, &assignedPod{pod: pod, priority: e.priority, node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true,
 			ns: pod.Namespace, labels: pod.Labels, owner: e.owner, affinity: e.affinity})
 		a := attempt{start: start, first: e.firstAttempt, n: e.attempts + 1}
 		s.mu.Unlock()
 		s.submit(ctx, func(ctx context.Context) { s.bind(ctx, key, pod, node, a) })
 		return
+	}
+	var pre preemption
+	if msg != msgNoNodes {
+		pre = s.preempt(e, s.failures)
+		if pre.msg != "" {
+			msg += " " + pre.msg
+		}
 	}
 	e.state = stateFailing
 	e.missed = false
@@ -53,7 +64,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 		result = idxError
 	}
 	s.metrics.attempt(result, start, s.cfg.Clock.Now())
-	s.submit(ctx, func(ctx context.Context) { s.recordFailure(ctx, key, pod, msg) })
+	s.submit(ctx, func(ctx context.Context) { s.recordFailure(ctx, key, pod, msg, pre) })
 }
 
 // decide picks the node for e, or says why there is none; s.mu is held.
@@ -63,10 +74,6 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	if n == 0 {
 		return "", msgNoNodes
 	}
-	want := numFeasibleNodesToFind(s.cfg.PercentageOfNodesToScore, n)
-	feasible, failures := s.feasible[:0], s.failures[:0]
-	start := s.nextStart % n
-	processed := 0
 	// PreFilter: the pod-topology plugins count over every node once.
 	var tf *topologyFilters
 	spread := newSpreadFilter(e, nodes)
@@ -75,19 +82,39 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	if spread != nil || affinity != nil {
 		tf = &topologyFilters{spread: spread, affinity: affinity}
 	}
+	// kube's evaluateNominatedNode: a pod that preempted tries the node
+	// it made room on first.
+	if e.nominated != "" {
+		if ni := s.cache.nodes[e.nominated]; ni != nil && ni.node != nil && s.filterNode(e, ni, tf).kind == fits {
+			return ni.name, ""
+		}
+	}
+	// Nominated pods are rare: without them the plain filter runs.
+	withNominated := len(s.nominated) > 0
+	want := numFeasibleNodesToFind(s.cfg.PercentageOfNodesToScore, n)
+	feasible, failures := s.feasible[:0], s.failures[:0]
+	start := s.nextStart % n
+	processed := 0
 	for i := 0; i < n && len(feasible) < want; i++ {
 		ni := nodes[(start+i)%n]
 		processed++
-		if f := filter(e, ni, tf); f.kind == fits {
+		var f failure
+		if withNominated {
+			f = s.filterNode(e, ni, tf)
+		} else {
+			f = filter(e, ni, tf)
+		}
+		if f.kind == fits {
 			feasible = append(feasible, ni)
 		} else {
+			f.node = ni
 			failures = append(failures, f)
 		}
 	}
 	s.nextStart = (start + processed) % n
 	s.feasible, s.failures = feasible, failures
 	if len(feasible) == 0 {
-		return "", fitErrorMessage(e.pod, n, failures)
+		return "", fitErrorMessage(n, failures)
 	}
 	extra := s.topologyScores(e, nodes, feasible, epoch)
 	best := scoreNodes(e, feasible, extra, &s.buf)
@@ -127,6 +154,31 @@ func (s *Scheduler) topologyScores(e *podEntry, nodes, feasible []*nodeInfo, epo
 	}
 	buf.extra = extra
 	return extra
+}
+
+// filterNode is filter with the pods nominated to ni that are at least as
+// important as e counted as if they ran there (kube's
+// RunFilterPluginsWithNominatedPods): room made by preemption is kept for
+// the preemptor. s.mu is held.
+func (s *Scheduler) filterNode(e *podEntry, ni *nodeInfo, tf *topologyFilters) failure {
+	if len(s.nominated) == 0 {
+		return filter(e, ni, tf)
+	}
+	var sim *nodeInfo
+	for _, n := range s.nominated[ni.name] {
+		if n == e || n.priority < e.priority {
+			continue
+		}
+		if sim == nil {
+			sim = &s.sim
+			simNode(sim, ni)
+		}
+		sim.addPod(&assignedPod{req: n.req, nonZero: n.nonZero, ports: n.ports})
+	}
+	if sim == nil {
+		return filter(e, ni, tf)
+	}
+	return filter(e, sim, tf)
 }
 
 // numFeasibleNodesToFind is kube's: small clusters are searched whole,
@@ -199,10 +251,19 @@ func (s *Scheduler) bind(ctx context.Context, key string, pod *v1.Pod, node stri
 // recordFailure writes the FailedScheduling event and the PodScheduled
 // condition, then parks the pod (or retries it at once if a change it may
 // fit arrived meanwhile).
-func (s *Scheduler) recordFailure(ctx context.Context, key string, pod *v1.Pod, msg string) {
+func (s *Scheduler) recordFailure(ctx context.Context, key string, pod *v1.Pod, msg string, pre preemption) {
+	var nominated *string
+	switch {
+	case pre.node != "":
+		s.evictVictims(ctx, pod, pre)
+		nominated = &pre.node
+	case pre.clearNomination:
+		none := ""
+		nominated = &none
+	}
 	s.events.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "Scheduling", true, "%s", msg)
 	gone := false
-	if patch := podScheduledPatch(pod, msg, metav1.NewTime(s.cfg.Clock.Now())); patch != nil {
+	if patch := podScheduledPatch(pod, msg, metav1.NewTime(s.cfg.Clock.Now()), nominated); patch != nil {
 		_, err := s.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 		switch {
 		case apierrors.IsNotFound(err):
@@ -238,7 +299,7 @@ func (s *Scheduler) recordFailure(ctx context.Context, key string, pod *v1.Pod, 
 // PodScheduled=False, reason Unschedulable, as kube-scheduler's
 // updatePod does; nil when the pod already says so. The transition time
 // moves only when the status changes.
-func podScheduledPatch(pod *v1.Pod, msg string, now metav1.Time) []byte {
+func podScheduledPatch(pod *v1.Pod, msg string, now metav1.Time, nominated *string) []byte {
 	cond := v1.PodCondition{
 		Type:               v1.PodScheduled,
 		Status:             v1.ConditionFalse,
@@ -246,23 +307,103 @@ func podScheduledPatch(pod *v1.Pod, msg string, now metav1.Time) []byte {
 		Message:            msg,
 		LastTransitionTime: now,
 	}
+	status := map[string]any{}
+	if nominated != nil && *nominated != pod.Status.NominatedNodeName {
+		if *nominated == "" {
+			status["nominatedNodeName"] = nil
+		} else {
+			status["nominatedNodeName"] = *nominated
+		}
+	}
 	for _, c := range pod.Status.Conditions {
 		if c.Type != v1.PodScheduled {
 			continue
 		}
-		if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
+		if c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message && len(status) == 0 {
 			return nil
 		}
 		if c.Status == cond.Status {
 			cond.LastTransitionTime = c.LastTransitionTime
 		}
 	}
+	status["conditions"] = []v1.PodCondition{cond}
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID},
-		"status":   map[string]any{"conditions": []v1.PodCondition{cond}},
+		"status":   status,
 	})
 	if err != nil {
 		return nil
 	}
 	return patch
+}
+
+// evictVictims carries out a preemption as kube's prepareCandidate does:
+// each victim not already terminating gets the DisruptionTarget condition,
+// then is deleted, then a Preempted event; the lower-priority pods
+// nominated to the node lose their nomination.
+func (s *Scheduler) evictVictims(ctx context.Context, preemptor *v1.Pod, pre preemption) {
+	pods := s.client.CoreV1().Pods
+	for _, victim := range pre.victims {
+		if victim.DeletionTimestamp != nil {
+			continue
+		}
+		cond := v1.PodCondition{
+			Type:               v1.DisruptionTarget,
+			Status:             v1.ConditionTrue,
+			Reason:             v1.PodReasonPreemptionByScheduler,
+			Message:            fmt.Sprintf("%s: preempting to accommodate a higher priority pod", preemptor.Spec.SchedulerName),
+			LastTransitionTime: metav1.NewTime(s.cfg.Clock.Now()),
+		}
+		// As kube, the condition is written only when it changes.
+		if !hasCondition(victim, cond) {
+			patch, err := json.Marshal(map[string]any{
+				"metadata": map[string]any{"uid": victim.UID},
+				"status":   map[string]any{"conditions": []v1.PodCondition{cond}},
+			})
+			if err != nil {
+				continue
+			}
+			if _, err := pods(victim.Namespace).Patch(ctx, victim.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+				if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+					s.log.Info("setting DisruptionTarget on a preemption victim failed", "pod", victim.Namespace+"/"+victim.Name, "err", err)
+				}
+				continue
+			}
+		}
+		uid := victim.UID
+		if err := pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}); err != nil {
+			if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+				s.log.Info("deleting a preemption victim failed", "pod", victim.Namespace+"/"+victim.Name, "err", err)
+			}
+			continue
+		}
+		s.events.EventfRelated(victim, preemptor, v1.EventTypeNormal, "Preempted", "Preempting", "Preempted by pod %v on node %v", preemptor.UID, pre.node)
+	}
+	s.metrics.preemptionVictims(len(pre.victims))
+	for _, p := range pre.unnominated {
+		if p.Status.NominatedNodeName == "" {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"uid": p.UID},
+			"status":   map[string]any{"nominatedNodeName": nil},
+		})
+		if err != nil {
+			continue
+		}
+		if _, err := pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			s.log.Info("clearing nominatedNodeName failed", "pod", p.Namespace+"/"+p.Name, "err", err)
+		}
+	}
+}
+
+// hasCondition reports whether pod already has cond's type with its
+// status, reason and message.
+func hasCondition(pod *v1.Pod, cond v1.PodCondition) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == cond.Type {
+			return c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message
+		}
+	}
+	return false
 }

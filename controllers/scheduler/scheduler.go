@@ -16,9 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 )
 
 // nonTerminalPods is the pod informer's field selector: terminated pods
@@ -50,10 +50,19 @@ type Scheduler struct {
 	feasible  []*nodeInfo
 	failures  []failure
 	buf       scoreBuf
+	sim       nodeInfo // filterNode's copy of a node with nominated pods
+	// preemptOffset rotates where preemption's dry run starts (kube
+	// starts at a random node).
+	preemptOffset int
 
 	metrics *schedulerMetrics
 
-	queue   workqueue.TypedDelayingInterface[string]
+	queue *podQueue
+	// nominated are the pending pods nominated to a node by preemption,
+	// by node: their requests count against pods of lower priority there.
+	nominated map[string][]*podEntry
+	// pdbs lists the PodDisruptionBudgets preemption tries not to violate.
+	pdbs    policylisters.PodDisruptionBudgetLister
 	moveCh  chan struct{}
 	apiCh   chan func(context.Context)
 	started atomic.Bool
@@ -74,17 +83,18 @@ type runningInformers struct {
 func New(client kubernetes.Interface, cfg Config) *Scheduler {
 	cfg = cfg.withDefaults()
 	s := &Scheduler{
-		client:   client,
-		cfg:      cfg,
-		log:      cfg.Logger.With("controller", "scheduler"),
-		events:   newRecorder(client, cfg),
-		cache:    newNodeCache(),
-		pending:  map[string]*podEntry{},
-		waiting:  map[string]*podEntry{},
-		dirty:    map[string]struct{}{},
-		nsLabels: map[string]map[string]string{},
-		moveCh:   make(chan struct{}, 1),
-		apiCh:    make(chan func(context.Context), cfg.APIWorkers),
+		client:    client,
+		cfg:       cfg,
+		log:       cfg.Logger.With("controller", "scheduler"),
+		events:    newRecorder(client, cfg),
+		cache:     newNodeCache(),
+		pending:   map[string]*podEntry{},
+		waiting:   map[string]*podEntry{},
+		dirty:     map[string]struct{}{},
+		nominated: map[string][]*podEntry{},
+		nsLabels:  map[string]map[string]string{},
+		moveCh:    make(chan struct{}, 1),
+		apiCh:     make(chan func(context.Context), cfg.APIWorkers),
 	}
 	m, err := newSchedulerMetrics(s, cfg.Metrics)
 	if err != nil {
@@ -135,8 +145,11 @@ func (s *Scheduler) Warm(ctx context.Context) error {
 // startInformers creates the queue, starts the pod and node informers
 // with their handlers and waits for their first sync.
 func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, error) {
-	s.queue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: s.cfg.Clock})
+	s.queue = newPodQueue(s.cfg.Clock)
 	informerCtx, cancel := context.WithCancel(ctx)
+	// The queue's forwarder ends with the informers when Start never
+	// comes (a standby that stops warm).
+	context.AfterFunc(informerCtx, s.queue.ShutDown)
 	podFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nonTerminalPods }),
 		informers.WithTransform(stripPod))
@@ -147,6 +160,7 @@ func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, erro
 		podFactory.Shutdown()
 		nodeFactory.Shutdown()
 		nsFactory.Shutdown()
+		s.queue.ShutDown()
 	}
 	podReg, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.onPod,
@@ -175,12 +189,17 @@ func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, erro
 		stop()
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	// Preemption reads the budgets as kube's DefaultPreemption does, from
+	// an informer: best effort, a budget a moment old is good enough.
+	pdbInformer := nodeFactory.Policy().V1().PodDisruptionBudgets()
+	s.pdbs = pdbInformer.Lister()
+	pdbSynced := pdbInformer.Informer().HasSynced
 	podFactory.Start(informerCtx.Done())
 	nodeFactory.Start(informerCtx.Done())
 	nsFactory.Start(informerCtx.Done())
 	// The handlers must have seen every pod before the first decision, or
 	// the per-node sums would be short.
-	if !cache.WaitForCacheSync(informerCtx.Done(), podReg.HasSynced, nodeReg.HasSynced, nsReg.HasSynced) {
+	if !cache.WaitForCacheSync(informerCtx.Done(), podReg.HasSynced, nodeReg.HasSynced, nsReg.HasSynced, pdbSynced) {
 		stop()
 		return nil, ctx.Err()
 	}
@@ -246,12 +265,11 @@ func (s *Scheduler) Start(ctx context.Context) error {
 	}()
 
 	for {
-		key, shutdown := s.queue.Get()
+		key, shutdown := s.queue.get()
 		if shutdown {
 			return nil
 		}
 		s.scheduleOne(ctx, key)
-		s.queue.Done(key)
 	}
 }
 
@@ -275,10 +293,12 @@ func (s *Scheduler) onPod(obj any) {
 	if pod.Spec.NodeName != "" {
 		s.dropPending(key)
 		p := &assignedPod{
-			node:    pod.Spec.NodeName,
-			req:     podRequests(pod, false),
-			nonZero: podRequests(pod, true),
-			ports:   podHostPorts(pod),
+			pod:      pod,
+			priority: podPriority(pod),
+			node:     pod.Spec.NodeName,
+			req:      podRequests(pod, false),
+			nonZero:  podRequests(pod, true),
+			ports:    podHostPorts(pod),
 		}
 		p.setTopology(pod)
 		known := s.cache.pods[key]
@@ -308,14 +328,19 @@ func (s *Scheduler) onPod(obj any) {
 	}
 	e := s.pending[key]
 	if e == nil || e.pod.UID != pod.UID {
+		if e != nil {
+			s.dropPending(key)
+		}
 		e = newPodEntry(key, pod)
+		e.queuedAt = s.cfg.Clock.Now()
 		s.pending[key] = e
-		delete(s.waiting, key)
+		// A nomination survives a scheduler restart in the pod's status.
+		s.nominate(e, pod.Status.NominatedNodeName)
 		if gated(pod) {
 			e.state = stateGated
 			s.metrics.incomingPod(queueUnschedulable, eventPodAdd)
 		} else {
-			s.queue.Add(key)
+			s.enqueue(e, 0)
 			s.metrics.incomingPod(queueActive, eventPodAdd)
 		}
 		return
@@ -332,7 +357,7 @@ func (s *Scheduler) onPod(obj any) {
 		if !gated(pod) {
 			e.state = stateQueued
 			e.readyAt = time.Time{}
-			s.queue.Add(key)
+			s.enqueue(e, 0)
 			s.metrics.incomingPod(queueActive, eventUnscheduledPodUpdate)
 		}
 	case stateParked:
@@ -407,8 +432,47 @@ func (s *Scheduler) onNamespaceDelete(obj any) {
 
 // dropPending forgets a pod that no longer waits; s.mu is held.
 func (s *Scheduler) dropPending(key string) {
+	if e := s.pending[key]; e != nil {
+		s.nominate(e, "")
+	}
 	delete(s.pending, key)
 	delete(s.waiting, key)
+}
+
+// enqueue hands e to the queue, after delay; s.mu is held. Its place is
+// kube's: by priority, then by when it was (re)queued, which for a pod
+// that failed is its last failure.
+func (s *Scheduler) enqueue(e *podEntry, delay time.Duration) {
+	at := e.queuedAt
+	if e.attempts > 0 {
+		at = e.lastFailure
+	}
+	s.queue.add(queueItem{key: e.key, priority: e.priority, queuedAt: at}, delay)
+}
+
+// nominate records node ("" for none) as e's nominated node; s.mu is held.
+func (s *Scheduler) nominate(e *podEntry, node string) {
+	if e.nominated == node {
+		return
+	}
+	if old := e.nominated; old != "" {
+		list := s.nominated[old]
+		for i, o := range list {
+			if o == e {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(s.nominated, old)
+		} else {
+			s.nominated[old] = list
+		}
+	}
+	e.nominated = node
+	if node != "" {
+		s.nominated[node] = append(s.nominated[node], e)
+	}
 }
 
 // markDirty notes that node changed (kube's event label event) so parked
@@ -451,7 +515,7 @@ func (s *Scheduler) requeue(e *podEntry, event string) {
 		e.readyAt = time.Time{}
 	}
 	s.metrics.incomingPod(queue, event)
-	s.queue.AddAfter(e.key, delay)
+	s.enqueue(e, delay)
 }
 
 // runMover retries parked pods when nodes change and, every FlushInterval,

@@ -37,6 +37,8 @@ func stripPod(obj any) (any, error) {
 		Status: v1.PodStatus{
 			Phase:             pod.Status.Phase,
 			NominatedNodeName: pod.Status.NominatedNodeName,
+			// preemption spares the pods that started first
+			StartTime: pod.Status.StartTime,
 		},
 	}
 	if a := pod.Spec.Affinity; a != nil && (a.NodeAffinity != nil || a.PodAffinity != nil || a.PodAntiAffinity != nil) {
@@ -47,9 +49,11 @@ func stripPod(obj any) (any, error) {
 	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
 		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
+	// PodScheduled for the scheduler's own status writes; DisruptionTarget
+	// tells a pod terminating because it was preempted.
 	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodScheduled {
-			out.Status.Conditions = []v1.PodCondition{c}
+		if c.Type == v1.PodScheduled || c.Type == v1.DisruptionTarget {
+			out.Status.Conditions = append(out.Status.Conditions, c)
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -137,7 +138,15 @@ func TestFitErrorMessage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := fitErrorMessage(tc.pod, len(tc.failures), tc.failures); got != tc.want {
+			// With no pods to preempt, every node the filters rejected
+			// for a resolvable reason has no victims.
+			s := New(nil, Config{})
+			for i := range tc.failures {
+				tc.failures[i].node = &nodeInfo{name: fmt.Sprintf("node-%d", i)}
+			}
+			e := newPodEntry("ns/p", tc.pod)
+			got := fitErrorMessage(len(tc.failures), tc.failures) + " " + s.preempt(e, tc.failures).msg
+			if got != tc.want {
 				t.Errorf("message:\n got %s\nwant %s", got, tc.want)
 			}
 		})
@@ -334,14 +343,14 @@ func TestPodScheduledPatch(t *testing.T) {
 	now := metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	earlier := metav1.NewTime(now.Add(-time.Hour))
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1"}}
-	if p := string(podScheduledPatch(pod, "m1", now)); p != `{"metadata":{"uid":"u1"},"status":{"conditions":[{"type":"PodScheduled","status":"False","lastProbeTime":null,"lastTransitionTime":"2025-01-01T00:00:00Z","reason":"Unschedulable","message":"m1"}]}}` {
+	if p := string(podScheduledPatch(pod, "m1", now, nil)); p != `{"metadata":{"uid":"u1"},"status":{"conditions":[{"type":"PodScheduled","status":"False","lastProbeTime":null,"lastTransitionTime":"2025-01-01T00:00:00Z","reason":"Unschedulable","message":"m1"}]}}` {
 		t.Errorf("first patch = %s", p)
 	}
 	pod.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: "Unschedulable", Message: "m1", LastTransitionTime: earlier}}
-	if p := podScheduledPatch(pod, "m1", now); p != nil {
+	if p := podScheduledPatch(pod, "m1", now, nil); p != nil {
 		t.Errorf("same condition patched again: %s", p)
 	}
-	if p := string(podScheduledPatch(pod, "m2", now)); p != `{"metadata":{"uid":"u1"},"status":{"conditions":[{"type":"PodScheduled","status":"False","lastProbeTime":null,"lastTransitionTime":"2024-12-31T23:00:00Z","reason":"Unschedulable","message":"m2"}]}}` {
+	if p := string(podScheduledPatch(pod, "m2", now, nil)); p != `{"metadata":{"uid":"u1"},"status":{"conditions":[{"type":"PodScheduled","status":"False","lastProbeTime":null,"lastTransitionTime":"2024-12-31T23:00:00Z","reason":"Unschedulable","message":"m2"}]}}` {
 		t.Errorf("new message patch = %s (the transition time must stay)", p)
 	}
 }

@@ -4,7 +4,9 @@
 // written against the versioned k8s.io/api types:
 //
 //   - Strategy (main resource): scheme defaulting plus the defaults that
-//     kube's Priority admission plugin applies, status reset on create
+//     kube's Priority admission plugin applies without a default class (a
+//     fallback: the plugin, admission/priority.go, has resolved the
+//     pod's class before), status reset on create
 //     (phase Pending, QoS class), status preserved on update, spec
 //     validation on create and kube's pod-update immutability rules,
 //     graceful-deletion decision and selectable fields.

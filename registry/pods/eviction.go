@@ -72,6 +72,11 @@ func (r evictionRetry) do(ctx context.Context, retriable func(error) bool, fn fu
 // deleted. The compare-and-swap on the budget is what keeps any number of
 // concurrent evictions, through any number of API servers sharing etcd,
 // within the budget.
+//
+// Budgets bind this API alone. The node agents' node-pressure eviction
+// (agent/eviction.go), like the kubelet's, does not go through it and does
+// not consult PodDisruptionBudgets: a node running out of memory fails
+// its pods (reason Evicted) whatever their budgets allow.
 type EvictionREST struct {
 	pods      *registry.Store // get and delete
 	podStatus *registry.Store // the DisruptionTarget condition

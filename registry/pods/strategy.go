@@ -66,7 +66,10 @@ func (*Strategy) NewList() runtime.Object { return &v1.PodList{} }
 func (*Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 	pod := obj.(*v1.Pod)
 	Default(pod)
-	// Priority admission without a default PriorityClass.
+	// The Priority admission plugin (admission/priority.go) has set
+	// both already; these are its no-default-class answer, kept for a
+	// server whose Priority plugin is disabled (kube would leave them
+	// unset there; the scheduler and the agents read them as 0).
 	if pod.Spec.Priority == nil {
 		p := int32(0)
 		pod.Spec.Priority = &p

@@ -24,6 +24,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -263,6 +264,36 @@ func TestHAAPIServers(t *testing.T) {
 		}
 		if !slices.Equal(seen, append(want, "DELETED")) {
 			t.Errorf("watch on b: got %v, want %v then DELETED", seen, want)
+		}
+	})
+
+	t.Run("built-in PriorityClasses, and a class from one admits pods on the other", func(t *testing.T) {
+		// Both servers started at once and each ensured the built-ins.
+		for _, p := range servers {
+			for _, name := range []string{"system-node-critical", "system-cluster-critical"} {
+				if _, err := p.client.SchedulingV1().PriorityClasses().Get(ctx, name, metav1.GetOptions{}); err != nil {
+					t.Errorf("%s: %s: %v", p.name, name, err)
+				}
+			}
+		}
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "ha-high"}, Value: 500}
+		if _, err := a.client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "prio"}, Spec: v1.PodSpec{PriorityClassName: "ha-high",
+			Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+		// b's admission finds a class it has not seen through its watch yet
+		// (its cache misses go to etcd). The pod needs the namespace's
+		// default ServiceAccount, which no controller makes here.
+		if _, err := b.client.CoreV1().ServiceAccounts(ns).Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		got, err := b.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Spec.Priority == nil || *got.Spec.Priority != 500 {
+			t.Errorf("priority %v, want 500", got.Spec.Priority)
 		}
 	})
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,42 @@ func TestKubectl(t *testing.T) {
 	sub("Errors", testErrors)
 	sub("RBAC", testRBAC)
 	sub("AuthCanI", testAuthCanI)
+	sub("PriorityClasses", testPriorityClasses)
+}
+
+// testPriorityClasses: the built-in classes exist from the start, kubectl
+// creates classes, and pods get their class's priority (or are refused).
+func testPriorityClasses(t *testing.T, k *kc) {
+	out := k.ok("get", "pc", "system-cluster-critical", "system-node-critical")
+	want := regexp.MustCompile(`^NAME +VALUE +GLOBAL-DEFAULT +AGE +PREEMPTIONPOLICY\n` +
+		`system-cluster-critical +2000000000 +false +\d+[smh]\S* +PreemptLowerPriority\n` +
+		`system-node-critical +2000001000 +false +\d+[smh]\S* +PreemptLowerPriority\n?$`)
+	if !want.MatchString(out) {
+		t.Errorf("kubectl get pc:\n%s", out)
+	}
+	if out := k.ok("explain", "pc.preemptionPolicy"); !strings.Contains(out, "GROUP:      scheduling.k8s.io") ||
+		!strings.Contains(out, "KIND:       PriorityClass") || !strings.Contains(out, "FIELD: preemptionPolicy <string>") {
+		t.Errorf("kubectl explain pc.preemptionPolicy:\n%s", out)
+	}
+	k.expect("priorityclass.scheduling.k8s.io/high created", "create", "priorityclass", "high", "--value=1000")
+	k.expect("priorityclass.scheduling.k8s.io/never created", "create", "priorityclass", "never", "--value=10",
+		"--preemption-policy=Never", "--description=no preemption")
+	k.expect("1000 PreemptLowerPriority", "get", "priorityclass", "high", "-o", "jsonpath={.value} {.preemptionPolicy}")
+	k.expect(lines(
+		"NAME    VALUE   GLOBAL-DEFAULT   AGE   PREEMPTIONPOLICY",
+		"high    1000    false            0s    PreemptLowerPriority",
+		"never   10      false            0s    Never",
+	), "get", "pc", "high", "never")
+	k.expect("namespace/e2e-prio created", "create", "namespace", "e2e-prio")
+	k.expect("pod/p created", "run", "p", "-n", "e2e-prio", "--image=busybox", "--restart=Never",
+		`--overrides={"spec":{"priorityClassName":"high"}}`)
+	k.expect("high 1000 PreemptLowerPriority", "get", "pod", "p", "-n", "e2e-prio",
+		"-o", "jsonpath={.spec.priorityClassName} {.spec.priority} {.spec.preemptionPolicy}")
+	k.expectFail(`Error from server (Forbidden): pods "q" is forbidden: no PriorityClass with name nope was found`,
+		"run", "q", "-n", "e2e-prio", "--image=busybox", "--restart=Never", `--overrides={"spec":{"priorityClassName":"nope"}}`)
+	k.expectFail(`Error from server (Forbidden): priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: this is a system priority class and cannot be deleted`,
+		"delete", "pc", "system-node-critical")
+	k.expect(lines(`priorityclass.scheduling.k8s.io "high" deleted`, `priorityclass.scheduling.k8s.io "never" deleted`), "delete", "pc", "high", "never")
 }
 
 func testDiscovery(t *testing.T, k *kc) {
@@ -65,6 +102,7 @@ func testDiscovery(t *testing.T, k *kc) {
 		"clusterroles                                   rbac.authorization.k8s.io/v1      false        ClusterRole",
 		"rolebindings                                   rbac.authorization.k8s.io/v1      true         RoleBinding",
 		"roles                                          rbac.authorization.k8s.io/v1      true         Role",
+		"priorityclasses                   pc           scheduling.k8s.io/v1              false        PriorityClass",
 	), "api-resources")
 	const all = "create,delete,deletecollection,get,list,patch,update,watch"
 	k.expect(lines(
@@ -91,10 +129,11 @@ func testDiscovery(t *testing.T, k *kc) {
 		"clusterroles                                   rbac.authorization.k8s.io/v1      false        ClusterRole                      "+all+"   ",
 		"rolebindings                                   rbac.authorization.k8s.io/v1      true         RoleBinding                      "+all+"   ",
 		"roles                                          rbac.authorization.k8s.io/v1      true         Role                             "+all+"   ",
+		"priorityclasses                   pc           scheduling.k8s.io/v1              false        PriorityClass                    "+all+"   ",
 	), "api-resources", "-o", "wide")
-	k.expect(lines("namespaces", "nodes", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io", "subjectaccessreviews.authorization.k8s.io", "certificatesigningrequests.certificates.k8s.io", "flowschemas.flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
+	k.expect(lines("namespaces", "nodes", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io", "subjectaccessreviews.authorization.k8s.io", "certificatesigningrequests.certificates.k8s.io", "flowschemas.flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io", "priorityclasses.scheduling.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
 	k.expect("poddisruptionbudgets.policy", "api-resources", "--api-group=policy", "-o", "name")
-	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "authorization.k8s.io/v1", "certificates.k8s.io/v1", "coordination.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "v1"), "api-versions")
+	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "authorization.k8s.io/v1", "certificates.k8s.io/v1", "coordination.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "scheduling.k8s.io/v1", "v1"), "api-versions")
 
 	// Every short name resolves.
 	k.expect("namespace/kube-system", "get", "ns", "kube-system", "-o", "name")

@@ -78,8 +78,18 @@ func TestUpKubectlAndRestart(t *testing.T) {
 		t.Errorf("/version: %s", body)
 	}
 
+	// The built-in PriorityClasses are written once: a restart finds them.
+	builtinUID := p.mustKubectl("get", "pc", "system-node-critical", "-o", "jsonpath={.metadata.uid}")
+	p.mustKubectl("create", "priorityclass", "e2e-high", "--value=10")
+
 	p.stop()
 	p2 := startUp(t, dataDir)
+	if got := p2.mustKubectl("get", "pc", "system-node-critical", "-o", "jsonpath={.metadata.uid}"); builtinUID == "" || got != builtinUID {
+		t.Errorf("system-node-critical uid %q after restart, was %q", got, builtinUID)
+	}
+	if got := p2.mustKubectl("get", "pc", "e2e-high", "-o", "jsonpath={.value}"); got != "10" {
+		t.Errorf("after restart: e2e-high value %q, want 10", got)
+	}
 	for name, data := range pki() {
 		if data != firstPKI[name] {
 			t.Errorf("pki/%s changed across a restart", name)

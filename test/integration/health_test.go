@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/corekube/corekube/server"
 	etcdstore "github.com/corekube/corekube/storage/etcd"
+	"github.com/corekube/corekube/test/metricstest"
 	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +32,61 @@ func TestHealthEndpoints(t *testing.T) {
 	r := doRaw(t, "GET", "/readyz?verbose", nil)
 	if r.Code != 200 || !containsAll(string(r.Body), "[+]ping ok\n", "[+]etcd ok\n") || !strings.HasSuffix(string(r.Body), "readyz check passed\n") {
 		t.Errorf("/readyz?verbose: %d %q", r.Code, r.Body)
+	}
+}
+
+// TestHealthChecksListed: ?verbose lists kube's checks in kube-apiserver
+// v1.32's order (reference readyz-verbose.http, restricted to the checks
+// corekube has); each check answers alone; ?exclude= skips one.
+func TestHealthChecksListed(t *testing.T) {
+	hooks := []string{
+		"poststarthook/start-apiserver-admission-initializer",
+		"poststarthook/generic-apiserver-start-informers",
+		"poststarthook/priority-and-fairness-config-consumer",
+		"poststarthook/priority-and-fairness-filter",
+		"poststarthook/start-system-namespaces-controller",
+		"poststarthook/start-kube-apiserver-identity-lease-controller",
+		"poststarthook/start-kube-apiserver-identity-lease-garbage-collector",
+		"poststarthook/rbac/bootstrap-roles",
+		"poststarthook/scheduling/bootstrap-system-priority-classes",
+		"poststarthook/priority-and-fairness-config-producer",
+		"poststarthook/bootstrap-controller",
+	}
+	report := func(kind string, checks ...string) string {
+		var b strings.Builder
+		for _, c := range checks {
+			b.WriteString("[+]" + c + " ok\n")
+		}
+		return b.String() + kind + " check passed\n"
+	}
+	want := map[string]string{
+		"readyz":  report("readyz", slices.Concat([]string{"ping", "log", "etcd", "etcd-readiness", "informer-sync"}, hooks, []string{"shutdown"})...),
+		"healthz": report("healthz", slices.Concat([]string{"ping", "log", "etcd"}, hooks)...),
+		"livez":   report("livez", slices.Concat([]string{"ping", "log"}, hooks)...),
+	}
+	for kind, body := range want {
+		if r := doRaw(t, "GET", "/"+kind+"?verbose", nil); r.Code != 200 || string(r.Body) != body {
+			t.Errorf("/%s?verbose: %d\n%s\nwant\n%s", kind, r.Code, r.Body, body)
+		}
+	}
+	for _, check := range []string{"log", "etcd-readiness", "poststarthook/rbac/bootstrap-roles", "poststarthook/bootstrap-controller"} {
+		if r := doRaw(t, "GET", "/readyz/"+check, nil); r.Code != 200 || string(r.Body) != "ok" {
+			t.Errorf("/readyz/%s: %d %q", check, r.Code, r.Body)
+		}
+	}
+	r := doRaw(t, "GET", "/readyz?verbose&exclude=etcd-readiness&exclude=poststarthook/rbac/bootstrap-roles", nil)
+	if r.Code != 200 || !containsAll(string(r.Body), "[+]etcd ok\n[+]etcd-readiness excluded: ok\n", "[+]poststarthook/rbac/bootstrap-roles excluded: ok\n") {
+		t.Errorf("/readyz?verbose with exclusions: %d\n%s", r.Code, r.Body)
+	}
+	// kube's component SLIs of the checks just run.
+	slis := metricstest.Scrape(t, testserver.HTTPClient(), srv.URL()+"/metrics/slis")
+	for _, kind := range []string{"readyz", "livez", "healthz"} {
+		if v, ok := slis.Value("kubernetes_healthcheck", "name", "poststarthook/rbac/bootstrap-roles", "type", kind); !ok || v != 1 {
+			t.Errorf("kubernetes_healthcheck{name=poststarthook/rbac/bootstrap-roles,type=%s} = %v, %v; series %q", kind, v, ok, slis.Series("kubernetes_healthcheck"))
+		}
+	}
+	if v, ok := slis.Value("kubernetes_healthchecks_total", "name", "etcd-readiness", "type", "readyz", "status", "success"); !ok || v < 1 {
+		t.Errorf("kubernetes_healthchecks_total{name=etcd-readiness,type=readyz,status=success} = %v, %v", v, ok)
 	}
 }
 
@@ -103,9 +160,25 @@ func TestHealthReportsEtcdOutage(t *testing.T) {
 	})
 	healthz := doRawURL(t, s.URL(), "GET", "/healthz", nil)
 	for path, r := range map[string]rawResponse{"/readyz": ready, "/healthz": healthz} {
-		if r.Code != 500 || !strings.Contains(string(r.Body), "[-]etcd failed") || !strings.Contains(string(r.Body), "check failed") {
+		if r.Code != 500 || !strings.Contains(string(r.Body), "[-]etcd failed: reason withheld\n") || !strings.Contains(string(r.Body), "check failed") {
 			t.Errorf("%s with etcd down: %d %q", path, r.Code, r.Body)
 		}
+	}
+	// Both etcd checks fail on one read bounded by 2s (the whole report by
+	// 3s): the answer comes quickly rather than hanging on the dead etcd.
+	start := time.Now()
+	ready = doRawURL(t, s.URL(), "GET", "/readyz?verbose", nil)
+	if took := time.Since(start); took > 2900*time.Millisecond {
+		t.Errorf("/readyz with etcd down took %v, want one 2s read (two would take 3s, the report's bound)", took)
+	} else {
+		t.Logf("/readyz with etcd down answered in %v", took)
+	}
+	if ready.Code != 500 || !strings.Contains(string(ready.Body), "[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\n") ||
+		!strings.HasSuffix(string(ready.Body), "readyz check failed\n") {
+		t.Errorf("/readyz?verbose with etcd down: %d\n%s", ready.Code, ready.Body)
+	}
+	if r := doRawURL(t, s.URL(), "GET", "/readyz/etcd-readiness", nil); r.Code != 500 || !strings.HasPrefix(string(r.Body), "internal server error: ") {
+		t.Errorf("/readyz/etcd-readiness with etcd down: %d %q", r.Code, r.Body)
 	}
 	if r := doRawURL(t, s.URL(), "GET", "/livez", nil); r.Code != 200 {
 		t.Errorf("/livez with etcd down: %d %s", r.Code, r.Body)

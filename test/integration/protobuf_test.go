@@ -18,6 +18,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -252,6 +253,26 @@ func TestProtobufCRUD(t *testing.T) {
 		}
 		checkNames(t, "leases", names(t, list), "l1")
 		if err := leases.Delete(ctx, "l1", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("priorityclasses", func(t *testing.T) {
+		pcs := pb.SchedulingV1().PriorityClasses()
+		name := uniqueName(t, "pc")
+		created, err := pcs.Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: label}, Value: 12}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if created.PreemptionPolicy == nil || *created.PreemptionPolicy != v1.PreemptLowerPriority {
+			t.Errorf("created class not defaulted: %+v", created)
+		}
+		list, err := pcs.List(ctx, selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNames(t, "priorityclasses", names(t, list), name)
+		if err := pcs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -8,6 +8,13 @@
 // command the shell does not know, runs until stopped. A container that
 // goes over its memory limit (stress --vm-bytes) is OOMKilled (137).
 //
+// Memory: a running container uses (its working set, what MemoryStats
+// reports and the agent's eviction manager sums per node) the memory its
+// environment variable SIM_MEMORY_USAGE declares, as a Kubernetes
+// quantity ("300Mi"; not checked against the limit); else what a running
+// stress holds (--vm-bytes times --vm, until its --timeout); else
+// DefaultContainerMemory. Exited containers use none.
+//
 // Stopping: SIGTERM ends a server at once (exit code 0); a shell or sleep as
 // PID 1 ignores SIGTERM, as in a real container, and is killed (137) when
 // the grace period ends unless it exits first.
@@ -36,6 +43,7 @@ import (
 
 	"github.com/corekube/corekube/agent/runtime"
 	"github.com/corekube/corekube/agent/runtime/sim/shell"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 )
@@ -71,16 +79,18 @@ type pod struct {
 }
 
 type container struct {
-	id, name      string
-	fullID        string // sim://<id>
-	image, ref    string
-	hash          uint64
-	attempt       int
-	created       time.Time
-	proc          *shell.Process
-	env           *shell.Env
-	stopRequested bool
-	termAt        time.Time
+	id, name string
+	// declaredMemory is SIM_MEMORY_USAGE in bytes (-1: not declared).
+	declaredMemory int64
+	fullID         string // sim://<id>
+	image, ref     string
+	hash           uint64
+	attempt        int
+	created        time.Time
+	proc           *shell.Process
+	env            *shell.Env
+	stopRequested  bool
+	termAt         time.Time
 	// termDelivered: SIGTERM reached a program that ignores it (a shell,
 	// like PID 1 in a container); only killAt is still to come.
 	termDelivered bool
@@ -545,7 +555,7 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 	c := &container{
 		id: id, fullID: Name + "://" + id, name: cfg.Name, image: full, ref: img.Ref, hash: cfg.Hash, attempt: cfg.Attempt, created: now,
 		msgPath: cfg.TerminationMessagePath, msgFromLogs: cfg.TerminationMessageFallbackToLogs,
-		mounts: cfg.Mounts,
+		mounts: cfg.Mounts, declaredMemory: declaredMemory(cfg.Env),
 	}
 	c.env = &shell.Env{
 		Files:       map[string]string{},
@@ -768,7 +778,7 @@ func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedConta
 			id: id, fullID: ac.ID, name: ac.Config.Name, image: ac.Config.Image, ref: ac.ImageRef, hash: ac.Config.Hash,
 			attempt: ac.Config.Attempt, created: ac.StartedAt,
 			msgPath: ac.Config.TerminationMessagePath, msgFromLogs: ac.Config.TerminationMessageFallbackToLogs,
-			mounts: ac.Config.Mounts,
+			mounts: ac.Config.Mounts, declaredMemory: declaredMemory(ac.Config.Env),
 		}
 		c.env = &shell.Env{Files: map[string]string{}, Vars: vars, MemoryLimit: ac.Config.MemoryLimit, Output: c.logs.write}
 		c.proc = prog.Start(ac.StartedAt, c.env)
@@ -785,4 +795,92 @@ func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedConta
 	}
 	r.pods[sandbox.UID] = p
 	return nil
+}
+
+// MemoryUsageEnv is the environment variable through which a container
+// declares the memory it uses (a Kubernetes quantity).
+const MemoryUsageEnv = "SIM_MEMORY_USAGE"
+
+// DefaultContainerMemory is what a running container uses when it neither
+// declares its usage nor runs stress: about what a small process holds.
+const DefaultContainerMemory int64 = 1 << 20
+
+// declaredMemory reads MemoryUsageEnv from env (-1 when absent or not a
+// non-negative quantity).
+func declaredMemory(env map[string]string) int64 {
+	v, ok := env[MemoryUsageEnv]
+	if !ok {
+		return -1
+	}
+	q, err := resource.ParseQuantity(strings.TrimSpace(v))
+	if err != nil || q.Sign() < 0 {
+		return -1
+	}
+	return q.Value()
+}
+
+// memoryUsage is the container's working set now (0 once exited).
+func (c *container) memoryUsage() int64 {
+	switch {
+	case c.exited:
+		return 0
+	case c.declaredMemory >= 0:
+		return c.declaredMemory
+	}
+	if m := c.proc.MemoryUsage(); m > 0 {
+		return m
+	}
+	return DefaultContainerMemory
+}
+
+// PodMemory is one pod's memory use: its running containers' working sets.
+type PodMemory struct {
+	UID        types.UID
+	Containers []ContainerMemory
+	// Bytes is the sum over the containers.
+	Bytes int64
+}
+
+// ContainerMemory is one running container's working set.
+type ContainerMemory struct {
+	Name  string
+	Bytes int64
+}
+
+// MemoryStats advances every container to now and reports the memory of
+// the pods that have a running container, and the node's total (the
+// summary API's node working set, as far as the runtime is concerned).
+// It allocates only the slice it returns (reused when buf has room).
+func (r *Runtime) MemoryStats(buf []PodMemory) ([]PodMemory, int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down != nil {
+		return buf[:0], 0, r.down
+	}
+	now := r.clock.Now()
+	out := buf[:0]
+	var total int64
+	for _, p := range r.pods {
+		var pm PodMemory
+		if len(out) < cap(out) {
+			// Reuse the container slice of the slot we are about to fill.
+			pm.Containers = out[:len(out)+1][len(out)].Containers[:0]
+		}
+		pm.UID = p.uid
+		for _, c := range p.containers {
+			c.advance(now)
+			if c.exited {
+				continue
+			}
+			m := c.memoryUsage()
+			pm.Containers = append(pm.Containers, ContainerMemory{Name: c.name, Bytes: m})
+			pm.Bytes += m
+		}
+		if len(pm.Containers) == 0 {
+			continue
+		}
+		total += pm.Bytes
+		out = append(out, pm)
+	}
+	return out, total, nil
 }

@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"errors"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -337,5 +339,48 @@ func TestNextChangeAfterIgnoredSIGTERM(t *testing.T) {
 	clk.SetTime(t0.Add(31 * time.Second))
 	if cs := status(t, r, id); cs.State != runtime.ContainerStateExited || cs.ExitCode != 137 {
 		t.Errorf("after the grace period: %s %d, want exited 137", cs.State, cs.ExitCode)
+	}
+}
+
+func TestMemoryStats(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	r := New(clk)
+	start := func(uid types.UID, name string, env map[string]string, limit int64, argv ...string) {
+		t.Helper()
+		if err := r.RunPodSandbox(ctx, runtime.SandboxConfig{UID: uid, Name: string(uid), Namespace: "ns"}); err != nil && !strings.Contains(err.Error(), "exists") {
+			t.Fatal(err)
+		}
+		if _, err := r.PullImage(ctx, "busybox"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.StartContainer(ctx, uid, runtime.ContainerConfig{Name: name, Image: "busybox", Argv: argv, Env: env, MemoryLimit: limit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start("a", "stress", nil, 0, "stress", "--vm", "2", "--vm-bytes", "100M", "--timeout", "10s")
+	start("a", "declared", map[string]string{MemoryUsageEnv: "300Mi"}, 0, "sleep", "3600")
+	start("b", "default", nil, 0, "sleep", "3600")
+	start("c", "oom", nil, 50<<20, "stress", "--vm-bytes", "100M")
+	byPod := func() (map[types.UID]int64, int64) {
+		stats, total, err := r.MemoryStats(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[types.UID]int64{}
+		for _, p := range stats {
+			m[p.UID] = p.Bytes
+		}
+		return m, total
+	}
+	m, total := byPod()
+	want := map[types.UID]int64{"a": 200<<20 + 300<<20, "b": DefaultContainerMemory}
+	if !maps.Equal(m, want) || total != want["a"]+want["b"] {
+		t.Errorf("memory %v total %d, want %v (the OOM-killed container uses none)", m, total, want)
+	}
+	clk.Step(11 * time.Second) // stress's --timeout: it ends and frees its memory
+	m, _ = byPod()
+	if m["a"] != 300<<20 {
+		t.Errorf("after stress ended, pod a uses %d, want %d", m["a"], 300<<20)
 	}
 }

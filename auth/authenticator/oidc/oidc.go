@@ -19,6 +19,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -28,6 +29,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"sync"
 	"time"
 
@@ -73,6 +76,9 @@ type Options struct {
 	MinRefetchInterval time.Duration
 	// Now is the clock tokens are checked against (nil: time.Now).
 	Now func() time.Time
+	// Metrics, when set, gets kube's
+	// apiserver_authentication_jwt_authenticator_latency_seconds.
+	Metrics prometheus.Registerer
 }
 
 // Authenticator authenticates the tokens of the configured issuers.
@@ -88,6 +94,19 @@ type issuer struct {
 	cfg    JWTAuthenticator
 	keys   *remoteKeys
 	parser *jwt.Parser
+	// success and failure observe the verifications' latency (nil: no
+	// metrics), labelled with the issuer URL's hash as kube's.
+	success, failure prometheus.Observer
+}
+
+// jwtLatency is kube's jwt authenticator latency histogram; its buckets
+// are Prometheus' defaults starting at 1 ms.
+func jwtLatency() *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "apiserver_authentication_jwt_authenticator_latency_seconds",
+		Help:    "[ALPHA] Latency of jwt authentication operations in seconds. This is the time spent authenticating a token for cache miss only (i.e. when the token is not found in the cache).",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"result", "jwt_issuer_hash"})
 }
 
 // LoadConfigFile reads and validates the configuration at path.
@@ -128,6 +147,13 @@ func New(ctx context.Context, cfg *AuthenticationConfiguration, opts Options) (*
 		opts.MinRefetchInterval = DefaultMinRefetchInterval
 	}
 	a := &Authenticator{issuers: map[string]*issuer{}, log: opts.Logger}
+	var latency *prometheus.HistogramVec
+	if opts.Metrics != nil {
+		latency = jwtLatency()
+		if err := opts.Metrics.Register(latency); err != nil {
+			return nil, fmt.Errorf("register the jwt authenticator metrics: %w", err)
+		}
+	}
 	for _, j := range cfg.JWT {
 		client, err := httpClient(j.Issuer.CertificateAuthority)
 		if err != nil {
@@ -145,6 +171,13 @@ func New(ctx context.Context, cfg *AuthenticationConfiguration, opts Options) (*
 				jwt.WithLeeway(Leeway),
 				jwt.WithTimeFunc(opts.Now),
 			),
+		}
+		if latency != nil {
+			// The children are looked up when a token comes, so that only
+			// results that happened are exposed, as in kube.
+			is := a.issuers[j.Issuer.URL]
+			hash := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(j.Issuer.URL)))
+			is.success, is.failure = latencyObserver{latency, "success", hash}, latencyObserver{latency, "failure", hash}
 		}
 	}
 	ctx, a.stop = context.WithCancel(ctx)
@@ -245,7 +278,15 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*a
 	if is == nil {
 		return nil, false, nil
 	}
+	start := time.Now()
 	u, err := is.authenticate(ctx, token)
+	if is.success != nil {
+		if err != nil {
+			is.failure.Observe(time.Since(start).Seconds())
+		} else {
+			is.success.Observe(time.Since(start).Seconds())
+		}
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("oidc: issuer %q: %w", iss, err)
 	}
@@ -446,3 +487,12 @@ func stringsClaim(claims jwt.MapClaims, name string) ([]string, error) {
 	}
 	return nil, fmt.Errorf("claim %q is neither a string nor an array of strings", name)
 }
+
+// latencyObserver observes into one child of the latency histogram,
+// looked up at each observation (a token verification costs far more).
+type latencyObserver struct {
+	vec          *prometheus.HistogramVec
+	result, hash string
+}
+
+func (l latencyObserver) Observe(v float64) { l.vec.WithLabelValues(l.result, l.hash).Observe(v) }

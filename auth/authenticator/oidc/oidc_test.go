@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/corekube/corekube/auth/authenticator/oidc/oidctest"
 	"github.com/corekube/corekube/auth/user"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // clock is time.Now moved by Advance, for the rate limit of fetches.
@@ -333,4 +336,44 @@ func TestDiscovery(t *testing.T) {
 	cfg.JWT[0].Issuer.CertificateAuthority = ""
 	a = newAuthenticator(t, cfg, nil)
 	refuse(t, a, iss.Sign(t, iss.Claims("alice", "corekube")), "certificate signed by unknown authority")
+}
+
+// TestLatencyMetric: kube's jwt authenticator latency, by result and the
+// issuer URL's hash; tokens of other issuers are not counted.
+func TestLatencyMetric(t *testing.T) {
+	iss := oidctest.New(t)
+	reg := prometheus.NewPedanticRegistry()
+	a, err := New(context.Background(), config(iss), Options{Logger: slog.New(slog.DiscardHandler), Metrics: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	authenticate(t, a, iss.Sign(t, iss.Claims("alice", "corekube")))
+	refuse(t, a, iss.Sign(t, iss.Claims("alice", "someone-else")), "aud")
+	other := oidctest.New(t)
+	if _, ok, err := a.AuthenticateToken(context.Background(), other.Sign(t, other.Claims("bob", "corekube"))); ok || err != nil {
+		t.Fatalf("another issuer's token: %v %v", ok, err)
+	}
+	hash := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(iss.URL)))
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(families) != 1 || len(families[0].GetMetric()) != 2 {
+		t.Fatalf("families %v, want one with a success and a failure series", families)
+	}
+	f := families[0]
+	if f.GetName() != "apiserver_authentication_jwt_authenticator_latency_seconds" ||
+		f.GetHelp() != "[ALPHA] Latency of jwt authentication operations in seconds. This is the time spent authenticating a token for cache miss only (i.e. when the token is not found in the cache)." {
+		t.Errorf("%s: help %q", f.GetName(), f.GetHelp())
+	}
+	for _, m := range f.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["jwt_issuer_hash"] != hash || (labels["result"] != "success" && labels["result"] != "failure") || m.GetHistogram().GetSampleCount() != 1 {
+			t.Errorf("series %v count %d", labels, m.GetHistogram().GetSampleCount())
+		}
+	}
 }

@@ -649,6 +649,7 @@ func (p *Process) builtinStress(args []string, r *result) {
 		r.status = 137
 		return
 	}
+	p.memory = vmBytes * vms
 	if timeout > 0 {
 		p.sleeping, p.sleepUntil = true, p.now.Add(timeout)
 		return

@@ -123,6 +123,9 @@ type Process struct {
 	exitCode int
 	exitAt   time.Time
 	oom      bool
+	// memory is what the process holds in bytes: stress's --vm-bytes
+	// while it runs (released when it ends).
+	memory int64
 }
 
 // Start starts prog at the given time. A nil prog is a server: it runs
@@ -157,6 +160,10 @@ func (p *Process) ExitTime() time.Time { return p.exitAt }
 // memory limit (exit code 137).
 func (p *Process) OOMKilled() bool { return p.oom }
 
+// MemoryUsage is the memory the process holds as of the last Advance, in
+// bytes: what a running stress allocated (--vm-bytes times --vm), else 0.
+func (p *Process) MemoryUsage() int64 { return p.memory }
+
 // WakeAt is the end of the current sleep (zero when not sleeping or
 // sleeping forever): the next instant at which the process does something
 // by itself.
@@ -184,6 +191,7 @@ func (p *Process) Kill(t time.Time, code int) {
 func (p *Process) exit(t time.Time, code int) {
 	p.exited, p.exitCode, p.exitAt = true, code, t
 	p.sleeping, p.blocked = false, false
+	p.memory = 0
 }
 
 // Advance runs the program up to time to.
@@ -195,6 +203,8 @@ func (p *Process) Advance(to time.Time) {
 				return
 			}
 			p.now, p.sleeping = p.sleepUntil, false
+			// Only stress holds memory across a sleep (its --timeout).
+			p.memory = 0
 		}
 		if p.pc >= len(p.prog.code) {
 			p.exit(p.now, p.status)
