@@ -36,6 +36,14 @@ type Config struct {
 	Allocatable v1.ResourceList
 	// Labels are added to the kubelet's own labels (--node-labels).
 	Labels map[string]string
+	// Zones, when set, give node number n the topology.kubernetes.io/zone
+	// label Zones[(n-1) % len(Zones)] (--node-zones), so that topology
+	// spread constraints and zone anti-affinity have domains, as a cloud
+	// provider labels the nodes of a real cluster.
+	Zones []string
+	// Region, when set, is every node's topology.kubernetes.io/region
+	// label (--node-region).
+	Region string
 	// Taints are registered with the node (--register-with-taints).
 	Taints []v1.Taint
 

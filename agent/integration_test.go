@@ -166,6 +166,7 @@ func condition(p *v1.Pod, t v1.PodConditionType) *v1.PodCondition {
 func TestNodesRegisterAndBecomeReady(t *testing.T) {
 	cfg := fastConfig(3)
 	cfg.Labels = map[string]string{"zone": "a"}
+	cfg.Zones, cfg.Region = []string{"z1", "z2"}, "r1"
 	cfg.Taints = []v1.Taint{{Key: "dedicated", Value: "test", Effect: v1.TaintEffectNoSchedule}}
 	e := start(t, cfg)
 	for i := 1; i <= 3; i++ {
@@ -173,6 +174,13 @@ func TestNodesRegisterAndBecomeReady(t *testing.T) {
 		node := e.waitNodeReady(name)
 		if got := node.Labels; got["kubernetes.io/hostname"] != name || got["kubernetes.io/os"] != "linux" || got["kubernetes.io/arch"] == "" || got["zone"] != "a" {
 			t.Errorf("%s labels = %v", name, got)
+		}
+		// Zones round robin from node 1; one region for all.
+		if got, want := node.Labels[v1.LabelTopologyZone], []string{"z1", "z2"}[(i-1)%2]; got != want {
+			t.Errorf("%s zone = %q, want %q", name, got, want)
+		}
+		if got := node.Labels[v1.LabelTopologyRegion]; got != "r1" {
+			t.Errorf("%s region = %q, want r1", name, got)
 		}
 		if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "dedicated" {
 			t.Errorf("%s taints = %v", name, node.Spec.Taints)

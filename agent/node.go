@@ -32,6 +32,7 @@ type node struct {
 	// Config.NodeConfig, else the agent's client).
 	client  kubernetes.Interface
 	name    string
+	num     int    // 1-based node number
 	ip      string // InternalIP
 	podCIDR string
 	bootID  string
@@ -69,6 +70,7 @@ func (a *Agent) newNode(num int, podCIDRs, nodeIPs netip.Prefix) *node {
 		a:       a,
 		client:  a.client,
 		name:    name,
+		num:     num,
 		ip:      ip.String(),
 		podCIDR: cidr.String(),
 		bootID:  string(uuid.NewUUID()),
@@ -130,6 +132,14 @@ func (n *node) labels() map[string]string {
 		v1.LabelArchStable:        goruntime.GOARCH,
 		"beta.kubernetes.io/os":   "linux",
 		"beta.kubernetes.io/arch": goruntime.GOARCH,
+	}
+	// The topology labels come before --node-labels, which may override
+	// them, as the kubelet's --node-labels override what it sets itself.
+	if zones := n.a.cfg.Zones; len(zones) > 0 {
+		l[v1.LabelTopologyZone] = zones[(n.num-1)%len(zones)]
+	}
+	if n.a.cfg.Region != "" {
+		l[v1.LabelTopologyRegion] = n.a.cfg.Region
 	}
 	for k, v := range n.a.cfg.Labels {
 		l[k] = v

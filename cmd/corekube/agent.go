@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -75,6 +76,7 @@ a simulated container runtime, as the kubelet does.`,
 type agentOptions struct {
 	cfg                   agent.Config
 	labels, taints        string
+	zones                 string
 	capacity, allocatable string
 }
 
@@ -85,6 +87,8 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.NodeNamePrefix, "node-name-prefix", agent.DefaultNodeNamePrefix, "nodes are named <prefix>-1 ... <prefix>-<nodes>")
 	f.IntVar(&cfg.FirstNode, "first-node", 1, "number of the first node (for several agent processes sharing a prefix)")
 	f.StringVar(&o.labels, "node-labels", "", "labels added to the nodes: key=value,...")
+	f.StringVar(&o.zones, "node-zones", "", "zones given to the nodes round robin as their "+v1.LabelTopologyZone+" label: a,b,c (node 1 in a, node 2 in b, ...)")
+	f.StringVar(&o.cfg.Region, "node-region", "", "region given to every node as its "+v1.LabelTopologyRegion+" label")
 	f.StringVar(&o.taints, "register-with-taints", "", "taints the nodes register with: key=value:Effect,...")
 	f.StringVar(&o.capacity, "capacity", "", "node capacity, e.g. cpu=4,memory=16Gi,pods=110,ephemeral-storage=100Gi (unset keys keep these defaults)")
 	f.StringVar(&o.allocatable, "allocatable", "", "node allocatable (default: capacity minus the hard memory.available threshold and 10% of ephemeral-storage)")
@@ -124,6 +128,14 @@ func (o *agentOptions) config() (agent.Config, error) {
 	if cfg.Labels, err = parseLabels(o.labels); err != nil {
 		return cfg, fmt.Errorf("--node-labels: %w", err)
 	}
+	if cfg.Zones, err = parseZones(o.zones); err != nil {
+		return cfg, fmt.Errorf("--node-zones: %w", err)
+	}
+	if cfg.Region != "" {
+		if errs := validation.IsValidLabelValue(cfg.Region); len(errs) > 0 {
+			return cfg, fmt.Errorf("--node-region: %q: %s", cfg.Region, strings.Join(errs, "; "))
+		}
+	}
 	if cfg.Taints, err = parseTaints(o.taints); err != nil {
 		return cfg, fmt.Errorf("--register-with-taints: %w", err)
 	}
@@ -149,6 +161,25 @@ func parseLabels(s string) (map[string]string, error) {
 			return nil, fmt.Errorf("%q is not key=value", kv)
 		}
 		out[k] = v
+	}
+	return out, nil
+}
+
+// parseZones reads a,b,c: label values, none empty.
+func parseZones(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, z := range strings.Split(s, ",") {
+		z = strings.TrimSpace(z)
+		if z == "" {
+			return nil, fmt.Errorf("%q has an empty zone", s)
+		}
+		if errs := validation.IsValidLabelValue(z); len(errs) > 0 {
+			return nil, fmt.Errorf("%q: %s", z, strings.Join(errs, "; "))
+		}
+		out = append(out, z)
 	}
 	return out, nil
 }

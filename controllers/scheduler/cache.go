@@ -4,8 +4,10 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unique"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // bindAllHostIP is the host IP of a port that names none.
@@ -58,9 +60,37 @@ type nodeInfo struct {
 	nonZero   resources // the same with kube's scoring defaults
 	pods      int
 	ports     map[hostPort]int
-	// podList is the node's pods, for preemption (kept by nodeCache, not
-	// by addPod and removePod, which also serve simulated copies).
-	podList []*assignedPod
+
+	// What the pod-topology plugins read, apart: the filters and scores
+	// every pod runs read the fields above, which stay in few cache lines.
+	*nodeTopology
+}
+
+// nodeTopology is a node's share of the pod-topology plugins' data.
+type nodeTopology struct {
+	// podList is the node's pods, in no order (PodTopologySpread counts
+	// them, InterPodAffinity matches them against a pod's terms);
+	// withAffinity those of them with inter-pod affinity terms, the only
+	// ones a pod without terms of its own must look at.
+	podList      []*assignedPod
+	withAffinity []*assignedPod
+	// owners counts the node's pods (not terminating) by controller: the
+	// system default spreading counts a controller's pods on every node
+	// of the cluster, a lookup here rather than a pass over the pods.
+	owners map[types.UID]int32
+	// zone and hostname are the node's well-known topology labels, read
+	// for every node by the spreading defaults without a map lookup.
+	zone, hostname       string
+	hasZone, hasHostname bool
+}
+
+// podsOn lists the node's pods (in no order); nil for a node the cache
+// has neither the object nor any pod of.
+func (ni *nodeInfo) podsOn() []*assignedPod {
+	if ni.nodeTopology == nil {
+		return nil
+	}
+	return ni.podList
 }
 
 // setNode records the node's latest object and reports whether anything
@@ -69,6 +99,11 @@ func (ni *nodeInfo) setNode(node *v1.Node) bool {
 	old := ni.node
 	ni.node = node
 	ni.taints = effectiveTaints(node)
+	if ni.nodeTopology == nil {
+		ni.nodeTopology = &nodeTopology{}
+	}
+	ni.zone, ni.hasZone = node.Labels[v1.LabelTopologyZone]
+	ni.hostname, ni.hasHostname = node.Labels[v1.LabelHostname]
 	ni.allocatable, ni.allowedPods = nodeAllocatable(node)
 	if old == nil {
 		return true
@@ -77,6 +112,18 @@ func (ni *nodeInfo) setNode(node *v1.Node) bool {
 		!reflect.DeepEqual(old.Labels, node.Labels) ||
 		!reflect.DeepEqual(effectiveTaints(old), ni.taints) ||
 		!reflect.DeepEqual(old.Status.Allocatable, node.Status.Allocatable)
+}
+
+// label is the node's value of label key.
+func (ni *nodeInfo) label(key string) (string, bool) {
+	switch key {
+	case v1.LabelTopologyZone:
+		return ni.zone, ni.hasZone
+	case v1.LabelHostname:
+		return ni.hostname, ni.hasHostname
+	}
+	v, ok := ni.node.Labels[key]
+	return v, ok
 }
 
 // effectiveTaints are the node's taints and the one its Ready condition
@@ -119,6 +166,39 @@ func (ni *nodeInfo) addPod(p *assignedPod) {
 	}
 }
 
+// addTopology records a cached pod in the node's pod-topology data. The
+// nodeCache calls it, not addPod, so that a copy of a nodeInfo that
+// simulates pods coming and going (preemption) never writes the shared
+// nodeTopology.
+func (ni *nodeInfo) addTopology(p *assignedPod) {
+	if ni.nodeTopology == nil {
+		ni.nodeTopology = &nodeTopology{}
+	}
+	ni.podList = append(ni.podList, p)
+	if p.owner != "" && !p.terminating {
+		if ni.owners == nil {
+			ni.owners = map[types.UID]int32{}
+		}
+		ni.owners[p.owner]++
+	}
+	if p.affinity != nil {
+		ni.withAffinity = append(ni.withAffinity, p)
+	}
+}
+
+// without removes p from pods (order is not kept).
+func without(pods []*assignedPod, p *assignedPod) []*assignedPod {
+	for i, q := range pods {
+		if q == p {
+			last := len(pods) - 1
+			pods[i] = pods[last]
+			pods[last] = nil
+			return pods[:last]
+		}
+	}
+	return pods
+}
+
 func (ni *nodeInfo) removePod(p *assignedPod) {
 	ni.requested.Sub(p.req)
 	ni.nonZero.Sub(p.nonZero)
@@ -127,6 +207,19 @@ func (ni *nodeInfo) removePod(p *assignedPod) {
 		if ni.ports[hp]--; ni.ports[hp] <= 0 {
 			delete(ni.ports, hp)
 		}
+	}
+}
+
+// removeTopology undoes addTopology.
+func (ni *nodeInfo) removeTopology(p *assignedPod) {
+	ni.podList = without(ni.podList, p)
+	if p.owner != "" && !p.terminating {
+		if ni.owners[p.owner]--; ni.owners[p.owner] <= 0 {
+			delete(ni.owners, p.owner)
+		}
+	}
+	if p.affinity != nil {
+		ni.withAffinity = without(ni.withAffinity, p)
 	}
 }
 
@@ -163,7 +256,14 @@ type assignedPod struct {
 	// assumed marks a pod the scheduler placed whose binding the informer
 	// has not shown yet.
 	assumed bool
-	idx     int // in its node's podList
+
+	// What the pod-topology plugins read (podtopology.go).
+	ns          string
+	labels      map[string]string
+	lset        *labelSet // labels, shared; set by nodeCache.setPod
+	owner       types.UID // controller, for the default spreading
+	terminating bool
+	affinity    *podAffinity // nil: no inter-pod affinity terms
 }
 
 // nodeCache holds every node and every bound or assumed pod.
@@ -173,10 +273,26 @@ type nodeCache struct {
 	list  []*nodeInfo
 	pods  map[string]*assignedPod
 	dirty bool // list needs rebuilding
+	// affinityPods counts the pods with inter-pod affinity terms: while
+	// it is 0, a pod without terms of its own skips InterPodAffinity.
+	affinityPods int
+	// labelSets are the distinct label sets of the cached pods.
+	labelSets map[string]*labelSet
+	// affinities are the distinct inter-pod affinity terms of the cached
+	// pods, by podAffinity.key.
+	affinities map[string]*podAffinity
+	// epoch numbers the attempts, for podAffinity.memo.
+	epoch uint64
+}
+
+// nextEpoch starts an attempt: memos of earlier ones are stale.
+func (c *nodeCache) nextEpoch() uint64 {
+	c.epoch++
+	return c.epoch
 }
 
 func newNodeCache() *nodeCache {
-	return &nodeCache{nodes: map[string]*nodeInfo{}, pods: map[string]*assignedPod{}}
+	return &nodeCache{nodes: map[string]*nodeInfo{}, pods: map[string]*assignedPod{}, labelSets: map[string]*labelSet{}, affinities: map[string]*podAffinity{}}
 }
 
 func (c *nodeCache) info(name string) *nodeInfo {
@@ -236,10 +352,41 @@ func (c *nodeCache) setPod(key string, p *assignedPod) (left string) {
 		}
 	}
 	c.pods[key] = p
+	// Shared label sets and namespace strings keep the pod-topology
+	// plugins' passes over every pod in few cache lines.
+	p.ns = unique.Make(p.ns).Value()
+	if p.owner != "" {
+		p.owner = types.UID(unique.Make(string(p.owner)).Value())
+	}
+	if len(p.labels) > 0 {
+		k := labelsKey(p.labels)
+		ls := c.labelSets[k]
+		if ls == nil {
+			ls = &labelSet{labels: p.labels, key: k}
+			c.labelSets[k] = ls
+		}
+		ls.refs++
+		p.lset, p.labels = ls, ls.labels
+	}
+	if a := p.affinity; a != nil {
+		c.affinityPods++
+		if a.key != "" {
+			if shared := c.affinities[a.key]; shared != nil {
+				a = shared
+			} else {
+				// A pending pod's entry may still hold it: copy.
+				cp := *a
+				cp.memo = affinityMemo{}
+				a = &cp
+				c.affinities[a.key] = a
+			}
+			a.refs++
+			p.affinity = a
+		}
+	}
 	ni := c.info(p.node)
 	ni.addPod(p)
-	p.idx = len(ni.podList)
-	ni.podList = append(ni.podList, p)
+	ni.addTopology(p)
 	return left
 }
 
@@ -250,16 +397,25 @@ func (c *nodeCache) removePod(key string) string {
 		return ""
 	}
 	delete(c.pods, key)
+	if ls := p.lset; ls != nil {
+		if ls.refs--; ls.refs == 0 {
+			delete(c.labelSets, ls.key)
+		}
+	}
+	if a := p.affinity; a != nil {
+		c.affinityPods--
+		if a.key != "" && c.affinities[a.key] == a {
+			if a.refs--; a.refs == 0 {
+				delete(c.affinities, a.key)
+			}
+		}
+	}
 	ni := c.nodes[p.node]
 	if ni == nil {
 		return p.node
 	}
 	ni.removePod(p)
-	last := len(ni.podList) - 1
-	ni.podList[p.idx] = ni.podList[last]
-	ni.podList[p.idx].idx = p.idx
-	ni.podList[last] = nil
-	ni.podList = ni.podList[:last]
+	ni.removeTopology(p)
 	if ni.node == nil && ni.pods == 0 {
 		delete(c.nodes, p.node)
 	}

@@ -26,11 +26,46 @@
 //     "Insufficient cpu", ...). A pod's request is kube's: the sum over its
 //     containers and sidecars, at least the largest init container (plus the
 //     sidecars started before it), plus overhead.
+//   - PodTopologySpread: each DoNotSchedule constraint of the pod
+//     (maxSkew, topologyKey, labelSelector plus matchLabelKeys, minDomains,
+//     nodeAffinityPolicy, nodeTaintsPolicy): the pods its selector matches
+//     in the node's domain, plus the pod if it matches, may exceed the
+//     global minimum (0 while there are fewer domains than minDomains) by
+//     maxSkew at most ("node(s) didn't match pod topology spread
+//     constraints", or "... (missing required label)" when the node lacks
+//     the key). Domains are the values of the key on the nodes that have
+//     every constraint's key and pass the inclusion policies.
+//   - InterPodAffinity: the required affinity terms (every term's domain
+//     on the node must hold a pod matching all terms, unless no pod does
+//     and the pod matches them itself: "node(s) didn't match pod affinity
+//     rules"), the required anti-affinity terms ("node(s) didn't match pod
+//     anti-affinity rules") and the existing pods' required anti-affinity
+//     terms that select the pod ("node(s) didn't satisfy existing pods
+//     anti-affinity rules"). Terms cover the pod's namespace, or their
+//     namespaces and the namespaces their namespaceSelector selects (the
+//     scheduler watches namespaces for their labels); matchLabelKeys and
+//     mismatchLabelKeys were merged into the selector when the pod was
+//     created, as kube-apiserver does.
 //
 // Feasible nodes are scored as kube's default profile does for these
 // plugins: TaintToleration (PreferNoSchedule taints, weight 3),
 // NodeAffinity (preferred terms, weight 2), NodeResourcesFit least
-// allocated (weight 1) and NodeResourcesBalancedAllocation (weight 1).
+// allocated (weight 1), NodeResourcesBalancedAllocation (weight 1),
+// PodTopologySpread (weight 2: the ScheduleAnyway constraints, fewer
+// matching pods in the node's domains is better, each weighed by the log
+// of the number of domains) and InterPodAffinity (weight 2: the weights of
+// the pod's preferred terms, and of the existing pods' preferred terms and
+// required affinity terms (weight 1) that match it, summed per domain and
+// scaled between the lowest and highest node).
+//
+// A pod without spread constraints gets kube's system default ones
+// (hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway). Kube applies them
+// when a Service, ReplicationController, ReplicaSet or StatefulSet selects
+// the pod and counts the pods all of those select; corekube applies them
+// when the pod's controller is a ReplicaSet, StatefulSet or
+// ReplicationController and counts that controller's pods, which is the
+// same set unless selectors overlap. Pods that only a Service selects are
+// not spread by default.
 // Ties go round robin. Like kube, a large cluster is searched from a
 // rotating start until enough feasible nodes are found
 // (percentageOfNodesToScore).
@@ -84,16 +119,29 @@
 // One pod informer (every pod not Succeeded or Failed) and one node
 // informer feed an in-memory cache: per node the sum of the requests of
 // the pods bound or being bound to it, its pod count and used host ports,
-// updated as pods come and go, never recomputed per attempt. Pods waiting
-// to be placed sit in a priority heap (those backing off first wait in a
-// client-go delaying queue); one goroutine
+// updated as pods come and go, never recomputed per attempt. For the
+// pod-topology plugins each node also lists its pods, those with inter-pod
+// affinity terms apart, and counts its pods per controller; pods sharing
+// labels share one label set, which remembers the latest selectors'
+// verdicts, and pods with equal inter-pod affinity terms share them, which
+// remember whether they select the pod of the current attempt.
+// PodTopologySpread and InterPodAffinity count over the cluster once per
+// attempt (kube's PreFilter and PreScore), and only when the pod has
+// constraints or terms, a controller (default spreading) or some existing
+// pod has terms: other pods cost nothing more. Pods waiting to be placed
+// sit in a priority heap (those backing off first wait in a client-go
+// delaying queue); one goroutine
 // decides, a pool of workers talks to the API server (bindings, status
 // patches), so a decision is assumed in the cache at once and the next
 // pod does not wait for the network.
 //
 // A pod that does not fit is parked. It is tried again, after its back-off
-// (1s doubling to 10s), when a node is added or changes, or a pod leaves a
-// node, in a way that lets it fit that node; and in any case after
+// (1s doubling to 10s), when a node is added or changes, or a pod leaves
+// or (while pods wait) arrives on a node or changes its labels there, and
+// the node now passes the pod's node-level filters (the pod-topology
+// filters are not checked there: a pod coming or going is what a spread
+// or affinity constraint waits for); a namespace's labels changing
+// retries nobody; and in any case after
 // MaxUnschedulableDuration (5 minutes), as kube's scheduling queue does.
 //
 // # Metrics
@@ -103,13 +151,15 @@
 // scheduler_scheduling_attempt_duration_seconds, scheduler_pending_pods
 // (counted from the pending pods when scraped, so that scheduling keeps no
 // counts), scheduler_pod_scheduling_sli_duration_seconds,
-// scheduler_pod_scheduling_attempts, scheduler_queue_incoming_pods_total
+// scheduler_pod_scheduling_attempts, scheduler_queue_incoming_pods_total,
 // scheduler_preemption_attempts_total (every run of the preemption
 // post-filter) and scheduler_preemption_victims. Recording a
 // placed pod costs about 0.5µs and no allocation (BenchmarkAttemptMetrics).
 //
 // # Not done
 //
-// Inter-pod affinity and anti-affinity, topology spread constraints, volumes,
-// image locality, extenders and profiles other than the default one.
+// Volumes, image locality, extenders and profiles other than the default
+// one. Preemption's dry run checks resources and ports with the victims
+// removed, not the pod-topology filters as kube's does (it tries only the
+// nodes that failed on resources or ports).
 package scheduler

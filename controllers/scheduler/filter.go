@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Kube's reasons, word for word.
@@ -66,6 +67,17 @@ type podEntry struct {
 	matcher                nodeMatcher
 	preferred              []preferredTerm
 	toleratesUnschedulable bool
+
+	// For InterPodAffinity and PodTopologySpread (podtopology.go).
+	affinity *podAffinity       // nil: no terms
+	spread   []spreadConstraint // the pod's own constraints
+	owner    types.UID          // controller, for the default constraints
+}
+
+// usesPodTopology reports whether the pod's placement depends on where
+// other pods are, so that a pod arriving on a node may let it fit.
+func (e *podEntry) usesPodTopology() bool {
+	return (e.affinity != nil && len(e.affinity.required) > 0) || len(e.spread) > 0
 }
 
 func newPodEntry(key string, pod *v1.Pod) *podEntry {
@@ -84,6 +96,9 @@ func (e *podEntry) setPod(pod *v1.Pod) {
 	e.ports = podHostPorts(pod)
 	e.matcher = newNodeMatcher(pod)
 	e.preferred = preferredTerms(pod)
+	e.affinity = parsePodAffinity(pod)
+	e.spread = spreadConstraints(pod)
+	e.owner = spreadOwner(pod)
 	e.toleratesUnschedulable = tolerated(pod.Spec.Tolerations, &v1.Taint{Key: v1.TaintNodeUnschedulable, Effect: v1.TaintEffectNoSchedule})
 }
 
@@ -114,6 +129,11 @@ const (
 	failAffinity
 	failPorts
 	failResources
+	failSpread
+	failSpreadLabel
+	failPodAffinity
+	failPodAntiAffinity
+	failExistingAntiAffinity
 )
 
 // failure is why one node cannot take the pod.
@@ -128,7 +148,11 @@ type failure struct {
 // unresolvable reports kube's UnschedulableAndUnresolvable: removing
 // pods from the node (preemption) would not help.
 func (f *failure) unresolvable() bool {
-	return f.kind == failUnschedulable || f.kind == failTaint || f.kind == failAffinity
+	switch f.kind {
+	case failUnschedulable, failTaint, failAffinity, failSpreadLabel, failPodAffinity:
+		return true
+	}
+	return false
 }
 
 // reasons are the node's entries in kube's "0/N nodes are available" list.
@@ -144,13 +168,32 @@ func (f *failure) reasons() []string {
 		return []string{reasonPorts}
 	case failResources:
 		return f.insufficient
+	case failSpread:
+		return []string{reasonSpread}
+	case failSpreadLabel:
+		return []string{reasonSpreadMissingLabel}
+	case failPodAffinity:
+		return []string{reasonPodAffinity}
+	case failPodAntiAffinity:
+		return []string{reasonPodAntiAffinity}
+	case failExistingAntiAffinity:
+		return []string{reasonExistingAntiAffinity}
 	}
 	return nil
 }
 
+// topologyFilters are PodTopologySpread's and InterPodAffinity's
+// PreFilter results for one attempt; nil ones (and a nil
+// *topologyFilters) have nothing to check.
+type topologyFilters struct {
+	spread   *spreadFilter
+	affinity *affinityFilter
+}
+
 // filter runs kube's filters in plugin order and stops at the first that
-// rejects the node.
-func filter(e *podEntry, ni *nodeInfo) failure {
+// rejects the node. PodTopologySpread and InterPodAffinity, last in
+// kube's order, run when tf has them.
+func filter(e *podEntry, ni *nodeInfo, tf *topologyFilters) failure {
 	node := ni.node
 	if node.Spec.Unschedulable && !e.toleratesUnschedulable {
 		return failure{kind: failUnschedulable}
@@ -174,6 +217,18 @@ func filter(e *podEntry, ni *nodeInfo) failure {
 	}
 	if insufficient := insufficientResources(e, ni); len(insufficient) > 0 {
 		return failure{kind: failResources, insufficient: insufficient}
+	}
+	if tf != nil {
+		if tf.spread != nil {
+			if k := tf.spread.check(ni); k != fits {
+				return failure{kind: k}
+			}
+		}
+		if tf.affinity != nil {
+			if k := tf.affinity.check(node); k != fits {
+				return failure{kind: k}
+			}
+		}
 	}
 	return failure{kind: fits}
 }

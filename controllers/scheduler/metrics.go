@@ -36,6 +36,7 @@ const (
 	eventNodeCondition          = "NodeUpdateNodeCondition"
 	eventAssignedPodUpdate      = "AssignedPodUpdate"
 	eventAssignedPodDelete      = "AssignedPodDelete"
+	eventAssignedPodAdd         = "AssignedPodAdd"
 
 	// maxAttemptsLabel: kube's attempts label stops counting at 15 ("15+").
 	maxAttemptsLabel = 15

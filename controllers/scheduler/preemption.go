@@ -141,6 +141,8 @@ func simNode(sim, ni *nodeInfo) {
 		name: ni.name, node: ni.node, taints: ni.taints,
 		allocatable: ni.allocatable, allowedPods: ni.allowedPods,
 		requested: ni.requested.Clone(), pods: ni.pods,
+		// Shared, read only: the topology filters read the node's labels.
+		nodeTopology: ni.nodeTopology,
 	}
 	if len(ni.ports) > 0 {
 		sim.ports = make(map[hostPort]int, len(ni.ports))
@@ -171,7 +173,10 @@ func selectVictims(e *podEntry, ni *nodeInfo, nominated []*podEntry, lower []*as
 	for _, p := range lower {
 		sim.removePod(p)
 	}
-	if f := filter(e, &sim); f.kind != fits {
+	// Resources and ports only: the pod-topology filters are not run
+	// again with the victims gone, as kube's are (the nodes tried failed
+	// on resources or ports; see doc.go).
+	if f := filter(e, &sim, nil); f.kind != fits {
 		return nil, 0, f, false
 	}
 	potential := slices.Clone(lower)
@@ -187,7 +192,7 @@ func selectVictims(e *podEntry, ni *nodeInfo, nominated []*podEntry, lower []*as
 	violating, nonViolating := splitByPDBViolation(potential, pdbs)
 	reprieve := func(p *assignedPod) bool {
 		sim.addPod(p)
-		if filter(e, &sim).kind == fits {
+		if filter(e, &sim, nil).kind == fits {
 			return true
 		}
 		sim.removePod(p)
@@ -311,7 +316,7 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 	// lower lists the pods on ni of lower priority: the possible victims.
 	lower := func(ni *nodeInfo) []*assignedPod {
 		var out []*assignedPod
-		for _, p := range ni.podList {
+		for _, p := range ni.podsOn() {
 			if p.priority < e.priority && p.pod != nil {
 				out = append(out, p)
 			}

@@ -26,6 +26,10 @@ import (
 // it took and the CPU both used. It runs only when COREKUBE_SCALE is set:
 //
 //	COREKUBE_SCALE=1 go test -run TestScale -v -timeout 30m ./controllers/scheduler/
+//
+// The nodes are in three zones; with COREKUBE_SCALE_SPREAD=1 every pod
+// carries kube's usual spreading: a zone constraint (maxSkew 1,
+// DoNotSchedule) and a hostname one (ScheduleAnyway) over its app label.
 func TestScale(t *testing.T) {
 	if os.Getenv("COREKUBE_SCALE") == "" {
 		t.Skip("set COREKUBE_SCALE=1 to run")
@@ -35,7 +39,7 @@ func TestScale(t *testing.T) {
 	c := srv.Client
 	ctx := context.Background()
 	parallel(t, numNodes, 32, func(i int) error {
-		_, err := registerNode(c, fmt.Sprintf("node-%04d", i), "32", "128Gi", "110")
+		_, err := registerNode(c, fmt.Sprintf("node-%04d", i), "32", "128Gi", "110", withLabels(v1.LabelTopologyZone, fmt.Sprintf("zone-%d", i%3)))
 		return err
 	})
 	cfg := fastConfig()
@@ -65,12 +69,23 @@ func TestScale(t *testing.T) {
 		}
 	}()
 
+	spread := os.Getenv("COREKUBE_SCALE_SPREAD") != ""
 	cpu0, start := cpuTime(), time.Now()
 	parallel(t, numPods, 32, func(i int) error {
-		_, err := c.CoreV1().Pods(ns).Create(ctx, &v1.Pod{
+		pod := &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Namespace: ns},
 			Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-		}, metav1.CreateOptions{})
+		}
+		if spread {
+			app := fmt.Sprintf("app-%d", i%10)
+			pod.Labels = map[string]string{"app": app}
+			sel := &metav1.LabelSelector{MatchLabels: pod.Labels}
+			pod.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{
+				{MaxSkew: 1, TopologyKey: v1.LabelTopologyZone, WhenUnsatisfiable: v1.DoNotSchedule, LabelSelector: sel},
+				{MaxSkew: 1, TopologyKey: v1.LabelHostname, WhenUnsatisfiable: v1.ScheduleAnyway, LabelSelector: sel},
+			}
+		}
+		_, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		return err
 	})
 	created := time.Since(start)
@@ -83,8 +98,8 @@ func TestScale(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
-	t.Logf("%d pods on %d nodes: created in %v, all bound after %v (%.0f pods/s); process CPU %v (%.2f cores); heap %d MiB",
-		numPods, numNodes, created.Round(time.Millisecond), elapsed.Round(time.Millisecond), float64(numPods)/elapsed.Seconds(),
+	t.Logf("spreading %v: %d pods on %d nodes: created in %v, all bound after %v (%.0f pods/s); process CPU %v (%.2f cores); heap %d MiB",
+		spread, numPods, numNodes, created.Round(time.Millisecond), elapsed.Round(time.Millisecond), float64(numPods)/elapsed.Seconds(),
 		cpu.Round(time.Millisecond), cpu.Seconds()/elapsed.Seconds(), ms.HeapAlloc>>20)
 }
 

@@ -39,7 +39,8 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 		// An assumed pod's nomination ends: its requests now count on its
 		// node as a pod's.
 		s.nominate(e, "")
-		s.cache.setPod(key, &assignedPod{pod: pod, priority: e.priority, node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true})
+		s.cache.setPod(key, &assignedPod{pod: pod, priority: e.priority, node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true,
+			ns: pod.Namespace, labels: pod.Labels, owner: e.owner, affinity: e.affinity})
 		a := attempt{start: start, first: e.firstAttempt, n: e.attempts + 1}
 		s.mu.Unlock()
 		s.submit(ctx, func(ctx context.Context) { s.bind(ctx, key, pod, node, a) })
@@ -73,10 +74,18 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	if n == 0 {
 		return "", msgNoNodes
 	}
+	// PreFilter: the pod-topology plugins count over every node once.
+	var tf *topologyFilters
+	spread := newSpreadFilter(e, nodes)
+	epoch := s.cache.nextEpoch()
+	affinity := newAffinityFilter(e, nodes, s.cache.affinityPods, s.nsLabels, epoch)
+	if spread != nil || affinity != nil {
+		tf = &topologyFilters{spread: spread, affinity: affinity}
+	}
 	// kube's evaluateNominatedNode: a pod that preempted tries the node
 	// it made room on first.
 	if e.nominated != "" {
-		if ni := s.cache.nodes[e.nominated]; ni != nil && ni.node != nil && s.filterNode(e, ni).kind == fits {
+		if ni := s.cache.nodes[e.nominated]; ni != nil && ni.node != nil && s.filterNode(e, ni, tf).kind == fits {
 			return ni.name, ""
 		}
 	}
@@ -91,9 +100,9 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 		processed++
 		var f failure
 		if withNominated {
-			f = s.filterNode(e, ni)
+			f = s.filterNode(e, ni, tf)
 		} else {
-			f = filter(e, ni)
+			f = filter(e, ni, tf)
 		}
 		if f.kind == fits {
 			feasible = append(feasible, ni)
@@ -107,7 +116,8 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	if len(feasible) == 0 {
 		return "", fitErrorMessage(n, failures)
 	}
-	best := scoreNodes(e, feasible, &s.buf)
+	extra := s.topologyScores(e, nodes, feasible, epoch)
+	best := scoreNodes(e, feasible, extra, &s.buf)
 	pick := best[0]
 	if len(best) > 1 {
 		pick = best[s.tie%len(best)]
@@ -116,13 +126,43 @@ func (s *Scheduler) decide(e *podEntry) (node, msg string) {
 	return feasible[pick].name, ""
 }
 
+// topologyScores are the weighted InterPodAffinity and PodTopologySpread
+// scores of the feasible nodes, nil when both score every node alike.
+func (s *Scheduler) topologyScores(e *podEntry, nodes, feasible []*nodeInfo, epoch uint64) []int64 {
+	buf := &s.buf
+	affinity := affinityScores(e, nodes, feasible, s.cache.affinityPods, s.nsLabels, epoch, buf.affinity)
+	spread := spreadScores(e, nodes, feasible, buf.spread)
+	if affinity == nil && spread == nil {
+		return nil
+	}
+	if affinity != nil {
+		buf.affinity = affinity
+	}
+	if spread != nil {
+		buf.spread = spread
+	}
+	extra := buf.extra[:0]
+	for i := range feasible {
+		var total int64
+		if affinity != nil {
+			total += weightInterPodAffinity * affinity[i]
+		}
+		if spread != nil {
+			total += weightTopologySpread * spread[i]
+		}
+		extra = append(extra, total)
+	}
+	buf.extra = extra
+	return extra
+}
+
 // filterNode is filter with the pods nominated to ni that are at least as
 // important as e counted as if they ran there (kube's
 // RunFilterPluginsWithNominatedPods): room made by preemption is kept for
 // the preemptor. s.mu is held.
-func (s *Scheduler) filterNode(e *podEntry, ni *nodeInfo) failure {
+func (s *Scheduler) filterNode(e *podEntry, ni *nodeInfo, tf *topologyFilters) failure {
 	if len(s.nominated) == 0 {
-		return filter(e, ni)
+		return filter(e, ni, tf)
 	}
 	var sim *nodeInfo
 	for _, n := range s.nominated[ni.name] {
@@ -136,9 +176,9 @@ func (s *Scheduler) filterNode(e *podEntry, ni *nodeInfo) failure {
 		sim.addPod(&assignedPod{req: n.req, nonZero: n.nonZero, ports: n.ports})
 	}
 	if sim == nil {
-		return filter(e, ni)
+		return filter(e, ni, tf)
 	}
-	return filter(e, sim)
+	return filter(e, sim, tf)
 }
 
 // numFeasibleNodesToFind is kube's: small clusters are searched whole,

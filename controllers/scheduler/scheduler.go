@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/corekube/corekube/controllers/useragent"
 	"log/slog"
+	"maps"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,9 @@ type Scheduler struct {
 	pending map[string]*podEntry // pods to place, by namespace/name
 	waiting map[string]*podEntry // the pending pods parked or failing
 	dirty   map[string]struct{}  // nodes that changed since the last move pass
+	// nsLabels are the namespaces' labels, by name, for inter-pod
+	// affinity's namespaceSelector.
+	nsLabels map[string]map[string]string
 	// dirtyEvent is kube's event label for the latest change in dirty
 	// (scheduler_queue_incoming_pods_total).
 	dirtyEvent string
@@ -88,6 +92,7 @@ func New(client kubernetes.Interface, cfg Config) *Scheduler {
 		waiting:   map[string]*podEntry{},
 		dirty:     map[string]struct{}{},
 		nominated: map[string][]*podEntry{},
+		nsLabels:  map[string]map[string]string{},
 		moveCh:    make(chan struct{}, 1),
 		apiCh:     make(chan func(context.Context), cfg.APIWorkers),
 	}
@@ -149,10 +154,12 @@ func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, erro
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nonTerminalPods }),
 		informers.WithTransform(stripPod))
 	nodeFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(stripNode))
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(stripNamespace))
 	stop := func() {
 		cancel()
 		podFactory.Shutdown()
 		nodeFactory.Shutdown()
+		nsFactory.Shutdown()
 		s.queue.ShutDown()
 	}
 	podReg, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -173,6 +180,15 @@ func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, erro
 		stop()
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	nsReg, err := nsFactory.Core().V1().Namespaces().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    s.onNamespace,
+		UpdateFunc: func(_, obj any) { s.onNamespace(obj) },
+		DeleteFunc: s.onNamespaceDelete,
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
 	// Preemption reads the budgets as kube's DefaultPreemption does, from
 	// an informer: best effort, a budget a moment old is good enough.
 	pdbInformer := nodeFactory.Policy().V1().PodDisruptionBudgets()
@@ -180,9 +196,10 @@ func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, erro
 	pdbSynced := pdbInformer.Informer().HasSynced
 	podFactory.Start(informerCtx.Done())
 	nodeFactory.Start(informerCtx.Done())
+	nsFactory.Start(informerCtx.Done())
 	// The handlers must have seen every pod before the first decision, or
 	// the per-node sums would be short.
-	if !cache.WaitForCacheSync(informerCtx.Done(), podReg.HasSynced, nodeReg.HasSynced, pdbSynced) {
+	if !cache.WaitForCacheSync(informerCtx.Done(), podReg.HasSynced, nodeReg.HasSynced, nsReg.HasSynced, pdbSynced) {
 		stop()
 		return nil, ctx.Err()
 	}
@@ -275,16 +292,33 @@ func (s *Scheduler) onPod(obj any) {
 	defer s.mu.Unlock()
 	if pod.Spec.NodeName != "" {
 		s.dropPending(key)
-		left := s.cache.setPod(key, &assignedPod{
+		p := &assignedPod{
 			pod:      pod,
 			priority: podPriority(pod),
 			node:     pod.Spec.NodeName,
 			req:      podRequests(pod, false),
 			nonZero:  podRequests(pod, true),
 			ports:    podHostPorts(pod),
-		})
+		}
+		p.setTopology(pod)
+		known := s.cache.pods[key]
+		isNew := known == nil || known.assumed
+		relabelled := !isNew && !maps.Equal(known.labels, pod.Labels)
+		left := s.cache.setPod(key, p)
 		if left != "" {
 			s.markDirty(left, eventAssignedPodUpdate)
+		}
+		// A pod arriving on a node, or changing its labels there, may let
+		// a waiting pod with inter-pod affinity or spreading fit (kube's
+		// AssignedPodAdd and AssignedPodUpdate); only worth a move pass
+		// when pods wait.
+		if len(s.waiting) > 0 {
+			switch {
+			case isNew:
+				s.markDirty(pod.Spec.NodeName, eventAssignedPodAdd)
+			case relabelled:
+				s.markDirty(pod.Spec.NodeName, eventAssignedPodUpdate)
+			}
 		}
 		return
 	}
@@ -374,6 +408,26 @@ func (s *Scheduler) onNodeDelete(obj any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cache.deleteNode(key)
+}
+
+func (s *Scheduler) onNamespace(obj any) {
+	ns, ok := obj.(*v1.Namespace)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nsLabels[ns.Name] = ns.Labels
+}
+
+func (s *Scheduler) onNamespaceDelete(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.nsLabels, key)
 }
 
 // dropPending forgets a pod that no longer waits; s.mu is held.
@@ -499,8 +553,12 @@ func (s *Scheduler) moveForDirtyNodes() {
 	clear(s.dirty)
 	event := s.dirtyEvent
 	for _, e := range s.waiting {
+		// The node filters alone are the hint: a pod whose placement
+		// depends on other pods (spreading, affinity) is retried when a
+		// changed node passes them, as a pod coming or going there may be
+		// what it waited for.
 		for _, ni := range nodes {
-			if f := filter(e, ni); f.kind == fits {
+			if f := filter(e, ni, nil); f.kind == fits {
 				if e.state == stateParked {
 					s.requeue(e, event)
 				} else {

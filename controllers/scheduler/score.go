@@ -19,11 +19,14 @@ const (
 type scoreBuf struct {
 	counts []int64
 	best   []int
+	// the pod-topology plugins' scores (topologyScores)
+	affinity, spread, extra []int64
 }
 
 // scoreNodes scores the feasible nodes as kube's default profile does and
-// returns the indices of those with the best total.
-func scoreNodes(e *podEntry, feasible []*nodeInfo, buf *scoreBuf) []int {
+// returns the indices of those with the best total. extra, when not nil,
+// holds the weighted scores of the plugins scored elsewhere.
+func scoreNodes(e *podEntry, feasible []*nodeInfo, extra []int64, buf *scoreBuf) []int {
 	n := len(feasible)
 	if cap(buf.counts) < 2*n {
 		buf.counts = make([]int64, 2*n)
@@ -64,6 +67,9 @@ func scoreNodes(e *podEntry, feasible []*nodeInfo, buf *scoreBuf) []int {
 			weightNodeAffinity*affinityScore +
 			weightLeastAllocated*leastAllocated(e, ni) +
 			weightBalancedAllocate*balancedAllocation(e, ni)
+		if extra != nil {
+			total += extra[i]
+		}
 		switch {
 		case total > top:
 			top = total

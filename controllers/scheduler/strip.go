@@ -41,8 +41,13 @@ func stripPod(obj any) (any, error) {
 			StartTime: pod.Status.StartTime,
 		},
 	}
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
-		out.Spec.Affinity = &v1.Affinity{NodeAffinity: a.NodeAffinity}
+	if a := pod.Spec.Affinity; a != nil && (a.NodeAffinity != nil || a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		out.Spec.Affinity = &v1.Affinity{NodeAffinity: a.NodeAffinity, PodAffinity: a.PodAffinity, PodAntiAffinity: a.PodAntiAffinity}
+	}
+	out.Spec.TopologySpreadConstraints = pod.Spec.TopologySpreadConstraints
+	// Only the controller reference: the default spreading reads it.
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		out.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	// PodScheduled for the scheduler's own status writes; DisruptionTarget
 	// tells a pod terminating because it was preempted.
@@ -72,6 +77,15 @@ func stripContainers(cs []v1.Container) []v1.Container {
 		}
 	}
 	return out
+}
+
+// stripNamespace keeps a namespace's name and labels.
+func stripNamespace(obj any) (any, error) {
+	ns, ok := obj.(*v1.Namespace)
+	if !ok {
+		return obj, nil
+	}
+	return &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels}}, nil
 }
 
 // stripNode drops the parts of a node the scheduler never reads.

@@ -275,7 +275,7 @@ func TestFilterOrderAndTaints(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := filter(tc.pod, tc.node)
+			f := filter(tc.pod, tc.node, nil)
 			if f.kind != tc.want {
 				t.Fatalf("kind = %v, want %v (%v)", f.kind, tc.want, f.reasons())
 			}
