@@ -90,47 +90,41 @@ func (p *pluginInfo) skip(op Operation) bool {
 // m (nil: none). Call it once, before the chain admits anything.
 func (c *Chain) Instrument(m *Metrics) { c.metrics = m }
 
-// mutatorInfo and validatorInfo describe plugin i of the chain when
-// NewChain built it (nil for a plugin appended afterwards).
-func (c *Chain) mutatorInfo(i int) *pluginInfo {
-	if i < len(c.mutating) {
-		return c.mutating[i]
-	}
-	return nil
-}
-
-func (c *Chain) validatorInfo(i int) *pluginInfo {
-	if i < len(c.validating) {
-		return c.validating[i]
-	}
-	return nil
-}
-
 // Mutate runs the mutating plugins; the registry calls it before defaulting
 // and validation, as kube does.
 func (c *Chain) Mutate(ctx context.Context, a *Attributes) error {
 	if c == nil {
 		return nil
 	}
-	m := c.metrics
-	// Monotonic clock readings only (monotonic): each plugin's end is the
-	// next one's start.
+	return runStep(ctx, c.metrics, StepAdmit, a, c.Mutators, c.mutating, Mutator.Admit)
+}
+
+// runStep calls the plugins of one step in order until one refuses,
+// skipping those that do not handle a's operation (infos[i] describes
+// plugins[i], when NewChain built it), and with metrics on times each
+// plugin and the whole step. Monotonic clock readings only (monotonic):
+// each plugin's end is the next one's start.
+func runStep[P any](ctx context.Context, m *Metrics, step string, a *Attributes, plugins []P, infos []*pluginInfo,
+	call func(P, context.Context, *Attributes) error) error {
 	var start, last time.Duration
 	if m != nil {
 		start = monotonic()
 		last = start
 	}
 	var err error
-	for i, mu := range c.Mutators {
-		p := c.mutatorInfo(i)
+	for i, plugin := range plugins {
+		var p *pluginInfo
+		if i < len(infos) {
+			p = infos[i]
+		}
 		if p != nil && p.skip(a.Operation) {
 			continue
 		}
-		err = mu.Admit(ctx, a)
+		err = call(plugin, ctx, a)
 		if m != nil {
 			now := monotonic()
 			if p != nil {
-				p.cells.observe(m.controller, nil, p.labels, StepAdmit, a.Operation, err != nil, now-last)
+				p.cells.observe(m.controller, nil, p.labels, step, a.Operation, err != nil, now-last)
 			}
 			last = now
 		}
@@ -139,7 +133,7 @@ func (c *Chain) Mutate(ctx context.Context, a *Attributes) error {
 		}
 	}
 	if m != nil {
-		m.steps.observe(m.step, m.stepSummary, nil, StepAdmit, a.Operation, err != nil, last-start)
+		m.steps.observe(m.step, m.stepSummary, nil, step, a.Operation, err != nil, last-start)
 	}
 	return err
 }
@@ -160,34 +154,5 @@ func (c *Chain) Validate(ctx context.Context, a *Attributes) error {
 	if c == nil {
 		return nil
 	}
-	m := c.metrics
-	// Monotonic clock readings only (monotonic): each plugin's end is the
-	// next one's start.
-	var start, last time.Duration
-	if m != nil {
-		start = monotonic()
-		last = start
-	}
-	var err error
-	for i, v := range c.Validators {
-		p := c.validatorInfo(i)
-		if p != nil && p.skip(a.Operation) {
-			continue
-		}
-		err = v.Validate(ctx, a)
-		if m != nil {
-			now := monotonic()
-			if p != nil {
-				p.cells.observe(m.controller, nil, p.labels, StepValidate, a.Operation, err != nil, now-last)
-			}
-			last = now
-		}
-		if err != nil {
-			break
-		}
-	}
-	if m != nil {
-		m.steps.observe(m.step, m.stepSummary, nil, StepValidate, a.Operation, err != nil, last-start)
-	}
-	return err
+	return runStep(ctx, c.metrics, StepValidate, a, c.Validators, c.validating, Validator.Validate)
 }

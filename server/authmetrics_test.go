@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/test/metricstest"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 )
 
 // TestAuthMetricsResults: kube's result values and username categories,
@@ -40,20 +38,7 @@ func TestAuthMetricsResults(t *testing.T) {
 	_, _, _ = rbacLike.Authorize(t.Context(), authorizer.Attributes{})
 	_, _, _ = m.instrumented(authorizer.ModeAlwaysDeny, authorizer.AlwaysDeny).Authorize(t.Context(), authorizer.Attributes{})
 
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fs, err := metricstest.Parse(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := metricstest.Gather(t, reg)
 	for _, c := range []struct {
 		name   string
 		labels []string

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/test/metricstest"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	v1 "k8s.io/api/core/v1"
@@ -68,20 +66,7 @@ func TestWebhookMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fs, err := metricstest.Parse(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := metricstest.Gather(t, reg)
 	for _, c := range []struct {
 		name   string
 		labels []string

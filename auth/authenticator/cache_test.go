@@ -1,7 +1,6 @@
 package authenticator
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -10,7 +9,6 @@ import (
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/test/metricstest"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 )
 
 func TestCachedToken(t *testing.T) {
@@ -87,20 +85,7 @@ func TestCachedTokenMetrics(t *testing.T) {
 		_, _, _ = c.AuthenticateToken(ctx, "good") // one miss, two hits
 	}
 	_, _, _ = c.AuthenticateToken(ctx, "bad")
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fs, err := metricstest.Parse(&b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := metricstest.Gather(t, reg)
 	for _, c := range []struct {
 		name, label, value string
 		want               float64
