@@ -84,10 +84,6 @@ func (s *Store) cacheError(err error) error {
 	if errors.Is(err, watch.ErrNotReady) {
 		return apierrors.NewTooManyRequests(watch.ErrNotReady.Error(), 1)
 	}
-	var tooLarge *watch.TooLargeError
-	if errors.As(err, &tooLarge) {
-		return tooLargeResourceVersion(tooLarge.Requested, tooLarge.Current)
-	}
 	return toAPIError(err, s.info.GroupResource(), "")
 }
 

@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/watch"
 	"net/http"
 
 	"github.com/corekube/corekube/storage"
@@ -42,7 +43,13 @@ func toAPIError(err error, gr schema.GroupResource, name string) error {
 	case errors.Is(err, storage.ErrCompacted):
 		return apierrors.NewResourceExpired(listTooOldMessage)
 	case errors.Is(err, storage.ErrFutureRevision):
-		return apierrors.NewTimeoutError("Too large resource version", 1)
+		// One answer for a revision not reached yet, whoever found it: the
+		// watch cache knows both revisions, etcd names neither.
+		var tooLarge *watch.TooLargeError
+		if errors.As(err, &tooLarge) {
+			return tooLargeResourceVersion(tooLarge.Requested, tooLarge.Current)
+		}
+		return tooLargeResourceVersion(0, 0)
 	case errors.Is(err, storage.ErrUnavailable):
 		return unavailableError(err)
 	default:

@@ -558,9 +558,13 @@ func (s *Store) continueExpired(prefix, startKey string) error {
 }
 
 // tooLargeResourceVersion is kube's 504 for a resourceVersion the store has
-// not reached.
+// not reached; min 0 when the revisions are not known (etcd's refusal).
 func tooLargeResourceVersion(min, current int64) error {
-	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", min, current), 1)
+	msg := "Too large resource version"
+	if min > 0 {
+		msg = fmt.Sprintf("Too large resource version: %d, current: %d", min, current)
+	}
+	err := apierrors.NewTimeoutError(msg, 1)
 	err.ErrStatus.Details.Causes = []metav1.StatusCause{{
 		Type:    metav1.CauseTypeResourceVersionTooLarge,
 		Message: "Too large resource version",

@@ -292,7 +292,11 @@ func TestPodQueueOrder(t *testing.T) {
 		key, _ := q.get()
 		done <- key
 	}()
-	for !clk.HasWaiters() {
+	// The fake clock has no event for a waiter arriving: poll, bounded.
+	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the back-off never waited on the clock")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	clk.Step(time.Minute)
