@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
 )
 
 // restConfigFrom loads a kubeconfig (the default loading rules when path
@@ -61,7 +62,16 @@ func newLoopsCommand(use, short string, set loopSet, leaseName string, port int)
 				}
 				loops = append(loops, certs...)
 			}
-			waitServing, err := serving.serve(cmd.Context(), cfg, reg, slog.Default())
+			// kube's leaderElection health check: a leader whose lease
+			// has not been renewed for its duration plus 20 s is unhealthy
+			// (a standby or an unelected process always passes).
+			var checks []healthCheck
+			var watchdog *leaderelection.HealthzAdaptor
+			if election.enabled {
+				watchdog = leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)
+				checks = append(checks, watchdog)
+			}
+			waitServing, err := serving.serve(cmd.Context(), cfg, reg, slog.Default(), checks...)
 			if err != nil {
 				return err
 			}
@@ -71,6 +81,7 @@ func newLoopsCommand(use, short string, set loopSet, leaseName string, port int)
 				if err != nil {
 					return err
 				}
+				election.watchdog = watchdog
 				return runElected(cmd.Context(), cfg, election, id, loops, slog.Default())
 			}
 			wait := runLoops(cmd.Context(), loops)

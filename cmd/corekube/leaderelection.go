@@ -37,7 +37,15 @@ type leaderElection struct {
 	resourceLock  string
 	namespace     string
 	name          string
+	// watchdog, when set, is the leaderElection health check fed by
+	// the elector.
+	watchdog *leaderelection.HealthzAdaptor
 }
+
+// leaderHealthTimeout is how long past its lease duration a leader may go
+// without renewing before its leaderElection health check fails: kube's
+// 20 s (kube-scheduler and kube-controller-manager).
+const leaderHealthTimeout = 20 * time.Second
 
 // addFlags registers kube's leader election flags, with kube's defaults
 // and lease name as the default resource name.
@@ -102,6 +110,7 @@ func runElected(ctx context.Context, cfg *rest.Config, o leaderElection, identit
 		RetryPeriod:     o.retryPeriod,
 		ReleaseOnCancel: true,
 		Name:            o.name,
+		WatchDog:        o.watchdog,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leading context.Context) {
 				defer close(loopsDone)

@@ -71,9 +71,10 @@ func newComponentRegistry() *prometheus.Registry {
 // serve listens on --bind-address:--secure-port (nothing when the port is
 // 0) and serves metrics from gatherer until ctx ends; cfg (the loops'
 // kubeconfig) is the default of the authentication and authorization
-// kubeconfigs. A port in use fails at once, as kube's does. The returned
-// function waits until the server has stopped.
-func (o *servingOptions) serve(ctx context.Context, cfg *rest.Config, gatherer prometheus.Gatherer, log *slog.Logger) (wait func(), err error) {
+// kubeconfigs; checks join ping in the health endpoints. A port in use
+// fails at once, as kube's does. The returned function waits until the
+// server has stopped.
+func (o *servingOptions) serve(ctx context.Context, cfg *rest.Config, gatherer prometheus.Gatherer, log *slog.Logger, checks ...healthCheck) (wait func(), err error) {
 	if o.securePort == 0 {
 		return func() {}, nil
 	}
@@ -99,7 +100,7 @@ func (o *servingOptions) serve(ctx context.Context, cfg *rest.Config, gatherer p
 	}
 	mux := http.NewServeMux()
 	for _, path := range []string{"/healthz", "/livez", "/readyz"} {
-		mux.Handle(path, healthHandler(strings.TrimPrefix(path, "/")))
+		mux.Handle(path, healthHandler(strings.TrimPrefix(path, "/"), log, checks...))
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	d := &delegated{authn: authn, authz: authz, alwaysAllow: o.alwaysAllow, log: log}
@@ -210,14 +211,41 @@ func (o *servingOptions) reviewClient(kubeconfig string, cfg *rest.Config) (kube
 	return kubernetes.NewForConfig(cfg)
 }
 
+// healthCheck is one named check of a component's health endpoints, as
+// kube's healthz.HealthChecker (client-go's leader election adaptor is one).
+type healthCheck interface {
+	Name() string
+	Check(r *http.Request) error
+}
+
 // healthHandler answers /healthz, /livez or /readyz as kube's components
-// do when every check passes: "ok", or with ?verbose the checks.
-func healthHandler(name string) http.Handler {
+// do: "ok" when ping and every check pass, or with ?verbose the checks;
+// when one fails, 500 with every check's line (a failure's reason
+// withheld, as kube's, since the endpoint is open to anyone) and
+// "<name> check failed". The reason goes to the log.
+func healthHandler(name string, log *slog.Logger, checks ...healthCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		var report strings.Builder
+		report.WriteString("[+]ping ok\n")
+		failed := false
+		for _, c := range checks {
+			if err := c.Check(r); err != nil {
+				failed = true
+				log.Info("health check failed", "endpoint", name, "check", c.Name(), "err", err)
+				fmt.Fprintf(&report, "[-]%s failed: reason withheld\n", c.Name())
+				continue
+			}
+			fmt.Fprintf(&report, "[+]%s ok\n", c.Name())
+		}
+		if failed {
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintf(w, "%s%s check failed\n", report.String(), name)
+			return
+		}
 		if _, verbose := r.URL.Query()["verbose"]; verbose {
-			fmt.Fprintf(w, "[+]ping ok\n%s check passed\n", name)
+			fmt.Fprintf(w, "%s%s check passed\n", report.String(), name)
 			return
 		}
 		fmt.Fprint(w, "ok")
