@@ -69,6 +69,10 @@ type Agent struct {
 
 	// thresholds are the eviction thresholds (Config.Eviction*).
 	thresholds []threshold
+
+	// clusterCA is Config.ClusterCA as the one string every pod's ca.crt
+	// shares (a conversion per pod was a copy of the PEM per pod).
+	clusterCA string
 }
 
 // PodSyncs is the number of pod syncs the agent has run: a pod whose
@@ -168,6 +172,7 @@ func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {
 		workers: map[types.UID]*podWorker{},
 
 		kubeletReady: make(chan struct{}),
+		clusterCA:    string(cfg.ClusterCA),
 		// Room for a burst of events from every pod of every node.
 		plegEvents: make(chan *pleg.PodLifecycleEvent, 1000+cfg.Nodes*110),
 	}

@@ -87,11 +87,11 @@ func (a *Agent) projectedFiles(ctx context.Context, w *podWorker, pod *v1.Pod, p
 		case src.ConfigMap != nil && src.ConfigMap.Name == rootCAConfigMap:
 			for _, item := range src.ConfigMap.Items {
 				if item.Key == "ca.crt" {
-					files[item.Path] = string(a.cfg.ClusterCA)
+					files[item.Path] = a.clusterCA
 				}
 			}
 			if len(src.ConfigMap.Items) == 0 {
-				files["ca.crt"] = string(a.cfg.ClusterCA)
+				files["ca.crt"] = a.clusterCA
 			}
 		case src.DownwardAPI != nil:
 			for _, item := range src.DownwardAPI.Items {

@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -72,5 +74,38 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	who, err := as.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil || who.Status.UserInfo.Username != "system:serviceaccount:default:default" {
 		t.Errorf("whoami with the pod's token: %+v %v", who, err)
+	}
+}
+
+// TestProjectedCAShared: every pod's ca.crt is the cluster CA, and the
+// same string: not a copy of the PEM per pod (tens of thousands of pods).
+func TestProjectedCAShared(t *testing.T) {
+	cfg := fastConfig(1)
+	cfg.ClusterCA = []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+	cfg, err := cfg.complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAgent(nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+		{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: rootCAConfigMap}, Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+	}}
+	var got []string
+	for _, name := range []string{"a", "b"} {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name)}}
+		files, _, err := a.projectedFiles(context.Background(), newPodWorker(pod.UID, a.nodes[0]), pod, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, files["ca.crt"])
+	}
+	if got[0] != string(cfg.ClusterCA) || got[1] != got[0] {
+		t.Fatalf("ca.crt = %q, %q; want the cluster CA", got[0], got[1])
+	}
+	if unsafe.StringData(got[0]) != unsafe.StringData(got[1]) {
+		t.Error("each pod's ca.crt is a copy of the CA of its own")
 	}
 }
