@@ -492,7 +492,7 @@ func (a *Agent) podWorkerLoop(ctx context.Context) {
 		start := time.Now()
 		wake, err := a.syncPod(ctx, w)
 		if w.node != nil {
-			w.node.metrics.podWorker[op].Observe(time.Since(start).Seconds())
+			w.node.metrics.podWorker[op].get().Observe(time.Since(start).Seconds())
 		}
 		switch {
 		case ctx.Err() != nil:
