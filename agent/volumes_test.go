@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/corekube/corekube/test/testserver"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -107,5 +109,57 @@ func TestProjectedCAShared(t *testing.T) {
 	}
 	if unsafe.StringData(got[0]) != unsafe.StringData(got[1]) {
 		t.Error("each pod's ca.crt is a copy of the CA of its own")
+	}
+}
+
+// TestPodTokensCached: a worker keeps one token per ServiceAccount,
+// audience and lifetime, serves it until it is due for refresh, then asks
+// for a new one, keeping one entry per key.
+func TestPodTokensCached(t *testing.T) {
+	s := testserver.Start(t)
+	ctx := context.Background()
+	if _, err := s.Client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pod, err := s.Client.CoreV1().Pods("default").Create(ctx, simplePod("tokens", v1.RestartPolicyNever), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	cfg := fastConfig(1)
+	cfg.Clock = clk
+	cfg, err = cfg.complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAgent(s.Client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newPodWorker(pod.UID, a.nodes[0])
+	api := &v1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To(int64(3600)), Path: "token"}
+	vault := &v1.ServiceAccountTokenProjection{Audience: "vault", ExpirationSeconds: ptr.To(int64(3600)), Path: "vault-token"}
+	first, err := a.podToken(ctx, w, pod, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := a.podToken(ctx, w, pod, vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.podToken(ctx, w, pod, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.token == "" || other.token == first.token || again.token != first.token || len(w.tokens) != 2 {
+		t.Fatalf("tokens: first %.20q, other audience %.20q, again %.20q; %d kept, want 2", first.token, other.token, again.token, len(w.tokens))
+	}
+	clk.SetTime(first.refreshAt.Add(time.Second))
+	refreshed, err := a.podToken(ctx, w, pod, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refreshed.token == first.token || !refreshed.refreshAt.After(first.refreshAt) || len(w.tokens) != 2 {
+		t.Errorf("after the refresh time: same token %v, refreshAt %v (was %v), %d kept", refreshed.token == first.token, refreshed.refreshAt, first.refreshAt, len(w.tokens))
 	}
 }
