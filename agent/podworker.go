@@ -50,7 +50,7 @@ type podWorker struct {
 	// A slice, not a map: a pod has one token or a few, and a map of one
 	// entry costs a bucket of eight (~1 KB a pod).
 	tokens []keyedToken
-	probes  *podProbes
+	probes *podProbes
 	// stopping: containers sent a stop, with the grace period.
 	stopping map[string]time.Duration
 	// replacing: by container name, the running container stopped because
