@@ -19,7 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -45,6 +45,10 @@ type Agent struct {
 	kubelet      *kubeletServer
 	kubeletReady chan struct{}
 
+	// podStore is the pod informer's cache (this process's nodes' pods);
+	// set by Run.
+	podStore cache.Store
+
 	// nodeLister reads the agent's Nodes as the node informer has them
 	// (labels and taints for pod admission); set by Run.
 	nodeLister corelisters.NodeLister
@@ -65,6 +69,10 @@ type Agent struct {
 
 	// thresholds are the eviction thresholds (Config.Eviction*).
 	thresholds []threshold
+
+	// clusterCA is Config.ClusterCA as the one string every pod's ca.crt
+	// shares (a conversion per pod was a copy of the PEM per pod).
+	clusterCA string
 }
 
 // PodSyncs is the number of pod syncs the agent has run: a pod whose
@@ -164,6 +172,7 @@ func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {
 		workers: map[types.UID]*podWorker{},
 
 		kubeletReady: make(chan struct{}),
+		clusterCA:    string(cfg.ClusterCA),
 		// Room for a burst of events from every pod of every node.
 		plegEvents: make(chan *pleg.PodLifecycleEvent, 1000+cfg.Nodes*110),
 	}
@@ -255,14 +264,23 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	// One pod informer for all nodes: every bound pod, kept when its node
 	// is one of ours. (Per-node watches would cost a connection, a
-	// reflector and a decoder per node.)
+	// reflector and a decoder per node.) Several processes share the
+	// nodes of a large cluster (--first-node): each drops the others' pods
+	// as they arrive, so its cache holds its own nodes' pods, not the
+	// cluster's.
 	selector := fields.OneTermNotEqualSelector("spec.nodeName", "").String()
 	if len(a.nodes) == 1 {
 		selector = fields.OneTermEqualSelector("spec.nodeName", a.nodes[0].name).String()
 	}
-	factory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }))
-	podInformer := factory.Core().V1().Pods().Informer()
+	podInformer := cache.NewSharedIndexInformer(ownedListWatch(ctx, selector,
+		func(ctx context.Context, o metav1.ListOptions) (*v1.PodList, error) {
+			return a.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+		},
+		func(l *v1.PodList) *[]v1.Pod { return &l.Items },
+		func(p *v1.Pod) bool { return a.byName[p.Spec.NodeName] != nil },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return a.client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+		}), &v1.Pod{}, 0, cache.Indexers{})
 	if err := podInformer.SetTransform(stripManagedFields); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
@@ -273,25 +291,30 @@ func (a *Agent) Run(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	// The Nodes, as the kubelet's node informer: what pod admission checks
-	// pods against.
+	// The Nodes, as the kubelet's node informer (its own Node): what pod
+	// admission checks pods against. Other processes' nodes are dropped.
 	nodeSelector := fields.Everything().String()
 	if len(a.nodes) == 1 {
 		nodeSelector = fields.OneTermEqualSelector("metadata.name", a.nodes[0].name).String()
 	}
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nodeSelector }))
-	nodeInformer := nodeFactory.Core().V1().Nodes()
-	if err := nodeInformer.Informer().SetTransform(stripManagedFields); err != nil {
+	nodeInformer := cache.NewSharedIndexInformer(ownedListWatch(ctx, nodeSelector,
+		func(ctx context.Context, o metav1.ListOptions) (*v1.NodeList, error) {
+			return a.client.CoreV1().Nodes().List(ctx, o)
+		},
+		func(l *v1.NodeList) *[]v1.Node { return &l.Items },
+		func(n *v1.Node) bool { return a.byName[n.Name] != nil },
+		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return a.client.CoreV1().Nodes().Watch(ctx, o)
+		}), &v1.Node{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if err := nodeInformer.SetTransform(stripManagedFields); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	a.nodeLister = nodeInformer.Lister()
+	a.nodeLister = corelisters.NewNodeLister(nodeInformer.GetIndexer())
 
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
-	nodeFactory.Start(ctx.Done())
-	defer nodeFactory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.Informer().HasSynced) {
+	a.podStore = podInformer.GetStore()
+	goFn(func() { podInformer.Run(ctx.Done()) })
+	goFn(func() { nodeInformer.Run(ctx.Done()) })
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced) {
 		return nil
 	}
 	// Before the first sync: the pods this node ran before a restart are
@@ -469,7 +492,7 @@ func (a *Agent) podWorkerLoop(ctx context.Context) {
 		start := time.Now()
 		wake, err := a.syncPod(ctx, w)
 		if w.node != nil {
-			w.node.metrics.podWorker[op].Observe(time.Since(start).Seconds())
+			w.node.metrics.podWorker[op].get().Observe(time.Since(start).Seconds())
 		}
 		switch {
 		case ctx.Err() != nil:

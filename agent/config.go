@@ -126,6 +126,10 @@ type Config struct {
 	EventWorkers int
 	// DisableEvents turns event recording off (for benchmarks).
 	DisableEvents bool
+	// DisableProfiling stops the kubelet API from serving Go's profiles at
+	// /debug/pprof/ (served by default, as the kubelet does with its
+	// enableDebuggingHandlers and enableProfilingHandler defaults).
+	DisableProfiling bool
 
 	Logger *slog.Logger
 	// ClusterCA is the PEM of the CA the API server's certificate is

@@ -85,7 +85,7 @@ func (a *Agent) startContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c
 	}
 
 	// Counted before the attempt, as the kubelet does.
-	n.metrics.startedContainers[containerTypeOf(pod, c)].Inc()
+	n.metrics.startedContainers[containerTypeOf(pod, c)].get().Inc()
 	id, err := n.runtime.StartContainer(ctx, w.uid, a.containerConfig(pod, c, w, attempt))
 	if err != nil {
 		event(v1.EventTypeWarning, "Failed", "Error: "+err.Error())

@@ -66,7 +66,9 @@
 //     lifecycle controller, as in kube).
 //
 // One process carries many nodes cheaply: one pod informer for all of them
-// (bound pods, filtered by node name), one node informer, one work queue of pod syncs served by
+// (bound pods; several processes sharing a cluster's nodes each drop the
+// others' pods and Nodes from the list and the watch before they reach the
+// cache, listwatch.go), one node informer, one work queue of pod syncs served by
 // a few workers (no goroutine per pod or per node), one queue of node tasks
 // (registration, lease renewals, status updates) with a few workers, one
 // goroutine relisting every node's PLEG, and a few event writers. Nothing

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -22,8 +23,9 @@ import (
 const KubeletEndpointAnnotation = "node.corekube.io/kubelet-endpoint"
 
 // kubeletServer is the kubelet API of one agent process, for all its
-// nodes: GET /containerLogs/{namespace}/{pod}/{container}, /healthz and
-// /metrics (the kubelet metrics of all the nodes, see metrics.go).
+// nodes: GET /containerLogs/{namespace}/{pod}/{container}, /healthz,
+// /metrics (the kubelet metrics of all the nodes, see metrics.go) and Go's
+// profiles at /debug/pprof/ (unless Config.DisableProfiling).
 // Agent.Run owns it: it listens before the nodes register (they advertise
 // its URL and port) and shuts down when Run's context ends.
 type kubeletServer struct {
@@ -55,6 +57,17 @@ func (a *Agent) listenKubelet(ctx context.Context) (*kubeletServer, error) {
 	})
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.serveContainerLogs)
 	mux.Handle("GET /metrics", a.metrics.metricsHandler(a))
+	if !a.cfg.DisableProfiling {
+		// The kubelet's profiling handler, on the same unauthenticated
+		// port as /metrics: heap and CPU profiles of the process that
+		// carries the nodes (go tool pprof URL/debug/pprof/heap).
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	s.srv = &http.Server{
 		Handler:           a.metrics.instrumentKubeletAPI(mux),
 		ReadHeaderTimeout: 10 * time.Second,

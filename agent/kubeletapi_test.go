@@ -379,3 +379,73 @@ func TestStatusViewWhileWriting(t *testing.T) {
 		t.Errorf("after a failed write: %q, want the last written Pending", pod.Status.Phase)
 	}
 }
+
+// TestKubeletProfilingHandler: the kubelet API serves Go's profiles at
+// /debug/pprof/ as the kubelet's profiling handler does, and not when
+// Config.DisableProfiling is set (no API server needed: only the kubelet
+// API of an agent that is not run).
+func TestKubeletProfilingHandler(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("disabled=%v", disabled), func(t *testing.T) {
+			cfg := fastConfig(1)
+			cfg.DisableProfiling = disabled
+			cfg, err := cfg.complete()
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := newAgent(nil, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			s, err := a.listenKubelet(ctx)
+			if err != nil {
+				cancel()
+				t.Fatal(err)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.run(ctx)
+			}()
+			defer func() {
+				cancel()
+				<-done
+			}()
+			for path, want := range map[string]string{
+				"/debug/pprof/":                  "goroutine",
+				"/debug/pprof/heap?debug=1":      "heap profile:",
+				"/debug/pprof/cmdline":           "",
+				"/debug/pprof/goroutine?debug=1": "goroutine profile:",
+			} {
+				resp, err := http.Get(s.url + path)
+				if err != nil {
+					t.Fatalf("GET %s: %v", path, err)
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					t.Fatalf("GET %s: %v", path, err)
+				}
+				if disabled {
+					if resp.StatusCode != http.StatusNotFound {
+						t.Errorf("GET %s with profiling off: %d, want 404", path, resp.StatusCode)
+					}
+					continue
+				}
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+					t.Errorf("GET %s: %d, body %.200q; want 200 with %q", path, resp.StatusCode, body, want)
+				}
+			}
+			// /metrics is served either way.
+			resp, err := http.Get(s.url + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("/metrics: %d", resp.StatusCode)
+			}
+		})
+	}
+}

@@ -47,8 +47,10 @@ type podWorker struct {
 	// volumes are the files last written to the runtime per projected
 	// volume, and tokens the ServiceAccount tokens they hold.
 	volumes map[string]map[string]string
-	tokens  map[tokenKey]cachedToken
-	probes  *podProbes
+	// A slice, not a map: a pod has one token or a few, and a map of one
+	// entry costs a bucket of eight (~1 KB a pod).
+	tokens []keyedToken
+	probes *podProbes
 	// stopping: containers sent a stop, with the grace period.
 	stopping map[string]time.Duration
 	// replacing: by container name, the running container stopped because

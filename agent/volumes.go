@@ -87,11 +87,11 @@ func (a *Agent) projectedFiles(ctx context.Context, w *podWorker, pod *v1.Pod, p
 		case src.ConfigMap != nil && src.ConfigMap.Name == rootCAConfigMap:
 			for _, item := range src.ConfigMap.Items {
 				if item.Key == "ca.crt" {
-					files[item.Path] = string(a.cfg.ClusterCA)
+					files[item.Path] = a.clusterCA
 				}
 			}
 			if len(src.ConfigMap.Items) == 0 {
-				files["ca.crt"] = string(a.cfg.ClusterCA)
+				files["ca.crt"] = a.clusterCA
 			}
 		case src.DownwardAPI != nil:
 			for _, item := range src.DownwardAPI.Items {
@@ -125,6 +125,12 @@ type tokenKey struct {
 	seconds  int64
 }
 
+// keyedToken is one token of a pod's worker.
+type keyedToken struct {
+	key tokenKey
+	cachedToken
+}
+
 type cachedToken struct {
 	token     string
 	refreshAt time.Time
@@ -143,7 +149,12 @@ func (a *Agent) podToken(ctx context.Context, w *podWorker, pod *v1.Pod, src *v1
 	}
 	key := tokenKey{sa: pod.Spec.ServiceAccountName, audience: src.Audience, seconds: seconds}
 	now := a.clock.Now()
-	cached, ok := w.tokens[key]
+	var cached cachedToken
+	i := slices.IndexFunc(w.tokens, func(t keyedToken) bool { return t.key == key })
+	ok := i >= 0
+	if ok {
+		cached = w.tokens[i].cachedToken
+	}
 	if ok && now.Before(cached.refreshAt) {
 		return cached, nil
 	}
@@ -173,6 +184,10 @@ func (a *Agent) podToken(ctx context.Context, w *podWorker, pod *v1.Pod, src *v1
 	}
 	refresh = refresh.Add(-jitter)
 	cached = cachedToken{token: tr.Status.Token, refreshAt: refresh, expires: exp}
-	setIn(&w.tokens, key, cached)
+	if ok {
+		w.tokens[i].cachedToken = cached
+	} else {
+		w.tokens = append(w.tokens, keyedToken{key, cached})
+	}
 	return cached, nil
 }

@@ -5,13 +5,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/corekube/corekube/test/testserver"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -72,5 +76,92 @@ func TestProjectedServiceAccountToken(t *testing.T) {
 	who, err := as.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil || who.Status.UserInfo.Username != "system:serviceaccount:default:default" {
 		t.Errorf("whoami with the pod's token: %+v %v", who, err)
+	}
+}
+
+// TestProjectedCAShared: every pod's ca.crt is the cluster CA, and the
+// same string: not a copy of the PEM per pod (tens of thousands of pods).
+func TestProjectedCAShared(t *testing.T) {
+	cfg := fastConfig(1)
+	cfg.ClusterCA = []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+	cfg, err := cfg.complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAgent(nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+		{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: rootCAConfigMap}, Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+	}}
+	var got []string
+	for _, name := range []string{"a", "b"} {
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name)}}
+		files, _, err := a.projectedFiles(context.Background(), newPodWorker(pod.UID, a.nodes[0]), pod, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, files["ca.crt"])
+	}
+	if got[0] != string(cfg.ClusterCA) || got[1] != got[0] {
+		t.Fatalf("ca.crt = %q, %q; want the cluster CA", got[0], got[1])
+	}
+	if unsafe.StringData(got[0]) != unsafe.StringData(got[1]) {
+		t.Error("each pod's ca.crt is a copy of the CA of its own")
+	}
+}
+
+// TestPodTokensCached: a worker keeps one token per ServiceAccount,
+// audience and lifetime, serves it until it is due for refresh, then asks
+// for a new one, keeping one entry per key.
+func TestPodTokensCached(t *testing.T) {
+	s := testserver.Start(t)
+	ctx := context.Background()
+	if _, err := s.Client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pod, err := s.Client.CoreV1().Pods("default").Create(ctx, simplePod("tokens", v1.RestartPolicyNever), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktesting.NewFakeClock(time.Now())
+	cfg := fastConfig(1)
+	cfg.Clock = clk
+	cfg, err = cfg.complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newAgent(s.Client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newPodWorker(pod.UID, a.nodes[0])
+	api := &v1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To(int64(3600)), Path: "token"}
+	vault := &v1.ServiceAccountTokenProjection{Audience: "vault", ExpirationSeconds: ptr.To(int64(3600)), Path: "vault-token"}
+	first, err := a.podToken(ctx, w, pod, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := a.podToken(ctx, w, pod, vault)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.podToken(ctx, w, pod, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.token == "" || other.token == first.token || again.token != first.token || len(w.tokens) != 2 {
+		t.Fatalf("tokens: first %.20q, other audience %.20q, again %.20q; %d kept, want 2", first.token, other.token, again.token, len(w.tokens))
+	}
+	clk.SetTime(first.refreshAt.Add(time.Second))
+	refreshed, err := a.podToken(ctx, w, pod, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (The new token's refresh time comes from the server's clock, not the
+	// fake one, less a random jitter: not compared.)
+	if refreshed.token == first.token || len(w.tokens) != 2 {
+		t.Errorf("after the refresh time: same token %v, %d kept, want a new one and 2", refreshed.token == first.token, len(w.tokens))
 	}
 }

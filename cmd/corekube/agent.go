@@ -78,6 +78,7 @@ type agentOptions struct {
 	labels, taints        string
 	zones                 string
 	capacity, allocatable string
+	debugHandlers         bool
 }
 
 // addFlags registers the agent flags (all but --nodes, whose default
@@ -118,12 +119,14 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&cfg.PodWorkers, "pod-workers", 16, "pods synced at once")
 	f.IntVar(&cfg.NodeWorkers, "node-workers", 8, "node registrations, lease renewals and status writes at once")
 	f.BoolVar(&cfg.DisableEvents, "disable-events", false, "do not record events")
+	f.BoolVar(&o.debugHandlers, "enable-debugging-handlers", true, "serve Go's profiles at /debug/pprof/ on the kubelet API, as the kubelet's debugging and profiling handlers (container logs are served either way: the API server's pods/log reads them)")
 }
 
 // config parses the flags that need parsing and returns the agent
 // configuration.
 func (o *agentOptions) config() (agent.Config, error) {
 	cfg := o.cfg
+	cfg.DisableProfiling = !o.debugHandlers
 	var err error
 	if cfg.Labels, err = parseLabels(o.labels); err != nil {
 		return cfg, fmt.Errorf("--node-labels: %w", err)

@@ -40,6 +40,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/corekube/corekube/agent/runtime"
 	"github.com/corekube/corekube/agent/runtime/sim/shell"
@@ -116,7 +117,9 @@ func (c *container) mountVolume(volume string, files map[string]string) {
 		}
 		dir := strings.TrimSuffix(m.Path, "/") + "/"
 		for name, content := range files {
-			c.env.Files[dir+name] = content
+			// Every pod's ServiceAccount files have the same few paths:
+			// one copy of each for all the containers.
+			c.env.Files[unique.Make(dir+name).Value()] = content
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/corekube/corekube/agent/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -312,6 +313,33 @@ func TestVolumeFilesSeenAndReplaced(t *testing.T) {
 	}
 	if err := r.SetVolume(ctx, "nope", "v", nil); !errors.Is(err, runtime.ErrNotFound) {
 		t.Errorf("SetVolume of an unknown pod: %v", err)
+	}
+	// A second pod's container mounting the same paths: the file names
+	// are shared strings, not a copy per container.
+	if err := r.RunPodSandbox(ctx, runtime.SandboxConfig{UID: "u2", Name: "p2", Namespace: "default", IP: "10.244.0.3"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetVolume(ctx, "u2", "kube-api-access-y", map[string]string{"token": "t3"}); err != nil {
+		t.Fatal(err)
+	}
+	id2, err := r.StartContainer(ctx, "u2", runtime.ContainerConfig{Name: "c", Image: "busybox", Argv: []string{"sleep", "600"},
+		Mounts: []runtime.Mount{{Volume: "kube-api-access-y", Path: dir}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyOf := func(id string) *byte {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for k := range r.byID[strings.TrimPrefix(id, Name+"://")].env.Files {
+			if k == dir+"/token" {
+				return unsafe.StringData(k)
+			}
+		}
+		t.Fatalf("container %s has no %s/token", id, dir)
+		return nil
+	}
+	if keyOf(id) != keyOf(id2) {
+		t.Error("each container holds its own copy of the file's path")
 	}
 }
 
