@@ -169,6 +169,10 @@ func BenchmarkScaleSteadyState(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		// The checks fail the run once its figures are out.
+		for _, p := range res.Checks.Problems {
+			b.Errorf("check at the end: %s", p)
+		}
 	}
 	b.ReportMetric(0, "ns/op") // one op is a whole cluster: its time means nothing
 	b.ReportMetric(res.NodesReadyS, "nodes-ready-s")
