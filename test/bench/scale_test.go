@@ -371,6 +371,8 @@ type scaleResult struct {
 	// KubectlGetPodsS is `kubectl get pods -A` (pages of 500) at full
 	// size; InformerSyncS a protobuf pod informer's initial LIST and sync.
 	KubectlGetPodsS float64 `json:"kubectl_get_pods_all_s"`
+	// KubectlUnpagedS is the same with --chunk-size=0: one LIST.
+	KubectlUnpagedS float64 `json:"kubectl_get_pods_all_chunk_size_0_s"`
 	InformerSyncS   float64 `json:"informer_sync_s"`
 	InformerPods    int     `json:"informer_pods"`
 	EtcdMiB         float64 `json:"etcd_db_mib"`
@@ -720,6 +722,11 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		fail("%v", err)
 	}
 	res.KubectlGetPodsS = d.Seconds()
+	d, err = timeKubectl(ctx, kubeconfig, "--chunk-size=0")
+	if err != nil {
+		fail("%v", err)
+	}
+	res.KubectlUnpagedS = d.Seconds()
 	d, n, err := timeInformerSync(ctx, kubeconfig)
 	if err != nil {
 		fail("%v", err)
@@ -1234,8 +1241,8 @@ func (r scaleResult) print(w io.Writer, cfg scaleConfig, run int) {
 			printStartup(w, "pod startup latency", *ph.Startup)
 		}
 	}
-	fmt.Fprintf(w, "  at full size: kubectl get pods -A %.2fs; a protobuf pod informer's LIST+sync %.2fs (%d pods); etcd db file %.0f MiB\n",
-		r.KubectlGetPodsS, r.InformerSyncS, r.InformerPods, r.EtcdMiB)
+	fmt.Fprintf(w, "  at full size: kubectl get pods -A %.2fs (--chunk-size=0: %.2fs); a protobuf pod informer's LIST+sync %.2fs (%d pods); etcd db file %.0f MiB\n",
+		r.KubectlGetPodsS, r.KubectlUnpagedS, r.InformerSyncS, r.InformerPods, r.EtcdMiB)
 	ch := r.Checks
 	fmt.Fprintf(w, "  checks: %d/%d pods Running, %d nodes Ready, terminated watchers %v, bench watch errors %d, sample informer converged %v\n",
 		ch.PodsRunning, ch.PodsTotal, ch.NodesReady, ch.TerminatedWatchers, ch.BenchWatchErrors, ch.SampleConverged)
