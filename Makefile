@@ -79,19 +79,29 @@ bench: build
 	$(GO) test -run '^$$' -bench 'Watchers' -benchtime 1x -count 5 ./test/bench/
 	COREKUBE_BENCH_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench 'AgentTermination' -benchtime 1x -count 3 ./test/bench/
 
-## bench-scale: one agent process with $(NODES) nodes and $(PODS) pods beside
-## the API server (separate processes of bin/corekube); CPU and memory of
-## each at steady state. Minutes at full size: run it on a quiet machine.
+## bench-scale: $(NODES) nodes on $(AGENTS) agent processes (default one per
+## 1,000 nodes) and $(PODS) pods beside the API server, scheduler and
+## controllers (separate processes of bin/corekube): ClusterLoader2's SLIs
+## (API call latency, pod startup) while creating, at steady state and in a
+## churn phase, and each process's CPU and memory. Minutes at full size: run
+## it on a quiet machine. The run stops itself after $(TIMEOUT).
 NODES  ?= 1000
 PODS   ?= 30000
+AGENTS ?=
 SETTLE ?= 30s
 WINDOW ?= 60s
+# CHURN: share of the pods replaced, over CHURN_DURATION (0: no churn)
+CHURN  ?= 0.1
+CHURN_DURATION ?= 60s
+TIMEOUT ?= 60m
 # NODE_IDENTITIES=1: a client certificate (and connection) per node
 NODE_IDENTITIES ?=
 bench-scale: build
 	COREKUBE_BENCH_BIN=$(abspath $(BIN)) COREKUBE_BENCH_SCALE_NODES=$(NODES) COREKUBE_BENCH_SCALE_PODS=$(PODS) \
-	COREKUBE_BENCH_SCALE_SETTLE=$(SETTLE) COREKUBE_BENCH_SCALE_WINDOW=$(WINDOW) COREKUBE_BENCH_SCALE_NODE_IDENTITIES=$(NODE_IDENTITIES) \
-		$(GO) test -run '^$$' -bench 'ScaleSteadyState' -benchtime 1x -timeout 60m ./test/bench/
+	COREKUBE_BENCH_SCALE_AGENTS=$(AGENTS) COREKUBE_BENCH_SCALE_SETTLE=$(SETTLE) COREKUBE_BENCH_SCALE_WINDOW=$(WINDOW) \
+	COREKUBE_BENCH_SCALE_CHURN=$(CHURN) COREKUBE_BENCH_SCALE_CHURN_DURATION=$(CHURN_DURATION) \
+	COREKUBE_BENCH_SCALE_TIMEOUT=$(TIMEOUT) COREKUBE_BENCH_SCALE_NODE_IDENTITIES=$(NODE_IDENTITIES) \
+		$(GO) test -run '^$$' -bench 'ScaleSteadyState' -benchtime 1x -timeout 0 ./test/bench/
 
 clean:
 	rm -rf bin

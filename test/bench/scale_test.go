@@ -4,14 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,16 +31,24 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/corekube/corekube/test/informertest"
 )
 
 // The scale benchmark is configured from the environment, so that `make
+// The scale benchmark is configured from the environment, so that `make
 // bench-scale NODES=.. PODS=..` and a plain go test command agree.
 const (
-	scaleNodesEnv   = "COREKUBE_BENCH_SCALE_NODES"   // default 1000
-	scalePodsEnv    = "COREKUBE_BENCH_SCALE_PODS"    // default 30000
-	scaleSettleEnv  = "COREKUBE_BENCH_SCALE_SETTLE"  // wait after all Running, default 30s
-	scaleWindowEnv  = "COREKUBE_BENCH_SCALE_WINDOW"  // sampling window, default 60s
-	scaleTimeoutEnv = "COREKUBE_BENCH_SCALE_TIMEOUT" // deadline for Ready nodes and Running pods, default 30m
+	scaleNodesEnv   = "COREKUBE_BENCH_SCALE_NODES"          // default 1000
+	scalePodsEnv    = "COREKUBE_BENCH_SCALE_PODS"           // default 30000
+	scaleAgentsEnv  = "COREKUBE_BENCH_SCALE_AGENTS"         // agent processes, default one per 1,000 nodes
+	scaleSettleEnv  = "COREKUBE_BENCH_SCALE_SETTLE"         // wait after all Running, default 30s
+	scaleWindowEnv  = "COREKUBE_BENCH_SCALE_WINDOW"         // steady-state sampling window, default 60s
+	scaleChurnEnv   = "COREKUBE_BENCH_SCALE_CHURN"          // share of the pods replaced in the churn phase, default 0.1 (0: no churn)
+	scaleChurnDEnv  = "COREKUBE_BENCH_SCALE_CHURN_DURATION" // over how long, default 60s
+	scaleTimeoutEnv = "COREKUBE_BENCH_SCALE_TIMEOUT"        // deadline of the whole run, default 60m
+	scaleJSONEnv    = "COREKUBE_BENCH_SCALE_JSON"           // write the results as JSON to this file
+	scaleProfileEnv = "COREKUBE_BENCH_SCALE_PROFILE_DIR"    // save the apiserver's heap and CPU profiles here
 	// scaleNodeIdentitiesEnv ("1") gives each node of the agent its own
 	// client certificate (system:node:NAME), hence its own connection.
 	scaleNodeIdentitiesEnv = "COREKUBE_BENCH_SCALE_NODE_IDENTITIES"
@@ -51,24 +62,31 @@ const scaleNamespace = "scale-bench"
 
 // scaleConfig is one run's size and timing.
 type scaleConfig struct {
-	nodes, pods     int
-	settle, window  time.Duration
-	timeout         time.Duration
-	createWorkers   int
-	cpuRequest      string
-	memoryRequest   string
-	progressLogStep time.Duration
+	nodes, pods, agents int
+	settle, window      time.Duration
+	churn               float64
+	churnDuration       time.Duration
+	timeout             time.Duration
+	createWorkers       int
+	cpuRequest          string
+	memoryRequest       string
+	progressLogStep     time.Duration
+	jsonPath            string
+	profileDir          string
 }
 
 func scaleConfigFromEnv() (scaleConfig, error) {
 	c := scaleConfig{
 		nodes: 1000, pods: 30000,
-		settle: 30 * time.Second, window: time.Minute, timeout: 30 * time.Minute,
+		settle: 30 * time.Second, window: time.Minute, timeout: 60 * time.Minute,
+		churn: 0.1, churnDuration: time.Minute,
 		createWorkers: 16,
 		// 30 pods of 100m and 64Mi fit on a node of the agent's default
-		// capacity (4 CPUs, 16Gi, 110 pods).
+		// capacity (4 CPUs, 16Gi, 110 pods): 40 would.
 		cpuRequest: "100m", memoryRequest: "64Mi",
 		progressLogStep: 10 * time.Second,
+		jsonPath:        os.Getenv(scaleJSONEnv),
+		profileDir:      os.Getenv(scaleProfileEnv),
 	}
 	var errs []error
 	intEnv := func(name string, p *int) {
@@ -93,24 +111,45 @@ func scaleConfigFromEnv() (scaleConfig, error) {
 	}
 	intEnv(scaleNodesEnv, &c.nodes)
 	intEnv(scalePodsEnv, &c.pods)
+	c.agents = (c.nodes + 999) / 1000
+	intEnv(scaleAgentsEnv, &c.agents)
 	durEnv(scaleSettleEnv, &c.settle)
 	durEnv(scaleWindowEnv, &c.window)
+	durEnv(scaleChurnDEnv, &c.churnDuration)
 	durEnv(scaleTimeoutEnv, &c.timeout)
+	if v := os.Getenv(scaleChurnEnv); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 || f > 1 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a share between 0 and 1", scaleChurnEnv, v))
+		}
+		c.churn = f
+	}
 	if c.window == 0 {
 		errs = append(errs, fmt.Errorf("%s must be positive", scaleWindowEnv))
+	}
+	if c.agents > c.nodes {
+		errs = append(errs, fmt.Errorf("%s=%d: more agents than the %d nodes", scaleAgentsEnv, c.agents, c.nodes))
+	}
+	if c.timeout == 0 {
+		errs = append(errs, fmt.Errorf("%s must be positive", scaleTimeoutEnv))
 	}
 	return c, errors.Join(errs...)
 }
 
 // BenchmarkScaleSteadyState runs the cluster of the scale issue as
 // separate processes of the real binary: `corekube apiserver` (embedded
-// etcd), `corekube scheduler`, `corekube controllers` and one `corekube
-// agent` carrying all the nodes; creates the pods with 16 clients, waits
-// until every pod is Running, lets the cluster settle, then measures each
-// process's CPU (utime+stime over the window) and memory (VmRSS sampled
-// through the window, VmHWM). It is heavy (minutes, at full size most of a
-// 2-core machine), so it runs only when named: -bench ScaleSteadyState,
-// never under -short or -bench '.'. Each op is one whole cluster.
+// etcd), `corekube scheduler`, `corekube controllers` and AGENTS `corekube
+// agent` processes sharing the nodes; creates the pods with 16 clients,
+// waits until every pod is Running, lets the cluster settle, measures
+// each process's CPU and memory over a window while a probe makes
+// ClusterLoader2's API calls, replaces a share of the pods (churn) while
+// measuring again, times a kubectl and an informer LIST of every pod, and
+// checks that the cluster is whole. It reports the SLIs (API call latency
+// from both sides, pod startup latency) per phase. It is heavy (minutes,
+// at full size most of a 2-core machine), so it runs only when named:
+// -bench ScaleSteadyState, never under -short or -bench '.'. Each op is
+// one whole cluster; the run stops itself (every process killed) when
+// COREKUBE_BENCH_SCALE_TIMEOUT has passed.
 func BenchmarkScaleSteadyState(b *testing.B) {
 	skipShort(b)
 	if !strings.Contains(flag.Lookup("test.bench").Value.String(), "Scale") {
@@ -125,18 +164,27 @@ func BenchmarkScaleSteadyState(b *testing.B) {
 	for i := range b.N {
 		res = runScale(b, bin, cfg)
 		res.print(os.Stdout, cfg, i+1)
+		if cfg.jsonPath != "" {
+			if err := res.writeJSON(cfg.jsonPath); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// The checks fail the run once its figures are out.
+		for _, p := range res.Checks.Problems {
+			b.Errorf("check at the end: %s", p)
+		}
 	}
 	b.ReportMetric(0, "ns/op") // one op is a whole cluster: its time means nothing
-	b.ReportMetric(res.nodesReady.Seconds(), "nodes-ready-s")
-	b.ReportMetric(res.created.Seconds(), "create-s")
-	b.ReportMetric(res.allRunning.Seconds(), "all-running-s")
-	for _, p := range res.procs {
-		b.ReportMetric(p.cpuPercent, p.name+"-cpu-%")
-		b.ReportMetric(p.rssMeanMiB, p.name+"-rss-MiB")
-		b.ReportMetric(p.hwmMiB, p.name+"-peak-rss-MiB")
+	b.ReportMetric(res.NodesReadyS, "nodes-ready-s")
+	b.ReportMetric(res.CreatedS, "create-s")
+	b.ReportMetric(res.AllRunningS, "all-running-s")
+	for _, p := range res.Steady.Procs {
+		b.ReportMetric(p.CPUPercent, p.Name+"-cpu-%")
+		b.ReportMetric(p.RSSMeanMiB, p.Name+"-rss-MiB")
+		b.ReportMetric(p.HWMMiB, p.Name+"-peak-rss-MiB")
 	}
-	b.ReportMetric(res.foreignPercent, "foreign-cpu-%")
-	b.ReportMetric(res.etcdMiB, "etcd-db-MiB")
+	b.ReportMetric(res.Steady.ForeignPercent, "foreign-cpu-%")
+	b.ReportMetric(res.EtcdMiB, "etcd-db-MiB")
 }
 
 // corekubeBinary returns $COREKUBE_BENCH_BIN or a corekube built from this
@@ -183,6 +231,9 @@ func startProc(b *testing.B, dir, name, bin string, args ...string) *proc {
 	}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	// Should the benchmark die (go test's -timeout, a signal), its
+	// processes die with it rather than load the machine on their own.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		logFile.Close()
 		b.Fatalf("start %s: %v", name, err)
@@ -237,31 +288,60 @@ func (p *proc) tail(n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// cluster is the processes of one run.
+// cluster is the processes of one run. The watchdog may kill them from
+// its own goroutine, hence the lock.
 type cluster struct {
-	apiserver, scheduler, controllers, agent *proc
+	mu        sync.Mutex
+	procs     []*proc // in start order
+	apiserver *proc
+}
+
+// start starts a process of the cluster (startProc) and adds it.
+func (c *cluster) start(b *testing.B, dir, name, bin string, args ...string) *proc {
+	b.Helper()
+	p := startProc(b, dir, name, bin, args...)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.procs = append(c.procs, p)
+	return p
 }
 
 func (c *cluster) all() []*proc {
-	return []*proc{c.apiserver, c.scheduler, c.controllers, c.agent}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.procs)
 }
 
-// stop stops the processes that were started, the server last.
+// agents are the agent processes.
+func (c *cluster) agents() []*proc {
+	var out []*proc
+	for _, p := range c.all() {
+		if strings.HasPrefix(p.name, "agent") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// stop stops the processes in the reverse order of their start, the
+// server last.
 func (c *cluster) stop(b *testing.B) {
 	procs := c.all()
 	for i := len(procs) - 1; i >= 0; i-- {
-		if procs[i] != nil {
-			procs[i].stop(b)
-		}
+		procs[i].stop(b)
+	}
+}
+
+// kill sends SIGKILL to every process, for the watchdog.
+func (c *cluster) kill() {
+	for _, p := range c.all() {
+		_ = p.cmd.Process.Kill()
 	}
 }
 
 // check returns an error if any process has exited.
 func (c *cluster) check() error {
 	for _, p := range c.all() {
-		if p == nil {
-			continue
-		}
 		if err := p.exited(); err != nil {
 			return err
 		}
@@ -269,26 +349,126 @@ func (c *cluster) check() error {
 	return nil
 }
 
-// scaleResult is what one run measured.
+// scaleResult is what one run measured; it is also the JSON written with
+// COREKUBE_BENCH_SCALE_JSON.
 type scaleResult struct {
-	nodesReady, created, allRunning time.Duration
-	procs                           []procResult
-	machineBusyPercent              float64
-	foreignPercent                  float64
-	etcdMiB                         float64
+	Nodes           int     `json:"nodes"`
+	Pods            int     `json:"pods"`
+	Agents          int     `json:"agents"`
+	NodesReadyS     float64 `json:"nodes_ready_s"`
+	CreatedS        float64 `json:"pods_created_s"`
+	AllRunningS     float64 `json:"all_running_s"`
+	CreatePerSecond float64 `json:"creates_per_s"`
+	// Phases: "create" (the initial creates until all Running),
+	// "steady" (the window, probe running) and "churn" (replacing a share
+	// of the pods until all Running again).
+	Phases []phaseResult `json:"phases"`
+	// Steady and Churn are each process's CPU and memory over the
+	// steady-state window and over the churn's pacing.
+	Steady procsWindow  `json:"steady"`
+	Churn  *procsWindow `json:"churn,omitempty"`
+	Memory []memResult  `json:"memory"`
+	// KubectlGetPodsS is `kubectl get pods -A` (pages of 500) at full
+	// size; InformerSyncS a protobuf pod informer's initial LIST and sync.
+	KubectlGetPodsS float64 `json:"kubectl_get_pods_all_s"`
+	// KubectlUnpagedS is the same with --chunk-size=0: one LIST.
+	KubectlUnpagedS float64 `json:"kubectl_get_pods_all_chunk_size_0_s"`
+	InformerSyncS   float64 `json:"informer_sync_s"`
+	InformerPods    int     `json:"informer_pods"`
+	EtcdMiB         float64 `json:"etcd_db_mib"`
+	Checks          checks  `json:"checks"`
 }
 
-// procResult is one process's steady state over the window.
+// phaseResult is one phase's SLIs.
+type phaseResult struct {
+	Name      string       `json:"name"`
+	DurationS float64      `json:"duration_s"`
+	Client    []apiLatency `json:"client_api_latency"`
+	Server    []apiLatency `json:"server_api_latency"`
+	Startup   *startupSLI  `json:"pod_startup,omitempty"`
+}
+
+// procsWindow is every process's CPU and memory over a window, and the
+// machine's.
+type procsWindow struct {
+	WindowS            float64      `json:"window_s"`
+	Procs              []procResult `json:"procs"`
+	MachineBusyPercent float64      `json:"machine_busy_percent"`
+	ForeignPercent     float64      `json:"foreign_percent"`
+}
+
+// procResult is one process's CPU and memory over a window.
 type procResult struct {
-	name       string
-	cpuPercent float64 // of one CPU
-	rssMeanMiB float64
-	rssMaxMiB  float64
-	hwmMiB     float64
-	// anonMiB and fileMiB split the RSS at the end of the window
+	Name       string  `json:"name"`
+	CPUPercent float64 `json:"cpu_percent"` // of one CPU
+	RSSMeanMiB float64 `json:"rss_mean_mib"`
+	RSSMaxMiB  float64 `json:"rss_max_mib"`
+	HWMMiB     float64 `json:"peak_rss_mib"`
+	// AnonMiB and FileMiB split the RSS at the end of the window
 	// (smaps_rollup): heap, stacks and runtime versus mapped files (the
 	// binary, etcd's bbolt mmap).
-	anonMiB, fileMiB float64
+	AnonMiB float64 `json:"anon_mib"`
+	FileMiB float64 `json:"file_mib"`
+}
+
+// memResult is one process's RSS at three points: before the agents
+// started (BaseMiB; 0 for an agent), with every node Ready and no pod
+// (IdleMiB), and at full size (FullMiB, the steady window's mean); per
+// node is (idle-base)/nodes, per pod (full-idle)/pods, each over the
+// nodes and pods the process carries (an agent: its share).
+type memResult struct {
+	Name       string  `json:"name"`
+	BaseMiB    float64 `json:"base_mib"`
+	IdleMiB    float64 `json:"idle_mib"`
+	FullMiB    float64 `json:"full_mib"`
+	PerNodeKiB float64 `json:"per_node_kib"`
+	PerPodKiB  float64 `json:"per_pod_kib"`
+}
+
+// checks is the cluster's state at the end.
+type checks struct {
+	PodsRunning int `json:"pods_running"`
+	PodsTotal   int `json:"pods_total"`
+	NodesReady  int `json:"nodes_ready"`
+	// TerminatedWatchers is apiserver_terminated_watchers_total: watchers
+	// the server closed for falling behind.
+	TerminatedWatchers float64 `json:"terminated_watchers"`
+	// BenchWatchErrors counts the errors the bench's own informers' watches
+	// ended with (a 410 Gone, a closed watch).
+	BenchWatchErrors int `json:"bench_watch_errors"`
+	// SampleConverged: an informer on one label group equals a
+	// consistent LIST once writes stopped.
+	SampleConverged bool     `json:"sample_converged"`
+	Problems        []string `json:"problems,omitempty"`
+}
+
+func (r scaleResult) writeJSON(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("scale results as JSON: %w", err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("scale results as JSON: %w", err)
+	}
+	return nil
+}
+
+// watchErrors counts the errors the bench's informers' watches ended with.
+type watchErrors struct {
+	mu    sync.Mutex
+	n     int
+	first []string
+}
+
+func (w *watchErrors) handler(what string) cache.WatchErrorHandler {
+	return func(_ *cache.Reflector, err error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.n++
+		if len(w.first) < 5 {
+			w.first = append(w.first, what+": "+err.Error())
+		}
+	}
 }
 
 func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
@@ -303,33 +483,65 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	dataDir := filepath.Join(dir, "etcd")
 	var c cluster
-	defer c.stop(b) // agent, controllers, scheduler, then the server
-	c.apiserver = startProc(b, dir, "apiserver", bin, "apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig, "--listen", "127.0.0.1:0")
-	client := waitServer(b, &c, kubeconfig)
-	// No secure ports: other runs on the machine may hold kube's.
-	c.scheduler = startProc(b, dir, "scheduler", bin, "scheduler", "--kubeconfig", kubeconfig, "--secure-port=0")
-	c.controllers = startProc(b, dir, "controllers", bin, "controllers", "--kubeconfig", kubeconfig, "--secure-port=0")
-
+	defer c.stop(b) // agents, controllers, scheduler, then the server
+	// The run's deadline: every wait below ends with ctx. Should anything
+	// not return, the watchdog kills every process and exits a few
+	// minutes later, so that a run never outlives its deadline by much.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNamespace}}, metav1.CreateOptions{}); err != nil {
-		b.Fatalf("create namespace: %v", err)
+	watchdog := time.AfterFunc(cfg.timeout+5*time.Minute, func() {
+		fmt.Fprintf(os.Stderr, "scale: %v past the deadline of %v: killing every process and exiting\n", 5*time.Minute, cfg.timeout)
+		c.kill()
+		os.Exit(2)
+	})
+	defer watchdog.Stop()
+	fail := func(format string, args ...any) {
+		b.Helper()
+		if ctx.Err() != nil {
+			format += " (the run's deadline %s=%v passed: stopping every process)"
+			args = append(args, scaleTimeoutEnv, cfg.timeout)
+		}
+		b.Fatalf(format, args...)
 	}
 
-	// Informers count Ready nodes and Running pods; they are stopped
-	// before the measurement so that the benchmark's own watch decoding
-	// is not part of the servers' steady state.
+	c.apiserver = c.start(b, dir, "apiserver", bin, "apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--profiling")
+	client := waitServer(b, &c, kubeconfig)
+	// No secure ports: other runs on the machine may hold kube's.
+	c.start(b, dir, "scheduler", bin, "scheduler", "--kubeconfig", kubeconfig, "--secure-port=0")
+	c.start(b, dir, "controllers", bin, "controllers", "--kubeconfig", kubeconfig, "--secure-port=0")
+
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNamespace}}, metav1.CreateOptions{}); err != nil {
+		fail("create namespace: %v", err)
+	}
+	// The bench's clients speak protobuf, as the components do.
+	pclient, err := protobufClient(kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// Informers count Ready nodes and Running pods, and see pods start
+	// (pod startup latency's watch side). They run to the end: the
+	// steady state carries their two watches.
 	infCtx, stopInformers := context.WithCancel(ctx)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	readyNodes := newCounter(factory.Core().V1().Nodes().Informer(), func(obj any) bool {
+	var werrs watchErrors
+	factory := informers.NewSharedInformerFactory(pclient, 0)
+	nodeInf := factory.Core().V1().Nodes().Informer()
+	_ = nodeInf.SetWatchErrorHandler(werrs.handler("nodes"))
+	readyNodes := newCounter(nodeInf, func(obj any) bool {
 		n, ok := obj.(*v1.Node)
 		return ok && nodeReady(n)
 	})
-	podFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(scaleNamespace))
-	runningPods := newCounter(podFactory.Core().V1().Pods().Informer(), func(obj any) bool {
+	podFactory := informers.NewSharedInformerFactoryWithOptions(pclient, 0, informers.WithNamespace(scaleNamespace))
+	podInf := podFactory.Core().V1().Pods().Informer()
+	_ = podInf.SetWatchErrorHandler(werrs.handler("pods"))
+	runningPods := newCounter(podInf, func(obj any) bool {
 		p, ok := obj.(*v1.Pod)
-		return ok && p.Status.Phase == v1.PodRunning
+		return ok && p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil
 	})
+	startup := newPodStartup()
+	if err := watchStartup(podInf, startup); err != nil {
+		b.Fatal(err)
+	}
 	factory.Start(infCtx.Done())
 	podFactory.Start(infCtx.Done())
 	defer func() {
@@ -338,52 +550,304 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		podFactory.Shutdown()
 	}()
 
-	var res scaleResult
+	res := scaleResult{Nodes: cfg.nodes, Pods: cfg.pods, Agents: cfg.agents}
+	base := rssOf(c.all())
+
+	// The agents: node numbers first..first+n-1 each, the pod CIDRs from
+	// a /8 (65,536 nodes of a /24; the agent's default /14 holds 1,024).
 	start := time.Now()
-	agentArgs := []string{"agent", "--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(cfg.nodes)}
-	if os.Getenv(scaleNodeIdentitiesEnv) == "1" {
-		agentArgs = append(agentArgs, "--node-identities-ca-dir", filepath.Join(dataDir, "pki"))
+	for k := range cfg.agents {
+		first := 1 + k*cfg.nodes/cfg.agents
+		n := (k+1)*cfg.nodes/cfg.agents - k*cfg.nodes/cfg.agents
+		args := []string{"agent", "--kubeconfig", kubeconfig, "--first-node", strconv.Itoa(first), "--nodes", strconv.Itoa(n),
+			"--pod-cidrs", "10.0.0.0/8"}
+		if os.Getenv(scaleNodeIdentitiesEnv) == "1" {
+			args = append(args, "--node-identities-ca-dir", filepath.Join(dataDir, "pki"))
+		}
+		c.start(b, dir, fmt.Sprintf("agent-%d", k+1), bin, args...)
 	}
-	c.agent = startProc(b, dir, "agent", bin, agentArgs...)
 	if err := readyNodes.wait(ctx, &c, "Ready nodes", cfg.nodes, cfg.progressLogStep); err != nil {
-		b.Fatal(err)
+		fail("%v", err)
 	}
-	res.nodesReady = time.Since(start)
+	res.NodesReadyS = time.Since(start).Seconds()
+	idle := rssOf(c.all())
 
+	// Phase create: the pods, as fast as 16 clients go.
+	m0, err := scrapeMetrics(ctx, client)
+	if err != nil {
+		fail("%v", err)
+	}
+	startup.arm()
+	createRec := newLatencyRecorder()
 	start = time.Now()
-	if err := createPods(ctx, client, cfg); err != nil {
-		b.Fatal(err)
+	if err := createPods(ctx, pclient, cfg, createRec, startup); err != nil {
+		fail("%v", err)
 	}
-	res.created = time.Since(start)
+	res.CreatedS = time.Since(start).Seconds()
+	res.CreatePerSecond = float64(cfg.pods) / res.CreatedS
 	if err := runningPods.wait(ctx, &c, "Running pods", cfg.pods, cfg.progressLogStep); err != nil {
-		b.Fatal(err)
+		fail("%v", err)
 	}
-	res.allRunning = time.Since(start)
-	stopInformers()
-	factory.Shutdown()
-	podFactory.Shutdown()
+	res.AllRunningS = time.Since(start).Seconds()
+	m1, err := scrapeMetrics(ctx, client)
+	if err != nil {
+		fail("%v", err)
+	}
+	createStartup := startup.result()
+	res.Phases = append(res.Phases, phaseResult{Name: "create", DurationS: res.AllRunningS, Client: createRec.summaries(),
+		Server: serverLatencies(diffHistograms(requestHistograms(m0), requestHistograms(m1))), Startup: &createStartup})
 
-	fmt.Fprintf(os.Stderr, "scale: %d nodes Ready in %v, %d pods created in %v, all Running after %v; settling %v, then measuring %v\n",
-		cfg.nodes, res.nodesReady.Round(time.Millisecond), cfg.pods, res.created.Round(time.Millisecond),
-		res.allRunning.Round(time.Millisecond), cfg.settle, cfg.window)
+	fmt.Fprintf(os.Stderr, "scale: %d nodes Ready in %.1fs, %d pods created in %.1fs, all Running after %.1fs; settling %v, then measuring %v\n",
+		cfg.nodes, res.NodesReadyS, cfg.pods, res.CreatedS, res.AllRunningS, cfg.settle, cfg.window)
 	select {
 	case <-time.After(cfg.settle):
 	case <-ctx.Done():
-		b.Fatal(ctx.Err())
+		fail("settle: %v", ctx.Err())
 	}
 	if err := c.check(); err != nil {
 		b.Fatal(err)
 	}
-	if err := measure(&res, c.all(), cfg.window); err != nil {
-		b.Fatal(err)
+
+	// The convergence sample: one label group's informer, from now on.
+	sample := informertest.Start(b, pclient, scaleNamespace, "bench-group=7")
+
+	// Phase steady: the window, with the probe's calls.
+	pods := cfg.pods // the pods are scale-00000 .. scale-<pods-1>, then the churn's
+	pick := func() string { return scalePodName(rand.IntN(pods)) }
+	steadyRec := newLatencyRecorder()
+	m2, err := scrapeMetrics(ctx, client)
+	if err != nil {
+		fail("%v", err)
+	}
+	// The probe's period: a round of 4 calls 5 times a second, the two
+	// cluster-wide LISTs every 10 s.
+	runProbe := func(rec *latencyRecorder) (stop func()) {
+		pctx, pcancel := context.WithCancel(ctx)
+		p := &probe{client: pclient, namespace: scaleNamespace, pick: pick, nodes: cfg.nodes, rec: rec, period: 200 * time.Millisecond, listEvery: 50}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.run(pctx)
+		}()
+		return func() {
+			pcancel()
+			<-done
+		}
+	}
+	profiles := func(phase string) (wait func()) {
+		if cfg.profileDir == "" {
+			return func() {}
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := saveProfiles(ctx, client, cfg.profileDir, phase, 30); err != nil {
+				fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+			}
+		}()
+		return func() { <-done }
+	}
+	stopProbe := runProbe(steadyRec)
+	waitProfiles := profiles("steady")
+	res.Steady, err = measure(ctx, c.all(), cfg.window)
+	waitProfiles()
+	stopProbe()
+	if err != nil {
+		fail("steady state: %v", err)
 	}
 	if err := c.check(); err != nil {
 		b.Fatal(err)
 	}
-	res.etcdMiB = float64(etcdDBSize(dataDir)) / (1 << 20)
-	fmt.Fprintf(os.Stderr, "scale: node identities %q; agent process: %d sockets open, %d threads\n",
-		os.Getenv(scaleNodeIdentitiesEnv), countSockets(c.agent.pid()), countThreads(c.agent.pid()))
+	m3, err := scrapeMetrics(ctx, client)
+	if err != nil {
+		fail("%v", err)
+	}
+	res.Phases = append(res.Phases, phaseResult{Name: "steady", DurationS: res.Steady.WindowS, Client: steadyRec.summaries(),
+		Server: serverLatencies(diffHistograms(requestHistograms(m2), requestHistograms(m3)))})
+	res.Memory = memoryFigures(cfg, c.all(), base, idle, res.Steady)
+
+	// Phase churn: replace a share of the pods, paced, as ClusterLoader2's
+	// load test does, measuring meanwhile; then wait for all Running.
+	if n := int(cfg.churn * float64(cfg.pods)); n > 0 {
+		victims := make([]string, 0, n)
+		for i := range n {
+			// Spread over the pods: every (pods/n)-th.
+			victims = append(victims, scalePodName(i*cfg.pods/n))
+		}
+		fmt.Fprintf(os.Stderr, "scale: churn: replacing %d pods over %v\n", n, cfg.churnDuration)
+		churnRec := newLatencyRecorder()
+		m4, err := scrapeMetrics(ctx, client)
+		if err != nil {
+			fail("%v", err)
+		}
+		startup.arm()
+		start = time.Now()
+		stopProbe := runProbe(churnRec)
+		waitProfiles := profiles("churn")
+		churnErr := make(chan error, 1)
+		go func() { churnErr <- churn(ctx, pclient, cfg, victims, cfg.pods, cfg.churnDuration, churnRec, startup) }()
+		w, merr := measure(ctx, c.all(), cfg.churnDuration)
+		res.Churn = &w
+		if err := <-churnErr; err != nil {
+			stopProbe()
+			fail("%v", err)
+		}
+		if merr != nil {
+			stopProbe()
+			fail("churn: %v", merr)
+		}
+		pods = cfg.pods + n // the probe picks among the new ones too
+		err = runningPods.wait(ctx, &c, "Running pods after the churn", cfg.pods, cfg.progressLogStep)
+		if err == nil {
+			err = waitStoreLen(ctx, podInf, cfg.pods)
+		}
+		waitProfiles()
+		stopProbe()
+		if err != nil {
+			fail("churn: %v", err)
+		}
+		m5, err := scrapeMetrics(ctx, client)
+		if err != nil {
+			fail("%v", err)
+		}
+		churnStartup := startup.result()
+		res.Phases = append(res.Phases, phaseResult{Name: "churn", DurationS: time.Since(start).Seconds(), Client: churnRec.summaries(),
+			Server: serverLatencies(diffHistograms(requestHistograms(m4), requestHistograms(m5))), Startup: &churnStartup})
+	}
+
+	// At full size: what a user's kubectl and a new controller's informer
+	// pay to read every pod.
+	d, err := timeKubectl(ctx, kubeconfig)
+	if err != nil {
+		fail("%v", err)
+	}
+	res.KubectlGetPodsS = d.Seconds()
+	d, err = timeKubectl(ctx, kubeconfig, "--chunk-size=0")
+	if err != nil {
+		fail("%v", err)
+	}
+	res.KubectlUnpagedS = d.Seconds()
+	d, n, err := timeInformerSync(ctx, kubeconfig)
+	if err != nil {
+		fail("%v", err)
+	}
+	res.InformerSyncS, res.InformerPods = d.Seconds(), n
+
+	// Correctness: every pod Running, every node Ready, no watcher closed
+	// for falling behind, the sample informer converged.
+	ch := &res.Checks
+	ch.PodsRunning, ch.PodsTotal, ch.NodesReady = runningPods.count(), len(podInf.GetStore().ListKeys()), readyNodes.count()
+	if ch.PodsRunning != cfg.pods || ch.PodsTotal != cfg.pods {
+		ch.Problems = append(ch.Problems, fmt.Sprintf("%d pods Running of %d (want %d)", ch.PodsRunning, ch.PodsTotal, cfg.pods))
+	}
+	if ch.NodesReady != cfg.nodes {
+		ch.Problems = append(ch.Problems, fmt.Sprintf("%d nodes Ready, want %d", ch.NodesReady, cfg.nodes))
+	}
+	if m, err := scrapeMetrics(ctx, client); err != nil {
+		ch.Problems = append(ch.Problems, err.Error())
+	} else {
+		ch.TerminatedWatchers, _ = m.Value("apiserver_terminated_watchers_total")
+		if ch.TerminatedWatchers != 0 {
+			ch.Problems = append(ch.Problems, fmt.Sprintf("apiserver_terminated_watchers_total %v: watchers closed for falling behind", ch.TerminatedWatchers))
+		}
+	}
+	werrs.mu.Lock()
+	ch.BenchWatchErrors = werrs.n
+	if werrs.n > 0 {
+		ch.Problems = append(ch.Problems, fmt.Sprintf("the bench's watches ended with %d errors: %s", werrs.n, strings.Join(werrs.first, "; ")))
+	}
+	werrs.mu.Unlock()
+	if diff := waitConverged(ctx, sample, pclient, 2*time.Minute); diff != "" {
+		ch.Problems = append(ch.Problems, "sample informer: "+diff)
+	} else {
+		ch.SampleConverged = true
+	}
+	sample.CheckMonotonic(b)
+
+	if err := c.check(); err != nil {
+		b.Fatal(err)
+	}
+	res.EtcdMiB = float64(etcdDBSize(dataDir)) / (1 << 20)
+	for _, a := range c.agents() {
+		fmt.Fprintf(os.Stderr, "scale: node identities %q; %s: %d sockets open, %d threads\n",
+			os.Getenv(scaleNodeIdentitiesEnv), a.name, countSockets(a.pid()), countThreads(a.pid()))
+	}
 	return res
+}
+
+// waitStoreLen waits until inf holds n objects (the deleted pods gone).
+func waitStoreLen(ctx context.Context, inf cache.SharedIndexInformer, n int) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got := len(inf.GetStore().ListKeys())
+		if got == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d pods, want %d: %w", got, n, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// waitConverged polls until the sample's store equals a consistent LIST,
+// returning the last difference when timeout passes ("" once equal).
+func waitConverged(ctx context.Context, sample *informertest.PodInformer, client kubernetes.Interface, timeout time.Duration) string {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		diff, err := sample.Diff(ctx, client)
+		if err == nil && diff == "" {
+			return ""
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = diff
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-tick.C:
+		}
+	}
+}
+
+// rssOf is each process's VmRSS in MiB now, by name (0 if unreadable).
+func rssOf(procs []*proc) map[string]float64 {
+	out := map[string]float64{}
+	for _, p := range procs {
+		if rss, _, err := procMemory(p.pid()); err == nil {
+			out[p.name] = rss
+		}
+	}
+	return out
+}
+
+// memoryFigures derives each process's per-node and per-pod memory.
+func memoryFigures(cfg scaleConfig, procs []*proc, base, idle map[string]float64, steady procsWindow) []memResult {
+	full := map[string]float64{}
+	for _, p := range steady.Procs {
+		full[p.Name] = p.RSSMeanMiB
+	}
+	var out []memResult
+	for _, p := range procs {
+		nodes, pods := float64(cfg.nodes), float64(cfg.pods)
+		if strings.HasPrefix(p.name, "agent") {
+			nodes /= float64(cfg.agents)
+			pods /= float64(cfg.agents)
+		}
+		m := memResult{Name: p.name, BaseMiB: base[p.name], IdleMiB: idle[p.name], FullMiB: full[p.name]}
+		m.PerNodeKiB = (m.IdleMiB - m.BaseMiB) * 1024 / nodes
+		m.PerPodKiB = (m.FullMiB - m.IdleMiB) * 1024 / pods
+		out = append(out, m)
+	}
+	return out
 }
 
 // waitServer waits until the apiserver has written its kubeconfig and
@@ -512,8 +976,9 @@ func (c *counter) wait(ctx context.Context, cl *cluster, what string, want int, 
 	}
 }
 
-// createPods creates cfg.pods pods with cfg.createWorkers clients.
-func createPods(ctx context.Context, client kubernetes.Interface, cfg scaleConfig) error {
+// createPods creates cfg.pods pods with cfg.createWorkers clients, timing
+// each create in rec and telling startup when it returned.
+func createPods(ctx context.Context, client kubernetes.Interface, cfg scaleConfig, rec *latencyRecorder, startup *podStartup) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
@@ -527,8 +992,12 @@ func createPods(ctx context.Context, client kubernetes.Interface, cfg scaleConfi
 				if i >= cfg.pods || ctx.Err() != nil {
 					return
 				}
-				_, err := client.CoreV1().Pods(scaleNamespace).Create(ctx, scalePod(i, cfg), metav1.CreateOptions{})
-				if err != nil && !apierrors.IsAlreadyExists(err) {
+				start := time.Now()
+				pod, err := client.CoreV1().Pods(scaleNamespace).Create(ctx, scalePod(i, cfg), metav1.CreateOptions{})
+				rec.observe(callKey{"POST", "pods", "resource"}, start, err)
+				if err == nil {
+					startup.created(pod.Namespace+"/"+pod.Name, time.Now())
+				} else if !apierrors.IsAlreadyExists(err) {
 					cancel(fmt.Errorf("create pod %d: %w", i, err))
 					return
 				}
@@ -539,10 +1008,14 @@ func createPods(ctx context.Context, client kubernetes.Interface, cfg scaleConfi
 	return context.Cause(ctx)
 }
 
-// scalePod runs forever: an nginx container without a command.
+func scalePodName(i int) string { return fmt.Sprintf("scale-%05d", i) }
+
+// scalePod runs forever: an nginx container without a command. Its
+// bench-group label puts it in one of scaleGroups groups (the probe's
+// namespaced LIST selects one).
 func scalePod(i int, cfg scaleConfig) *v1.Pod {
 	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%05d", i), Labels: map[string]string{"app": "scale"}},
+		ObjectMeta: metav1.ObjectMeta{Name: scalePodName(i), Labels: map[string]string{"app": "scale", "bench-group": podGroup(i)}},
 		Spec: v1.PodSpec{Containers: []v1.Container{{
 			Name:  "nginx",
 			Image: "nginx:1.27",
@@ -556,8 +1029,10 @@ func scalePod(i int, cfg scaleConfig) *v1.Pod {
 
 // measure samples procs over window: CPU from the utime+stime delta, RSS
 // every second, VmHWM at the end; and the machine's busy time, to tell how
-// much of it was someone else's.
-func measure(res *scaleResult, procs []*proc, window time.Duration) error {
+// much of it was someone else's. It is reusable by any harness that runs
+// processes (proc).
+func measure(ctx context.Context, procs []*proc, window time.Duration) (procsWindow, error) {
+	var res procsWindow
 	type sample struct {
 		ticks  uint64
 		rssSum float64
@@ -568,27 +1043,31 @@ func measure(res *scaleResult, procs []*proc, window time.Duration) error {
 	for i, p := range procs {
 		t, err := procTicks(p.pid())
 		if err != nil {
-			return err
+			return res, err
 		}
 		samples[i].ticks = t
 	}
 	selfStart, err := procTicks(os.Getpid())
 	if err != nil {
-		return err
+		return res, err
 	}
 	stat0, err := readProcStat()
 	if err != nil {
-		return err
+		return res, err
 	}
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for time.Since(start) < window {
-		<-tick.C
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
 		for i, p := range procs {
 			rss, _, err := procMemory(p.pid())
 			if err != nil {
-				return err
+				return res, err
 			}
 			samples[i].rssSum += rss
 			samples[i].rssMax = max(samples[i].rssMax, rss)
@@ -596,48 +1075,49 @@ func measure(res *scaleResult, procs []*proc, window time.Duration) error {
 		}
 	}
 	elapsed := time.Since(start).Seconds()
+	res.WindowS = elapsed
 	stat1, err := readProcStat()
 	if err != nil {
-		return err
+		return res, err
 	}
 	selfEnd, err := procTicks(os.Getpid())
 	if err != nil {
-		return err
+		return res, err
 	}
 	ours := float64(selfEnd - selfStart)
 	for i, p := range procs {
 		t, err := procTicks(p.pid())
 		if err != nil {
-			return err
+			return res, err
 		}
 		_, hwm, err := procMemory(p.pid())
 		if err != nil {
-			return err
+			return res, err
 		}
 		anon, file, err := procRSSSplit(p.pid())
 		if err != nil {
-			return err
+			return res, err
 		}
 		d := float64(t - samples[i].ticks)
 		ours += d
-		res.procs = append(res.procs, procResult{
-			name:       p.name,
-			cpuPercent: d / clockTicks / elapsed * 100,
-			rssMeanMiB: samples[i].rssSum / float64(max(samples[i].n, 1)),
-			rssMaxMiB:  samples[i].rssMax,
-			hwmMiB:     hwm,
-			anonMiB:    anon,
-			fileMiB:    file,
+		res.Procs = append(res.Procs, procResult{
+			Name:       p.name,
+			CPUPercent: d / clockTicks / elapsed * 100,
+			RSSMeanMiB: samples[i].rssSum / float64(max(samples[i].n, 1)),
+			RSSMaxMiB:  samples[i].rssMax,
+			HWMMiB:     hwm,
+			AnonMiB:    anon,
+			FileMiB:    file,
 		})
 	}
 	// utime and stime count in the same clock ticks (clockTicks, USER_HZ)
 	// as /proc/stat.
 	if total := float64(stat1.total - stat0.total); total > 0 {
 		busy := float64(stat1.busy - stat0.busy)
-		res.machineBusyPercent = busy / total * 100
-		res.foreignPercent = (busy - ours) / total * 100
+		res.MachineBusyPercent = busy / total * 100
+		res.ForeignPercent = (busy - ours) / total * 100
 	}
-	return nil
+	return res, nil
 }
 
 // procTicks returns utime+stime of pid, in clock ticks.
@@ -730,23 +1210,48 @@ func etcdDBSize(dataDir string) int64 {
 	return n
 }
 
-// print writes the run as a table.
+// print writes the run as compact tables.
 func (r scaleResult) print(w io.Writer, cfg scaleConfig, run int) {
-	fmt.Fprintf(w, "\nscale run %d: %d nodes (one agent process), %d pods (%s cpu, %s memory each), %d create clients\n",
-		run, cfg.nodes, cfg.pods, cfg.cpuRequest, cfg.memoryRequest, cfg.createWorkers)
-	fmt.Fprintf(w, "  nodes Ready after %v; pods created in %v (%.0f/s); all Running %v after the first create\n",
-		r.nodesReady.Round(time.Millisecond), r.created.Round(time.Millisecond),
-		float64(cfg.pods)/r.created.Seconds(), r.allRunning.Round(time.Millisecond))
-	fmt.Fprintf(w, "  steady state: %v after all Running, over %v; CPU %% of one CPU\n", cfg.settle, cfg.window)
-	fmt.Fprintf(w, "  %-12s %8s %14s %13s %14s %9s %9s\n", "process", "CPU %", "RSS mean MiB", "RSS max MiB", "peak RSS MiB", "anon MiB", "file MiB")
-	for _, p := range r.procs {
-		fmt.Fprintf(w, "  %-12s %8.1f %14.0f %13.0f %14.0f %9.0f %9.0f\n", p.name, p.cpuPercent, p.rssMeanMiB, p.rssMaxMiB, p.hwmMiB, p.anonMiB, p.fileMiB)
+	fmt.Fprintf(w, "\nscale run %d: %d nodes (%d agent processes), %d pods (%s cpu, %s memory each), %d create clients\n",
+		run, cfg.nodes, cfg.agents, cfg.pods, cfg.cpuRequest, cfg.memoryRequest, cfg.createWorkers)
+	fmt.Fprintf(w, "  nodes Ready after %.1fs; pods created in %.1fs (%.0f/s); all Running %.1fs after the first create\n",
+		r.NodesReadyS, r.CreatedS, r.CreatePerSecond, r.AllRunningS)
+	printWindow := func(title string, pw procsWindow) {
+		fmt.Fprintf(w, "  %s over %.0fs; CPU %% of one CPU\n", title, pw.WindowS)
+		fmt.Fprintf(w, "    %-12s %8s %14s %13s %14s %9s %9s\n", "process", "CPU %", "RSS mean MiB", "RSS max MiB", "peak RSS MiB", "anon MiB", "file MiB")
+		for _, p := range pw.Procs {
+			fmt.Fprintf(w, "    %-12s %8.1f %14.0f %13.0f %14.0f %9.0f %9.0f\n", p.Name, p.CPUPercent, p.RSSMeanMiB, p.RSSMaxMiB, p.HWMMiB, p.AnonMiB, p.FileMiB)
+		}
+		fmt.Fprintf(w, "    machine busy %.1f%% of all CPUs, of which not ours %.1f%%\n", pw.MachineBusyPercent, pw.ForeignPercent)
 	}
-	fmt.Fprintf(w, "  machine busy %.1f%% of all CPUs, of which not ours %.1f%%; etcd db file %.0f MiB\n\n",
-		r.machineBusyPercent, r.foreignPercent, r.etcdMiB)
+	printWindow(fmt.Sprintf("steady state (%v after all Running, probe running)", cfg.settle), r.Steady)
+	if r.Churn != nil {
+		printWindow(fmt.Sprintf("churn (%.0f%% of the pods replaced)", cfg.churn*100), *r.Churn)
+	}
+	fmt.Fprintf(w, "  memory: RSS before the agents (base), all nodes Ready without pods (idle), at full size (steady mean)\n")
+	fmt.Fprintf(w, "    %-12s %9s %9s %9s %13s %12s\n", "process", "base MiB", "idle MiB", "full MiB", "KiB per node", "KiB per pod")
+	for _, m := range r.Memory {
+		fmt.Fprintf(w, "    %-12s %9.0f %9.0f %9.0f %13.1f %12.2f\n", m.Name, m.BaseMiB, m.IdleMiB, m.FullMiB, m.PerNodeKiB, m.PerPodKiB)
+	}
+	for _, ph := range r.Phases {
+		fmt.Fprintf(w, "  phase %s (%.0fs)\n", ph.Name, ph.DurationS)
+		printLatencies(w, "API call latency, client side", ph.Client)
+		printLatencies(w, "API call latency, server side (apiserver_request_duration_seconds, histogram_quantile)", ph.Server)
+		if ph.Startup != nil {
+			printStartup(w, "pod startup latency", *ph.Startup)
+		}
+	}
+	fmt.Fprintf(w, "  at full size: kubectl get pods -A %.2fs (--chunk-size=0: %.2fs); a protobuf pod informer's LIST+sync %.2fs (%d pods); etcd db file %.0f MiB\n",
+		r.KubectlGetPodsS, r.KubectlUnpagedS, r.InformerSyncS, r.InformerPods, r.EtcdMiB)
+	ch := r.Checks
+	fmt.Fprintf(w, "  checks: %d/%d pods Running, %d nodes Ready, terminated watchers %v, bench watch errors %d, sample informer converged %v\n",
+		ch.PodsRunning, ch.PodsTotal, ch.NodesReady, ch.TerminatedWatchers, ch.BenchWatchErrors, ch.SampleConverged)
+	for _, p := range ch.Problems {
+		fmt.Fprintf(w, "  PROBLEM: %s\n", p)
+	}
+	fmt.Fprintln(w)
 }
 
-// countSockets counts the sockets pid holds open (its connections to the
 // API server, and its listeners).
 func countSockets(pid int) int {
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
