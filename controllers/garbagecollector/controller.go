@@ -12,11 +12,13 @@ import (
 
 	"github.com/corekube/corekube/controllers/internal/events"
 	"github.com/corekube/corekube/controllers/useragent"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -101,12 +103,28 @@ type resourceInfo struct {
 	namespaced bool
 }
 
+// sharedResources are the resources whose informers the collector takes
+// from the process's shared factory, as kube's takes the typed informers
+// its controller-manager shares: one cache and one watch of pods (the
+// most numerous objects), nodes, leases and budgets for every controller.
+// Their transform must keep ownerReferences, finalizers and
+// deletionTimestamp (sharedinformers.Transform does).
+var sharedResources = []schema.GroupVersionResource{
+	{Version: "v1", Resource: "pods"},
+	{Version: "v1", Resource: "nodes"},
+	{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"},
+	{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
+}
+
 // New returns a collector that reads metadata through md, discovers
-// resources through disc and records events through client.
-func New(md metadata.Interface, disc discovery.DiscoveryInterface, client kubernetes.Interface, cfg Config) *Controller {
+// resources through disc and records events through client. When factory
+// is not nil, the collector takes the informers of sharedResources from
+// it (its owner starts it after New and shuts it down after Start
+// returned); it watches the other resources' metadata itself.
+func New(md metadata.Interface, disc discovery.DiscoveryInterface, client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
 	cfg = cfg.withDefaults()
 	log := cfg.Logger.With("controller", "garbagecollector")
-	return &Controller{
+	c := &Controller{
 		cfg:          cfg,
 		log:          log,
 		metadata:     md,
@@ -117,12 +135,49 @@ func New(md metadata.Interface, disc discovery.DiscoveryInterface, client kubern
 		kinds:        map[schema.GroupVersionKind]resourceInfo{},
 		monitored:    map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
+	// The queues exist from the start: the shared informers' handlers
+	// may deliver before Start.
+	rl := func(name string) workqueue.TypedRateLimitingQueueConfig[*node] {
+		return workqueue.TypedRateLimitingQueueConfig[*node]{Name: name, MetricsProvider: cfg.QueueMetrics}
+	}
+	c.graphChanges = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*event](),
+		workqueue.TypedRateLimitingQueueConfig[*event]{Name: "garbage_collector_graph_changes", MetricsProvider: cfg.QueueMetrics})
+	c.attemptToDelete = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*node](), rl("garbage_collector_attempt_to_delete"))
+	c.attemptToOrphan = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*node](), rl("garbage_collector_attempt_to_orphan"))
+	if factory == nil {
+		return c, nil
+	}
+	for _, gvr := range sharedResources {
+		generic, err := factory.ForResource(gvr)
+		if err != nil {
+			c.shutDownQueues()
+			return nil, fmt.Errorf("garbage collector: shared informer of %s: %w", gvr.Resource, err)
+		}
+		gvk := schema.GroupVersionKind{Group: gvr.Group, Version: gvr.Version}
+		switch gvr.Resource {
+		case "pods":
+			gvk.Kind = "Pod"
+		case "nodes":
+			gvk.Kind = "Node"
+		case "leases":
+			gvk.Kind = "Lease"
+		case "poddisruptionbudgets":
+			gvk.Kind = "PodDisruptionBudget"
+		}
+		informer := generic.Informer()
+		if _, err := informer.AddEventHandler(c.handler(gvk)); err != nil {
+			c.shutDownQueues()
+			return nil, fmt.Errorf("garbage collector: %w", err)
+		}
+		c.monitored[gvr] = informer
+	}
+	return c, nil
 }
 
 // NewForConfig returns New with clients of its own (user agent
 // generic-garbage-collector, kube's, unless set) for the server
 // restConfig points at.
-func NewForConfig(restConfig *rest.Config, cfg Config) (*Controller, error) {
+func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
 	rc := rest.CopyConfig(restConfig)
 	if rc.UserAgent == "" {
 		rc.UserAgent = useragent.For(useragent.KubeControllerManager, "generic-garbage-collector")
@@ -135,7 +190,51 @@ func NewForConfig(restConfig *rest.Config, cfg Config) (*Controller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
-	return New(md, client.Discovery(), client, cfg), nil
+	return New(md, client.Discovery(), client, factory, cfg)
+}
+
+func (c *Controller) shutDownQueues() {
+	c.graphChanges.ShutDown()
+	c.attemptToDelete.ShutDown()
+	c.attemptToOrphan.ShutDown()
+}
+
+// handler feeds the graph with the changes of one resource's informer,
+// typed or metadata-only.
+func (c *Controller) handler(gvk schema.GroupVersionKind) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if m := asMetadata(obj); m != nil {
+				c.graphChanges.Add(&event{typ: addEvent, obj: m, gvk: gvk})
+			}
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			if m := asMetadata(obj); m != nil {
+				c.graphChanges.Add(&event{typ: updateEvent, obj: m, old: asMetadata(oldObj), gvk: gvk})
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if m := asMetadata(obj); m != nil {
+				c.graphChanges.Add(&event{typ: deleteEvent, obj: m, gvk: gvk})
+			}
+		},
+	}
+}
+
+// asMetadata is what the graph keeps of an informer's object (nil when it
+// has no metadata).
+func asMetadata(obj any) *metav1.PartialObjectMetadata {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+		DeletionTimestamp: m.GetDeletionTimestamp(), OwnerReferences: m.GetOwnerReferences(), Finalizers: m.GetFinalizers(),
+	}}
 }
 
 // Synced reports whether every monitored resource's informer has listed
@@ -149,23 +248,13 @@ func (c *Controller) Start(ctx context.Context) error {
 	if !c.started.CompareAndSwap(false, true) {
 		return errors.New("garbage collector: already started")
 	}
-	rl := func(name string) workqueue.TypedRateLimitingQueueConfig[*node] {
-		return workqueue.TypedRateLimitingQueueConfig[*node]{Name: name, MetricsProvider: c.cfg.QueueMetrics}
-	}
-	c.graphChanges = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*event](),
-		workqueue.TypedRateLimitingQueueConfig[*event]{Name: "garbage_collector_graph_changes", MetricsProvider: c.cfg.QueueMetrics})
-	c.attemptToDelete = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*node](), rl("garbage_collector_attempt_to_delete"))
-	c.attemptToOrphan = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[*node](), rl("garbage_collector_attempt_to_orphan"))
-
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	factory := metadatainformer.NewSharedInformerFactoryWithOptions(c.metadata, 0, metadatainformer.WithTransform(stripMetadata))
 	defer factory.Shutdown()
-	defer c.graphChanges.ShutDown()
-	defer c.attemptToDelete.ShutDown()
-	defer c.attemptToOrphan.ShutDown()
+	defer c.shutDownQueues()
 	c.events.Run(ctx, &wg)
 
 	// The graph is built from the first event on, workers wait for it to
@@ -294,28 +383,7 @@ func (c *Controller) monitor(factory metadatainformer.SharedInformerFactory, res
 			continue
 		}
 		informer := factory.ForResource(r.gvr).Informer()
-		_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(obj any) {
-				if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-					c.graphChanges.Add(&event{typ: addEvent, obj: m, gvk: gvk})
-				}
-			},
-			UpdateFunc: func(oldObj, obj any) {
-				m, ok := obj.(*metav1.PartialObjectMetadata)
-				old, _ := oldObj.(*metav1.PartialObjectMetadata)
-				if ok {
-					c.graphChanges.Add(&event{typ: updateEvent, obj: m, old: old, gvk: gvk})
-				}
-			},
-			DeleteFunc: func(obj any) {
-				if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-					obj = d.Obj
-				}
-				if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-					c.graphChanges.Add(&event{typ: deleteEvent, obj: m, gvk: gvk})
-				}
-			},
-		})
+		_, err := informer.AddEventHandler(c.handler(gvk))
 		if err != nil {
 			c.log.Warn("garbage collector: cannot monitor", "resource", r.gvr.String(), "err", err)
 			continue
@@ -347,16 +415,13 @@ func (c *Controller) informersSynced() []cache.InformerSynced {
 }
 
 // stripMetadata keeps of each object what the collector reads, so that
-// the informers' caches hold no managedFields, labels or annotations.
+// its metadata informers' caches hold no managedFields, labels or
+// annotations.
 func stripMetadata(obj any) (any, error) {
-	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok {
+	if _, ok := obj.(*metav1.PartialObjectMetadata); !ok {
 		return obj, nil
 	}
-	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		DeletionTimestamp: m.DeletionTimestamp, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
-	}}, nil
+	return asMetadata(obj), nil
 }
 
 func (c *Controller) processNextGraphChange() bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/controllers/garbagecollector"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"github.com/corekube/corekube/test/testserver"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
@@ -32,11 +33,16 @@ var (
 func TestGarbageCollector(t *testing.T) {
 	srv = testserver.Start(t)
 	cs = srv.Client
-	gc, err := garbagecollector.NewForConfig(srv.Config, garbagecollector.Config{Logger: testserver.Logger(), Workers: 2})
+	// The test owns the shared informer factory, as a process does:
+	// started after the collector took its informers, shut down after it
+	// stopped.
+	factory := sharedinformers.NewFactory(srv.Client)
+	gc, err := garbagecollector.NewForConfig(srv.Config, factory, garbagecollector.Config{Logger: testserver.Logger(), Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	factory.Start(ctx.Done())
 	done := make(chan error, 1)
 	go func() { done <- gc.Start(ctx) }()
 	t.Cleanup(func() {
@@ -44,6 +50,7 @@ func TestGarbageCollector(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Errorf("garbage collector: %v", err)
 		}
+		factory.Shutdown()
 		// net/http's Server.Shutdown waits for idle connections; close ours.
 		if rt, err := rest.TransportFor(srv.Config); err == nil {
 			if tr, ok := rt.(interface{ CloseIdleConnections() }); ok {
