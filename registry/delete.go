@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/corekube/corekube/storage/trace"
+	"slices"
 	"time"
+
+	"github.com/corekube/corekube/storage/trace"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/storage"
@@ -149,59 +151,87 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 	return out, true, nil
 }
 
-// beforeDelete applies kube's BeforeDelete rules to obj in place. changed
-// reports that obj must be written back (deletionTimestamp set or
-// shortened); pending that it must stay stored after that.
+// beforeDelete applies kube's BeforeDelete rules to obj in place, and the
+// garbage collector's deletion finalizers that opts asks for
+// (deletionFinalizers). changed reports that obj must be written back
+// (deletionTimestamp set or shortened, finalizers changed); pending that it
+// must stay stored after that.
 func (s *Store) beforeDelete(ctx context.Context, obj runtime.Object, opts *metav1.DeleteOptions) (changed, pending bool) {
 	m := accessor(obj)
 	now := s.opts.Now()
-	hasFinalizers := len(m.GetFinalizers()) > 0
 
+	graceful := false
 	if gs, ok := s.strategy.(GracefulDeleteStrategy); ok {
 		o := opts.DeepCopy()
 		if gs.CheckGracefulDelete(ctx, obj, o) && o.GracePeriodSeconds != nil {
 			grace := *o.GracePeriodSeconds
-			if ts, cur := m.GetDeletionTimestamp(), m.GetDeletionGracePeriodSeconds(); ts != nil && (cur == nil || *cur == 0) {
-				// Marked for graceless deletion by a delete whose second
-				// step (the removal) did not happen or lost a race: remove
-				// it now, as kube's BeforeDelete does, unless finalizers
-				// hold it.
-				return false, hasFinalizers
-			} else if ts != nil {
-				// Already terminating: a delete may only shorten the period.
+			switch ts, cur := m.GetDeletionTimestamp(), m.GetDeletionGracePeriodSeconds(); {
+			case ts != nil && (cur == nil || *cur == 0):
+				// Marked for graceless deletion, by a delete whose second
+				// step (the removal) did not happen or lost a race, or held
+				// by finalizers: not graceful any more, as in kube's
+				// BeforeDelete; removed now unless finalizers hold it.
+			case ts != nil:
+				// Already terminating: a delete may only shorten the
+				// period, and one that does not changes nothing (not even
+				// the deletion finalizers).
 				if grace >= *cur {
 					return false, true
 				}
 				start := ts.Add(-time.Duration(*cur) * time.Second)
 				m.SetDeletionTimestamp(ptrTime(start.Add(time.Duration(grace) * time.Second)))
-			} else {
+				m.SetDeletionGracePeriodSeconds(&grace)
+				graceful = true
+			default:
 				m.SetDeletionTimestamp(ptrTime(now.Add(time.Duration(grace) * time.Second)))
+				m.SetDeletionGracePeriodSeconds(&grace)
 				bumpGeneration(m)
+				graceful = true
 			}
-			m.SetDeletionGracePeriodSeconds(&grace)
-			return true, grace > 0 || hasFinalizers
 		}
 	}
-	if ds, ok := s.strategy.(DeleteStrategy); ok {
-		if ds.PrepareForDelete(ctx, obj) {
-			if m.GetDeletionTimestamp() == nil {
-				m.SetDeletionTimestamp(ptrTime(now))
-				m.SetDeletionGracePeriodSeconds(ptrInt64(0))
-				bumpGeneration(m)
-			}
-			return true, true
-		}
+	changed = graceful
+	ds, isDS := s.strategy.(DeleteStrategy)
+	first := m.GetDeletionTimestamp() == nil
+	if isDS && first {
+		// Kube's namespace REST: the first delete sets the deletion
+		// finalizers by its own rules.
+		changed = setNamespaceDeletionFinalizers(m, opts)
 	}
-	if hasFinalizers {
-		if m.GetDeletionTimestamp() != nil {
-			return false, true
+	if isDS && ds.PrepareForDelete(ctx, obj) {
+		// Later deletes change nothing while the strategy holds the
+		// object.
+		if first {
+			m.SetDeletionTimestamp(ptrTime(now))
+			m.SetDeletionGracePeriodSeconds(ptrInt64(0))
+			bumpGeneration(m)
 		}
-		m.SetDeletionTimestamp(ptrTime(now))
-		m.SetDeletionGracePeriodSeconds(ptrInt64(0))
-		bumpGeneration(m)
 		return true, true
 	}
-	return false, false
+	if !(isDS && first) && s.setDeletionFinalizers(ctx, m, opts) {
+		changed = true
+	}
+	hasFinalizers := len(m.GetFinalizers()) > 0
+	if graceful {
+		return true, *m.GetDeletionGracePeriodSeconds() > 0 || hasFinalizers
+	}
+	if !hasFinalizers {
+		return changed, false
+	}
+	// Kube's markAsDeleting: deletionTimestamp now unless an earlier one
+	// is set, no grace period.
+	if ts := m.GetDeletionTimestamp(); ts == nil || ts.After(now) {
+		if ts == nil {
+			bumpGeneration(m)
+		}
+		m.SetDeletionTimestamp(ptrTime(now))
+		changed = true
+	}
+	if g := m.GetDeletionGracePeriodSeconds(); g == nil || *g != 0 {
+		m.SetDeletionGracePeriodSeconds(ptrInt64(0))
+		changed = true
+	}
+	return changed, true
 }
 
 func bumpGeneration(m metav1.Object) {
@@ -300,3 +330,105 @@ func ptrTime(t time.Time) *metav1.Time {
 }
 
 func ptrInt64(v int64) *int64 { return &v }
+
+// GarbageCollectionPolicy is what a delete without a propagation policy
+// does to the dependents of an object, as kube's
+// rest.GarbageCollectionPolicy.
+type GarbageCollectionPolicy string
+
+const (
+	// DeleteDependents: the garbage collector deletes them in the
+	// background (or in the foreground when the object has the
+	// foregroundDeletion finalizer). Kube's default, and every served
+	// resource's.
+	DeleteDependents GarbageCollectionPolicy = "DeleteDependents"
+	// OrphanDependents: the delete adds the orphan finalizer (kube's
+	// legacy workload versions).
+	OrphanDependents GarbageCollectionPolicy = "OrphanDependents"
+	// Unsupported: deletes never add the deletion finalizers.
+	Unsupported GarbageCollectionPolicy = "Unsupported"
+)
+
+// GarbageCollectionDeleteStrategy is implemented by resources whose
+// default policy is not DeleteDependents.
+type GarbageCollectionDeleteStrategy interface {
+	DefaultGarbageCollectionPolicy(ctx context.Context) GarbageCollectionPolicy
+}
+
+// setDeletionFinalizers sets the orphan and foregroundDeletion finalizers
+// of m as a delete with opts asks, by kube's rules (its generic store's
+// deletionFinalizersForGarbageCollection): the options first, then the
+// finalizers already set, then the resource's default policy. It reports
+// whether the set changed.
+func (s *Store) setDeletionFinalizers(ctx context.Context, m metav1.Object, opts *metav1.DeleteOptions) bool {
+	policy := DeleteDependents
+	if gs, ok := s.strategy.(GarbageCollectionDeleteStrategy); ok {
+		policy = gs.DefaultGarbageCollectionPolicy(ctx)
+	}
+	if policy == Unsupported {
+		return false
+	}
+	orphan, foreground := policy == OrphanDependents, false
+	existing := ""
+	for _, f := range m.GetFinalizers() {
+		if f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents {
+			existing = f
+			break
+		}
+	}
+	//nolint:staticcheck // OrphanDependents is deprecated but still accepted.
+	switch o := opts.OrphanDependents; {
+	case o != nil:
+		orphan, foreground = *o, false
+	case opts.PropagationPolicy != nil:
+		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
+		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground
+	case existing != "":
+		orphan = existing == metav1.FinalizerOrphanDependents
+		foreground = existing == metav1.FinalizerDeleteDependents
+	}
+	return replaceDeletionFinalizers(m, orphan, foreground)
+}
+
+// setNamespaceDeletionFinalizers is setDeletionFinalizers by the rules of
+// kube's namespace REST, which differ: orphanDependents=false asks for
+// foreground deletion, and no default policy applies.
+func setNamespaceDeletionFinalizers(m metav1.Object, opts *metav1.DeleteOptions) bool {
+	fs := m.GetFinalizers()
+	orphan := slices.Contains(fs, metav1.FinalizerOrphanDependents)
+	foreground := slices.Contains(fs, metav1.FinalizerDeleteDependents)
+	//nolint:staticcheck // OrphanDependents is deprecated but still accepted.
+	switch o := opts.OrphanDependents; {
+	case o != nil:
+		orphan, foreground = *o, !*o
+	case opts.PropagationPolicy != nil:
+		orphan = *opts.PropagationPolicy == metav1.DeletePropagationOrphan
+		foreground = *opts.PropagationPolicy == metav1.DeletePropagationForeground
+	}
+	return replaceDeletionFinalizers(m, orphan, foreground)
+}
+
+// replaceDeletionFinalizers makes the orphan and foregroundDeletion
+// finalizers of m those asked for, appended after the others, and reports
+// whether the set changed.
+func replaceDeletionFinalizers(m metav1.Object, orphan, foreground bool) bool {
+	old := m.GetFinalizers()
+	if slices.Contains(old, metav1.FinalizerOrphanDependents) == orphan &&
+		slices.Contains(old, metav1.FinalizerDeleteDependents) == foreground {
+		return false
+	}
+	out := make([]string, 0, len(old)+1)
+	for _, f := range old {
+		if f != metav1.FinalizerOrphanDependents && f != metav1.FinalizerDeleteDependents {
+			out = append(out, f)
+		}
+	}
+	if orphan {
+		out = append(out, metav1.FinalizerOrphanDependents)
+	}
+	if foreground {
+		out = append(out, metav1.FinalizerDeleteDependents)
+	}
+	m.SetFinalizers(out)
+	return true
+}

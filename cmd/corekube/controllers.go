@@ -104,6 +104,6 @@ func newSchedulerCommand() *cobra.Command {
 }
 
 func newControllersCommand() *cobra.Command {
-	return newLoopsCommand("controllers", "Run the controllers (namespace, service account, node lifecycle, pod GC, ...) against an API server",
+	return newLoopsCommand("controllers", "Run the controllers (namespace, service account, node lifecycle, pod GC, garbage collector, ...) against an API server",
 		namespaceLoop|controllerLoops, "kube-controller-manager", controllersSecurePort)
 }

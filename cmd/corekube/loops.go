@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/corekube/corekube/controllers/disruption"
+	"github.com/corekube/corekube/controllers/garbagecollector"
 	"github.com/corekube/corekube/controllers/namespace"
 	"github.com/corekube/corekube/controllers/nodelifecycle"
 	"github.com/corekube/corekube/controllers/podgc"
@@ -41,8 +42,9 @@ const (
 	namespaceLoop loopSet = 1 << iota
 	// schedulerLoop is the scheduler.
 	schedulerLoop
-	// controllerLoops are the node lifecycle, pod GC and disruption
-	// controllers and the loop that runs the informers they share.
+	// controllerLoops are the node lifecycle, pod GC, disruption and
+	// garbage collector controllers and the loop that runs the informers
+	// they share.
 	controllerLoops
 )
 
@@ -148,6 +150,13 @@ func sharedInformerLoops(cfg *rest.Config, set loopSet, log *slog.Logger, queues
 		return release(err)
 	}
 	loops = append(loops, loop{name: "disruption controller", start: budgets.Start})
+	// The garbage collector takes the factory's pods, nodes, leases and
+	// budgets, and watches the metadata of the other resources itself.
+	collector, err := garbagecollector.NewForConfig(cfg, factory, garbagecollector.Config{Logger: log, QueueMetrics: queues})
+	if err != nil {
+		return release(err)
+	}
+	loops = append(loops, loop{name: "garbage collector", start: collector.Start})
 	return withFactory(loops, factory), nil
 }
 

@@ -66,8 +66,8 @@ func Run(ctx context.Context, factory informers.SharedInformerFactory) {
 // Transform is the factory's transform: it keeps what the controllers read
 // of the objects the informers store.
 //
-//   - Pods keep the union of what node lifecycle, pod GC and disruption
-//     read (see stripPod). None of them writes a pod built from its cached
+//   - Pods keep the union of what node lifecycle, pod GC, disruption and
+//     the garbage collector read (see stripPod). None of them writes a pod built from its cached
 //     copy: they patch, or read the whole pod from the server first.
 //   - Nodes are kept whole: node lifecycle writes node status from its
 //     cached copy (kube's node controller does the same), so a field
@@ -96,6 +96,7 @@ func Transform(obj any) (any, error) {
 //   - labels: budget selectors (disruption);
 //   - creationTimestamp: deletion order (pod GC);
 //   - deletionTimestamp (all three);
+//   - ownerReferences, finalizers: the garbage collector's graph;
 //   - spec.nodeName (node lifecycle, pod GC); spec.tolerations: NoExecute
 //     eviction (node lifecycle);
 //   - status.phase (all three); status.reason: evicted pods go first
@@ -112,6 +113,7 @@ func stripPod(pod *v1.Pod) *v1.Pod {
 			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
 			Labels:            pod.Labels,
 			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
+			OwnerReferences: pod.OwnerReferences, Finalizers: pod.Finalizers,
 		},
 		Spec:   v1.PodSpec{NodeName: pod.Spec.NodeName, Tolerations: pod.Spec.Tolerations},
 		Status: v1.PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason},

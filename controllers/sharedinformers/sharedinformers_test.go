@@ -20,6 +20,7 @@ func TestTransformPod(t *testing.T) {
 			Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "a"},
 			Annotations: map[string]string{"big": "x"}, CreationTimestamp: created, DeletionTimestamp: &deleted,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}, OwnerReferences: []metav1.OwnerReference{{Name: "o"}},
+			Finalizers: []string{"f"},
 		},
 		Spec: v1.PodSpec{
 			NodeName: "n", Tolerations: []v1.Toleration{toleration},
@@ -34,6 +35,7 @@ func TestTransformPod(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "a"},
 			CreationTimestamp: created, DeletionTimestamp: &deleted,
+			OwnerReferences: []metav1.OwnerReference{{Name: "o"}}, Finalizers: []string{"f"},
 		},
 		Spec:   v1.PodSpec{NodeName: "n", Tolerations: []v1.Toleration{toleration}},
 		Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{ready, target}},
