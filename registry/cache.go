@@ -91,5 +91,9 @@ func (s *Store) cacheError(err error) error {
 // informer-sync check).
 func (s *Store) CacheReady() bool { return s.cache.Ready() }
 
+// WatchCacheDisabled reports whether the resource keeps no watch cache
+// (Options.NoWatchCache): its CacheStats count objects in etcd.
+func (s *Store) WatchCacheDisabled() bool { return s.cache.Disabled() }
+
 // CacheStats returns the watch cache's figures, for metrics.
 func (s *Store) CacheStats() watch.Stats { return s.cache.Stats() }

@@ -63,8 +63,8 @@ func (s *Store) ListPage(ctx context.Context, namespace string, opts *metaintern
 	if errs := listvalidation.ValidateListOptions(opts, true); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(listOptionsKind, "", errs)
 	}
-	match, err := s.Matcher(opts.LabelSelector, opts.FieldSelector)
-	if err != nil {
+	// The selectors' field labels are checked (400) before anything is read.
+	if _, err := s.Matcher(opts.LabelSelector, opts.FieldSelector); err != nil {
 		return nil, err
 	}
 	prefix := s.listPrefix(namespace)
@@ -72,22 +72,26 @@ func (s *Store) ListPage(ctx context.Context, namespace string, opts *metaintern
 	if err != nil {
 		return nil, err
 	}
-	if opts.Continue == "" && opts.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+	if opts.Continue == "" && opts.ResourceVersionMatch != metav1.ResourceVersionMatchExact && !s.cache.Disabled() {
 		return s.listFromCache(ctx, namespace, opts, minRevision)
 	}
 
-	decoded := make(map[string]runtime.Object)
-	if match != nil {
+	// From etcd: each item becomes the Object the cache would hold for
+	// it (its JSON with the resourceVersion spliced in, the attributes
+	// selectors match on), for this answer only; the page is then
+	// written as a cached one is.
+	objects := make(map[string]*watch.Object)
+	if cm := cacheMatcher(opts.LabelSelector, opts.FieldSelector); cm != nil {
 		sopts.Predicate = func(kv storage.KV) (bool, error) {
-			obj, err := s.decode(kv)
+			obj, err := s.cache.Object(kv, true)
 			if err != nil {
 				return false, err
 			}
-			ok, err := match(obj)
+			ok := cm(obj)
 			if ok {
-				decoded[kv.Key] = obj
+				objects[kv.Key] = obj
 			}
-			return ok, err
+			return ok, nil
 		}
 	}
 	tr := trace.From(ctx)
@@ -104,15 +108,16 @@ func (s *Store) ListPage(ctx context.Context, namespace string, opts *metaintern
 		return nil, tooLargeResourceVersion(minRevision, res.Revision)
 	}
 
-	page := &ListPage{store: s, items: make([]runtime.Object, 0, len(res.Items))}
+	page := &ListPage{store: s, cached: make([]*watch.Object, 0, len(res.Items))}
 	for _, kv := range res.Items {
-		obj := decoded[kv.Key]
+		obj := objects[kv.Key]
 		if obj == nil {
-			if obj, err = s.decode(kv); err != nil {
+			// Nothing selects on it: no attributes to compute.
+			if obj, err = s.cache.Object(kv, false); err != nil {
 				return nil, toAPIError(err, s.info.GroupResource(), "")
 			}
 		}
-		page.items = append(page.items, obj)
+		page.cached = append(page.cached, obj)
 	}
 	page.meta.ResourceVersion = strconv.FormatInt(res.Revision, 10)
 	if res.NextKey != "" {

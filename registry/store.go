@@ -39,6 +39,11 @@ type Options struct {
 	// WatchMetrics, when set, receives the watch cache's metrics
 	// (watch.NewMetrics, one per server).
 	WatchMetrics *watch.Metrics
+	// NoWatchCache, when set, says which resources keep no watch cache
+	// (kube's --watch-cache-sizes RESOURCE#0 and --watch-cache=false):
+	// their LISTs read etcd, and each of their watches is an etcd watch
+	// of its own (see watch.Config.Disabled). nil caches every resource.
+	NoWatchCache func(schema.GroupResource) bool
 }
 
 // Store implements every REST verb of one resource over storage.Interface.
@@ -100,6 +105,7 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		Metrics:          opts.WatchMetrics,
 		Resource:         info.GroupResource().String(),
 		Kind:             info.GroupVersion().WithKind(info.Kind),
+		Disabled:         opts.NoWatchCache != nil && opts.NoWatchCache(info.GroupResource()),
 	}
 	if ix, ok := strategy.(WatchIndexStrategy); ok {
 		cacheCfg.IndexField = ix.WatchIndexField()

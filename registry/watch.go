@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	listvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 )
@@ -161,10 +162,30 @@ func (w *Watcher) Next() (WatchEvent, bool) {
 	if !ok {
 		return WatchEvent{}, false
 	}
-	if ev.Type == watch.Bookmark {
+	switch ev.Type {
+	case watch.Bookmark:
 		return WatchEvent{Type: apiwatch.Bookmark, Object: w.store.bookmark(ev.Object.Revision, ev.InitialEventsEnd)}, true
+	case watch.Error:
+		return WatchEvent{Type: apiwatch.Error, Object: directWatchStatus(ev.Err)}, true
 	}
 	return WatchEvent{Type: apiwatch.EventType(ev.Type), cached: ev.Object, store: w.store, dispatched: ev.Dispatched}, true
+}
+
+// directWatchStatus is the ERROR event's Status of a watch read from etcd
+// directly (no watch cache) that etcd ended, as kube's storage words it.
+func directWatchStatus(err error) *metav1.Status {
+	var status metav1.Status
+	var tooLarge *watch.TooLargeError
+	switch {
+	case errors.Is(err, storage.ErrCompacted):
+		status = apierrors.NewResourceExpired("The resourceVersion for the provided watch is too old.").Status()
+	case errors.As(err, &tooLarge):
+		status = tooLargeResourceVersion(tooLarge.Requested, tooLarge.Current).(*apierrors.StatusError).Status()
+	default:
+		status = apierrors.NewInternalError(err).Status()
+	}
+	status.Kind, status.APIVersion = "Status", "v1"
+	return &status
 }
 
 // Ready reports whether Next would return at once; a streaming consumer

@@ -61,6 +61,15 @@ type Config struct {
 	// WatchCacheSize is how many recent events each resource's watch cache
 	// keeps for watches from a past resourceVersion; 0 means the default.
 	WatchCacheSize int
+	// DisableWatchCache is kube-apiserver's --watch-cache=false: no
+	// resource keeps a watch cache (every LIST reads etcd, every watch is
+	// an etcd watch of its own).
+	DisableWatchCache bool
+	// WatchCacheSizes is kube-apiserver's --watch-cache-sizes,
+	// "resource[.group]#size" each: a size of 0 keeps no watch cache for
+	// that resource, any other size keeps one (sizes are not used, as in
+	// kube). They apply over DefaultWatchCacheSizes (events#0, as kube).
+	WatchCacheSizes []string
 	// BookmarkInterval is how often watches that allow bookmarks get one
 	// (default a minute, as kube).
 	BookmarkInterval time.Duration

@@ -110,6 +110,11 @@ func (c cacheCollector) Collect(ch chan<- prometheus.Metric) {
 			objects = -1
 		}
 		ch <- prometheus.MustNewConstMetric(storageObjectsDesc, prometheus.GaugeValue, objects, resource)
+		if res.Store.WatchCacheDisabled() {
+			// kube has no watch cache series for such a resource; its
+			// object count comes from etcd (counted every minute).
+			continue
+		}
 		ch <- prometheus.MustNewConstMetric(cacheRevisionDesc, prometheus.GaugeValue, float64(stats.Revision), resource)
 		ch <- prometheus.MustNewConstMetric(cacheCapacityDesc, prometheus.GaugeValue, float64(stats.Capacity), resource)
 		ch <- prometheus.MustNewConstMetric(registeredWatchersDesc, prometheus.GaugeValue, float64(stats.Watchers),

@@ -126,8 +126,13 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	noWatchCache, err := cfg.noWatchCache()
+	if err != nil {
+		return nil, fmt.Errorf("--watch-cache-sizes: %w", err)
+	}
 	api, nsStore, stores, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
-		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get, WatchMetrics: watch.NewMetrics(s.metrics)},
+		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get, WatchMetrics: watch.NewMetrics(s.metrics),
+		NoWatchCache: noWatchCache},
 		&cfg, admissionMetrics, s.authorization.escalation)
 	if err != nil {
 		return nil, err

@@ -154,6 +154,10 @@ type event struct {
 	// window does not keep a superseded object's encoding alive. nil for
 	// Added.
 	prev *Object
+	// initialEnd marks a Bookmark ending a direct watch's initial events;
+	// err is an Error event's cause (direct watches only).
+	initialEnd bool
+	err        error
 }
 
 func (e *event) revision() int64 { return e.obj.Revision }
@@ -193,6 +197,11 @@ type Config struct {
 	Metrics  *Metrics
 	Resource string
 	Kind     schema.GroupVersionKind
+	// Disabled: keep nothing (kube's --watch-cache-sizes RESOURCE#0): the
+	// cache only counts the objects (Stats), List must not be called (the
+	// reader lists etcd, making Objects with Object), and every Watch is an
+	// etcd watch of its own (direct.go).
+	Disabled bool
 }
 
 // Cache is the watch cache of one resource.
@@ -218,6 +227,8 @@ type Cache struct {
 	unindexed map[*watcher]struct{}
 
 	slowWatchersClosed int64
+	// counted is how many objects etcd held at the last count (Disabled).
+	counted int
 	// metrics are the cache's label children (nil: no metrics).
 	metrics *cacheMetrics
 }
@@ -226,6 +237,9 @@ type Cache struct {
 func New(cfg Config) *Cache {
 	if cfg.WindowSize <= 0 {
 		cfg.WindowSize = 10000
+	}
+	if cfg.Disabled {
+		cfg.WindowSize = 0
 	}
 	if cfg.WatcherBuffer <= 0 {
 		cfg.WatcherBuffer = 1000
@@ -262,6 +276,9 @@ func New(cfg Config) *Cache {
 // the watch breaks (etcd compaction, leader loss) it lists again; watchers
 // of the old state are closed so that their clients relist too.
 func (c *Cache) Run(ctx context.Context) error {
+	if c.cfg.Disabled {
+		return c.runDisabled(ctx)
+	}
 	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
 	backoff := minBackoff
 	for ctx.Err() == nil {
@@ -601,6 +618,9 @@ const waitTimeout = 3 * time.Second
 
 // List returns the matching objects, sorted by key.
 func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (snap Snapshot, err error) {
+	if c.cfg.Disabled {
+		return Snapshot{}, fmt.Errorf("watch: the cache of %s keeps nothing to list", c.cfg.Prefix)
+	}
 	min := opts.MinRevision
 	if opts.Consistent {
 		defer func() { c.metrics.consistentRead(err) }()
@@ -642,7 +662,11 @@ type Stats struct {
 func (c *Cache) Stats() Stats {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return Stats{Objects: c.items.len(), Watchers: len(c.watchers), Revision: c.rev,
+	objects := c.items.len()
+	if c.cfg.Disabled {
+		objects = c.counted
+	}
+	return Stats{Objects: objects, Watchers: len(c.watchers), Revision: c.rev,
 		SlowWatchersClosed: c.slowWatchersClosed, Capacity: len(c.window)}
 }
 

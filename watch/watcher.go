@@ -40,6 +40,9 @@ type Event struct {
 	// (kube shares the encoding of a dispatched event among its watchers,
 	// and counts its size once; see RecordSentShared).
 	Dispatched bool
+	// Err is why a watch that reads etcd directly ended (Type Error, the
+	// last event; see Config.Disabled).
+	Err error
 }
 
 // Watcher is one client's watch. Its consumer pulls events with Next (one
@@ -88,6 +91,15 @@ type watcher struct {
 	// done is closed when the watcher ends (closeOnce).
 	done      chan struct{}
 	closeOnce sync.Once
+
+	// For a watcher fed by its own etcd watch (a cache that keeps
+	// nothing): space has room for one signal, "an event was taken", for
+	// its relay waiting on a full queue; cancel ends the relay.
+	space  chan struct{}
+	cancel context.CancelFunc
+	// finished (under mu): the relay has ended, nothing more will be
+	// queued; the watch ends once its queue is drained.
+	finished bool
 }
 
 // shrinkAbove is the queue capacity above which a drained queue is
@@ -96,8 +108,13 @@ type watcher struct {
 const shrinkAbove = 64
 
 // Watch starts a watch. A FromRevision older than the cache's window is
-// storage.CompactedError (the API's 410 Expired).
+// storage.CompactedError (the API's 410 Expired). A cache that keeps
+// nothing starts an etcd watch of its own, whose errors come as its last
+// event (Error).
 func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) {
+	if c.cfg.Disabled {
+		return c.watchDirect(ctx, opts)
+	}
 	// A revision the cache has not seen yet: wait for it a little, as kube
 	// does, then refuse (TooLargeError, the API's ResourceVersionTooLarge).
 	if err := c.waitFor(ctx, opts.FromRevision, waitTimeout, true); err != nil {
@@ -195,8 +212,13 @@ func (p *Watcher) Next() (Event, bool) {
 			}
 			return ev, true
 		}
-		if ev, ok := p.w.take(); ok {
+		ev, ok, finished := p.w.take()
+		if ok {
 			return ev, true
+		}
+		if finished {
+			p.Stop()
+			return Event{}, false
 		}
 		select {
 		case <-p.w.notify:
@@ -249,16 +271,23 @@ func (p *Watcher) Events() <-chan Event {
 	return p.events
 }
 
-// take removes the oldest queued event.
-func (w *watcher) take() (Event, bool) {
+// take removes the oldest queued event; finished reports, when there is
+// none, that none will come (a direct watcher's relay ended).
+func (w *watcher) take() (ev Event, ok, finished bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.head == len(w.queue) {
-		return Event{}, false
+		return Event{}, false, w.finished
 	}
-	ev := w.queue[w.head]
+	ev = w.queue[w.head]
 	w.queue[w.head] = Event{} // let the object go once it is superseded
 	w.head++
+	if w.space != nil {
+		select {
+		case w.space <- struct{}{}:
+		default: // a signal is already pending
+		}
+	}
 	if w.head == len(w.queue) {
 		if cap(w.queue) > shrinkAbove {
 			w.queue = nil
@@ -267,20 +296,33 @@ func (w *watcher) take() (Event, bool) {
 		}
 		w.head = 0
 	}
-	return ev, true
+	return ev, true, false
+}
+
+// finish marks a direct watcher's relay as ended: its consumer gets what
+// is queued, then the end of the watch.
+func (w *watcher) finish() {
+	w.mu.Lock()
+	w.finished = true
+	w.mu.Unlock()
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
 }
 
 // offer queues ev for the watcher without blocking (the cache holds its
 // lock); false means the watcher already holds limit events.
 func (w *watcher) offer(ev *event) bool {
-	if ev.typ != Bookmark && (ev.revision() <= w.after || !strings.HasPrefix(ev.obj.Key, w.prefix)) {
+	if ev.typ != Bookmark && ev.typ != Error && (ev.revision() <= w.after || !strings.HasPrefix(ev.obj.Key, w.prefix)) {
 		return true
 	}
 	out, ok := w.translate(ev)
 	if !ok {
 		return true
 	}
-	out.Dispatched = ev.typ != Bookmark
+	// A direct watcher's objects are its own: nothing shared to count once.
+	out.Dispatched = ev.typ != Bookmark && ev.typ != Error && w.space == nil
 	w.mu.Lock()
 	if len(w.queue)-w.head >= w.limit {
 		w.mu.Unlock()
@@ -304,8 +346,11 @@ func (w *watcher) offer(ev *event) bool {
 // translate applies the watcher's selector to the old and the new state:
 // an object that starts matching is ADDED, one that stops is DELETED.
 func (w *watcher) translate(ev *event) (Event, bool) {
-	if ev.typ == Bookmark {
-		return Event{Type: Bookmark, Object: ev.obj}, true
+	switch ev.typ {
+	case Bookmark:
+		return Event{Type: Bookmark, Object: ev.obj, InitialEventsEnd: ev.initialEnd}, true
+	case Error:
+		return Event{Type: Error, Object: ev.obj, Err: ev.err}, true
 	}
 	now := w.match(ev.obj)
 	if ev.typ == Deleted {
@@ -341,7 +386,12 @@ func (c *Cache) dropLocked(w *watcher, slow bool) {
 		c.metrics.terminatedWatcher()
 		c.log.Info("closing a watcher that fell behind", "buffer", w.limit)
 	}
-	w.closeOnce.Do(func() { close(w.done) })
+	w.closeOnce.Do(func() {
+		close(w.done)
+		if w.cancel != nil {
+			w.cancel()
+		}
+	})
 }
 
 func (c *Cache) remove(w *watcher) {

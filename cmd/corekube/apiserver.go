@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -98,6 +99,10 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 		"longest time a request that is not long-running (watch, log, proxy) may take before it is answered 504 and its work cancelled; a request's ?timeout= may ask for less")
 	f.Var(nonNegativeDuration{&cfg.ShutdownDelayDuration, "--shutdown-delay-duration"}, "shutdown-delay-duration",
 		"on SIGTERM, keep serving this long with /readyz failing (so that load balancers stop sending requests) before the server stops accepting connections")
+	f.Var(negatedBool{&cfg.DisableWatchCache}, "watch-cache", "keep watch caches (LISTs and watches served from memory); false: every LIST and watch reads etcd")
+	f.Lookup("watch-cache").NoOptDefVal = "true"
+	f.StringSliceVar(&cfg.WatchCacheSizes, "watch-cache-sizes", nil,
+		"resource[.group]#size, comma separated: a size of 0 keeps no watch cache for that resource (its LISTs and watches read etcd), any other size keeps one; over the default "+strings.Join(server.DefaultWatchCacheSizes, ","))
 	f.BoolVar(&cfg.Profiling, "profiling", true, "serve Go's profiles at /debug/pprof/ (e.g. go tool pprof http://ADDR/debug/pprof/heap)")
 	f.StringArrayVar(&cfg.ServiceAccountKeyFiles, "service-account-key-file", nil,
 		"PEM file of RSA keys (public, or private ones' public half) that verify ServiceAccount tokens; repeatable (default: the signing key)")
@@ -200,3 +205,26 @@ func (v authorizationModes) Set(s string) error {
 }
 
 func (authorizationModes) Type() string { return "strings" }
+
+// negatedBool is a boolean flag stored negated: --watch-cache (default
+// true) in server.Config's DisableWatchCache, whose zero value is kube's
+// default.
+type negatedBool struct{ b *bool }
+
+func (v negatedBool) String() string {
+	if v.b == nil {
+		return "true"
+	}
+	return strconv.FormatBool(!*v.b)
+}
+
+func (v negatedBool) Set(s string) error {
+	on, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*v.b = !on
+	return nil
+}
+
+func (negatedBool) Type() string { return "bool" }

@@ -25,6 +25,8 @@ func newRootCommand() *cobra.Command {
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+			// Every subcommand: GOMEMLIMIT from the cgroup's limit.
+			setMemoryLimit(slog.Default())
 			return nil
 		},
 	}
