@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -311,6 +312,14 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 	}
 	if mode == "kwok" {
 		res.kwokLog = kwokProblems(sims[0].log)
+		// The run's directory goes; kwok's log is kept for a look at what
+		// it did against corekube.
+		if data, err := os.ReadFile(sims[0].log); err == nil {
+			kept := filepath.Join(os.TempDir(), fmt.Sprintf("corekube-bench-kwok-%d.log", cfg.nodes))
+			if err := os.WriteFile(kept, data, 0o644); err == nil {
+				fmt.Fprintf(os.Stderr, "kwok: its log is kept in %s\n", kept)
+			}
+		}
 		if len(res.kwokLog) > 0 {
 			b.Errorf("kwok logged errors against corekube:\n%s", strings.Join(res.kwokLog, "\n"))
 		}
@@ -447,12 +456,22 @@ func startKwok(b *testing.B, dir, bin, kubeconfig string) *proc {
 	return p
 }
 
-// kwokProblemLine matches kwok's log lines of level WARN or ERROR.
-var kwokProblemLine = regexp.MustCompile(`\b(WARN|ERROR|level=(WARN|ERROR))\b`)
+// klogProblemLine matches client-go's klog warnings and errors (kwok's
+// own log is JSON: kwokLogLine).
+var klogProblemLine = regexp.MustCompile(`^[EW]\d{4} [0-9:.]+ +\d+ [^\]]*\] (.*)$`)
+
+// kwokLogLine is the part of a line of kwok's JSON log kept to tell
+// messages apart.
+type kwokLogLine struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+	Err   string `json:"err"`
+	Kind  string `json:"kind"`
+}
 
 // kwokProblems returns kwok's warnings and errors, each message once with
-// its count. The warnings kwok gives on every start (no stages configured:
-// the defaults are used) are left out.
+// its count. The warning kwok gives on every start without a stages
+// configuration (its defaults are used) is left out.
 func kwokProblems(logPath string) []string {
 	data, err := os.ReadFile(logPath)
 	if err != nil {
@@ -461,10 +480,18 @@ func kwokProblems(logPath string) []string {
 	counts := map[string]int{}
 	var order []string
 	for _, line := range strings.Split(string(data), "\n") {
-		if !kwokProblemLine.MatchString(line) || strings.Contains(line, "No node stages found") {
+		var key string
+		var l kwokLogLine
+		if m := klogProblemLine.FindStringSubmatch(line); m != nil {
+			key = line[:1] + " (client-go) " + m[1]
+		} else if json.Unmarshal([]byte(line), &l) == nil && (l.Level == "WARN" || l.Level == "ERROR") {
+			if l.Msg == "No node stages found, using default node stages" {
+				continue
+			}
+			key = fmt.Sprintf("%s %s %s err=%q", l.Level, l.Msg, l.Kind, l.Err)
+		} else {
 			continue
 		}
-		key := line
 		if len(key) > 400 {
 			key = key[:400]
 		}
@@ -558,24 +585,25 @@ func newPodTimes(client kubernetes.Interface) *podTimes {
 	t := &podTimes{sent: map[string]time.Time{}, scheduled: map[string]time.Time{}, runningT: map[string]time.Time{}}
 	t.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(scaleNamespace))
 	inf := t.factory.Core().V1().Pods().Informer()
-	t.running = newCounter(inf, func(obj any) bool {
-		p, ok := obj.(*v1.Pod)
-		return ok && p.Status.Phase == v1.PodRunning
-	})
+	// The Running count is kept by the handler that records the times, so
+	// that the count never runs ahead of them.
+	t.running = &counter{matches: map[string]bool{}, changed: make(chan struct{}, 1)}
 	see := func(obj any) {
 		p, ok := obj.(*v1.Pod)
 		if !ok {
 			return
 		}
 		now := time.Now()
+		running := p.Status.Phase == v1.PodRunning
 		t.mu.Lock()
-		defer t.mu.Unlock()
 		if _, seen := t.scheduled[p.Name]; !seen && p.Spec.NodeName != "" {
 			t.scheduled[p.Name] = now
 		}
-		if _, seen := t.runningT[p.Name]; !seen && p.Status.Phase == v1.PodRunning {
+		if _, seen := t.runningT[p.Name]; !seen && running {
 			t.runningT[p.Name] = now
 		}
+		t.mu.Unlock()
+		t.running.set(p.Namespace+"/"+p.Name, running)
 	}
 	// AddEventHandler fails only on a stopped informer; this one is new.
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }})
