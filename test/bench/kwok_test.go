@@ -427,8 +427,10 @@ func createKwokNodes(ctx context.Context, client kubernetes.Interface, n int) er
 
 // startKwok starts kwok on the nodes annotated kwokNodeAnnotation, with its
 // default stages (node-initialize, node-heartbeat-with-lease, pod-ready,
-// pod-complete, pod-delete). HOME is the run's directory, so that no
-// ~/.kwok/kwok.yaml of the machine changes them.
+// pod-complete, pod-delete) and testdata/kwok.yaml's parallelism, logging
+// warnings and errors only (at its default level, info, it writes a line
+// per node and pod patch and lease renewal). HOME is the run's directory,
+// so that no ~/.kwok of the machine changes anything.
 func startKwok(b *testing.B, dir, bin, kubeconfig string) *proc {
 	b.Helper()
 	p := &proc{name: "kwok", log: filepath.Join(dir, "kwok.log"), done: make(chan struct{})}
@@ -436,7 +438,11 @@ func startKwok(b *testing.B, dir, bin, kubeconfig string) *proc {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p.cmd = exec.Command(bin, "--kubeconfig", kubeconfig,
+	config, err := filepath.Abs(filepath.Join("testdata", "kwok.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--config", config, "--v=WARN",
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+kwokNodeAnnotation+"="+kwokNodeValue,
 		"--node-lease-duration-seconds=40",
