@@ -252,7 +252,9 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 		for first := 1; first <= cfg.nodes; first += nodesPerAgent {
 			n := min(nodesPerAgent, cfg.nodes-first+1)
 			sims = append(sims, startProc(b, dir, fmt.Sprintf("agent-%d", len(sims)+1), bin, "agent",
-				"--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(n), "--first-node", strconv.Itoa(first)))
+				"--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(n), "--first-node", strconv.Itoa(first),
+				// The default /14 holds 1,024 nodes' /24s.
+				"--pod-cidrs", "10.0.0.0/8"))
 		}
 	}
 	res.simulators = len(sims)
