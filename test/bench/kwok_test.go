@@ -47,6 +47,8 @@ const (
 	// (defaults 500 pods at 25/s).
 	kwokLatencyPodsEnv = "COREKUBE_BENCH_KWOK_LATENCY_PODS"
 	kwokLatencyQPSEnv  = "COREKUBE_BENCH_KWOK_LATENCY_QPS"
+	// kwokConfigEnv replaces testdata/kwok.yaml (e.g. more parallelism).
+	kwokConfigEnv = "COREKUBE_BENCH_KWOK_CONFIG"
 )
 
 // kwokNodeAnnotation marks the nodes kwok manages (its documented
@@ -440,7 +442,11 @@ func startKwok(b *testing.B, dir, bin, kubeconfig string) *proc {
 	if err != nil {
 		b.Fatal(err)
 	}
-	config, err := filepath.Abs(filepath.Join("testdata", "kwok.yaml"))
+	config := filepath.Join("testdata", "kwok.yaml")
+	if c := os.Getenv(kwokConfigEnv); c != "" {
+		config = c
+	}
+	config, err = filepath.Abs(config)
 	if err != nil {
 		b.Fatal(err)
 	}
