@@ -4,7 +4,7 @@ BIN      := bin/corekube
 DATA_DIR ?= ./data
 PKGS     := ./...
 
-.PHONY: all build run test test-deps test-short vet fmt-check bench bench-scale clean
+.PHONY: all build run test test-deps test-short vet fmt-check bench bench-scale bench-kwok clean
 
 all: build
 
@@ -102,6 +102,30 @@ bench-scale: build
 	COREKUBE_BENCH_SCALE_CHURN=$(CHURN) COREKUBE_BENCH_SCALE_CHURN_DURATION=$(CHURN_DURATION) \
 	COREKUBE_BENCH_SCALE_TIMEOUT=$(TIMEOUT) COREKUBE_BENCH_SCALE_NODE_IDENTITIES=$(NODE_IDENTITIES) \
 		$(GO) test -run '^$$' -bench 'ScaleSteadyState' -benchtime 1x -timeout 0 ./test/bench/
+
+## bench-kwok: the same cluster with its $(NODES) nodes simulated by KWOK
+## (sigs.k8s.io/kwok, built into bin/ from the module proxy, not a
+## dependency of corekube), then by corekube agents (one process per 1,000
+## nodes): each simulator's CPU and RSS per node and per pod, and pod
+## startup latency. Fails if kwok does not work against corekube (errors in
+## its log, nodes never Ready, pods never Running). KWOK_MODES=kwok or agent
+## runs one; LATENCY_PODS at LATENCY_QPS are created after the bulk.
+KWOK_VERSION ?= v0.7.0
+KWOK         := bin/kwok-$(KWOK_VERSION)
+KWOK_MODES   ?= kwok,agent
+LATENCY_PODS ?= 500
+LATENCY_QPS  ?= 25
+$(KWOK):
+	@mkdir -p bin/.kwok-install
+	GOBIN=$(abspath bin/.kwok-install) $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
+	mv bin/.kwok-install/kwok $@ && rmdir bin/.kwok-install
+
+bench-kwok: build $(KWOK)
+	COREKUBE_BENCH_BIN=$(abspath $(BIN)) COREKUBE_BENCH_KWOK_BIN=$(abspath $(KWOK)) COREKUBE_BENCH_KWOK_MODES=$(KWOK_MODES) \
+	COREKUBE_BENCH_KWOK_LATENCY_PODS=$(LATENCY_PODS) COREKUBE_BENCH_KWOK_LATENCY_QPS=$(LATENCY_QPS) \
+	COREKUBE_BENCH_SCALE_NODES=$(NODES) COREKUBE_BENCH_SCALE_PODS=$(PODS) \
+	COREKUBE_BENCH_SCALE_SETTLE=$(SETTLE) COREKUBE_BENCH_SCALE_WINDOW=$(WINDOW) \
+		$(GO) test -run '^$$' -bench 'KwokVsAgent' -benchtime 1x -timeout 90m ./test/bench/
 
 clean:
 	rm -rf bin

@@ -224,12 +224,21 @@ type proc struct {
 // startProc starts bin with args; the caller stops it (proc.stop).
 func startProc(b *testing.B, dir, name, bin string, args ...string) *proc {
 	b.Helper()
+	return startProcEnv(b, dir, name, bin, nil, args...)
+}
+
+// startProcEnv is startProc with env added to the benchmark's environment.
+func startProcEnv(b *testing.B, dir, name, bin string, env []string, args ...string) *proc {
+	b.Helper()
 	p := &proc{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 	logFile, err := os.Create(p.log)
 	if err != nil {
 		b.Fatal(err)
 	}
 	p.cmd = exec.Command(bin, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	// Should the benchmark die (go test's -timeout, a signal), its
 	// processes die with it rather than load the machine on their own.
@@ -299,7 +308,11 @@ type cluster struct {
 // start starts a process of the cluster (startProc) and adds it.
 func (c *cluster) start(b *testing.B, dir, name, bin string, args ...string) *proc {
 	b.Helper()
-	p := startProc(b, dir, name, bin, args...)
+	return c.add(startProc(b, dir, name, bin, args...))
+}
+
+// add makes p a process of the cluster.
+func (c *cluster) add(p *proc) *proc {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.procs = append(c.procs, p)

@@ -1,0 +1,720 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// The node-simulator comparison (issue 17): the same cluster of corekube
+// processes (apiserver, scheduler, controllers) with its nodes simulated
+// either by KWOK (sigs.k8s.io/kwok, the `kwok` controller built into bin/ by
+// `make bench-kwok`) or by corekube's own agents, one agent process per
+// 1,000 nodes. Sizes come from scaleConfigFromEnv (NODES, PODS, SETTLE,
+// WINDOW, TIMEOUT) and these:
+const (
+	// kwokBinEnv names the kwok binary; the benchmark fails without it
+	// (it runs only when named, so this is never a skip in make test).
+	kwokBinEnv = "COREKUBE_BENCH_KWOK_BIN"
+	// kwokModesEnv lists the simulators to run, one after the other:
+	// "kwok,agent" (the default), "kwok" or "agent".
+	kwokModesEnv = "COREKUBE_BENCH_KWOK_MODES"
+	// kwokLatencyPodsEnv and kwokLatencyQPSEnv size the latency phase:
+	// pods created at a steady rate once the cluster holds its pods, as
+	// ClusterLoader2's density test adds latency pods to saturation pods
+	// (defaults 500 pods at 25/s).
+	kwokLatencyPodsEnv = "COREKUBE_BENCH_KWOK_LATENCY_PODS"
+	kwokLatencyQPSEnv  = "COREKUBE_BENCH_KWOK_LATENCY_QPS"
+	// kwokConfigEnv replaces testdata/kwok.yaml (e.g. more parallelism).
+	kwokConfigEnv = "COREKUBE_BENCH_KWOK_CONFIG"
+)
+
+// kwokNodeAnnotation marks the nodes kwok manages (its documented
+// --manage-nodes-with-annotation-selector) and is the key of the taint that
+// keeps real workloads off fake nodes.
+const (
+	kwokNodeAnnotation = "kwok.x-k8s.io/node"
+	kwokNodeValue      = "fake"
+	nodesPerAgent      = 1000
+)
+
+// BenchmarkKwokVsAgent starts corekube's apiserver, scheduler and
+// controllers as processes of bin/corekube, then simulates NODES nodes with
+// kwok or with corekube agents, and measures the simulator's CPU and RSS
+// with the nodes alone (per node) and again with PODS pods Running (the
+// difference per pod), and pod startup latency (created -> scheduled ->
+// running as watched) for the bulk create and for a steady-rate batch. It
+// fails on any sign that kwok does not work against corekube: an error in
+// kwok's log, nodes never Ready, pods never Running. Heavy: it runs only
+// when named (-bench KwokVsAgent), never under -short or make test.
+func BenchmarkKwokVsAgent(b *testing.B) {
+	skipShort(b)
+	if !strings.Contains(flag.Lookup("test.bench").Value.String(), "Kwok") {
+		b.Skip("runs only when named: -bench KwokVsAgent")
+	}
+	cfg, err := scaleConfigFromEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	kc, err := kwokConfigFromEnv()
+	if err != nil {
+		b.Fatal(err)
+	}
+	bin := corekubeBinary(b)
+	var results []simResult
+	for range b.N {
+		results = results[:0]
+		for _, mode := range kc.modes {
+			r := runNodeSim(b, bin, kc, cfg, mode)
+			r.print(os.Stdout, cfg, kc)
+			results = append(results, r)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+	for _, r := range results {
+		b.ReportMetric(r.rssPerNodeKiB(), r.mode+"-rss-KiB/node")
+		b.ReportMetric(r.rssPerPodKiB(cfg), r.mode+"-rss-KiB/pod")
+		b.ReportMetric(r.cpuPerNodeMilli(), r.mode+"-mCPU/node")
+		b.ReportMetric(r.cpuPerPodMilli(cfg), r.mode+"-mCPU/pod")
+		b.ReportMetric(r.latency.e2e.pct(0.99).Seconds()*1000, r.mode+"-startup-p99-ms")
+	}
+}
+
+type kwokConfig struct {
+	bin         string
+	modes       []string
+	latencyPods int
+	latencyQPS  float64
+}
+
+func kwokConfigFromEnv() (kwokConfig, error) {
+	c := kwokConfig{modes: []string{"kwok", "agent"}, latencyPods: 500, latencyQPS: 25}
+	var errs []error
+	if v := os.Getenv(kwokModesEnv); v != "" {
+		c.modes = strings.Split(v, ",")
+		for _, m := range c.modes {
+			if m != "kwok" && m != "agent" {
+				errs = append(errs, fmt.Errorf("%s=%q: want kwok and/or agent", kwokModesEnv, v))
+			}
+		}
+	}
+	if slices.Contains(c.modes, "kwok") {
+		if bin := os.Getenv(kwokBinEnv); bin == "" {
+			errs = append(errs, fmt.Errorf("%s: unset (make bench-kwok builds bin/kwok-VERSION and sets it)", kwokBinEnv))
+		} else if abs, err := filepath.Abs(bin); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", kwokBinEnv, err))
+		} else if _, err := os.Stat(abs); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", kwokBinEnv, err))
+		} else {
+			c.bin = abs
+		}
+	}
+	if v := os.Getenv(kwokLatencyPodsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a count", kwokLatencyPodsEnv, v))
+		}
+		c.latencyPods = n
+	}
+	if v := os.Getenv(kwokLatencyQPSEnv); v != "" {
+		q, err := strconv.ParseFloat(v, 64)
+		if err != nil || q <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want a positive rate", kwokLatencyQPSEnv, v))
+		}
+		c.latencyQPS = q
+	}
+	return c, errors.Join(errs...)
+}
+
+// simResult is one simulator's run.
+type simResult struct {
+	mode                string
+	nodeCount           int
+	simulators          int // processes simulating the nodes
+	nodesReady, created time.Duration
+	allRunning          time.Duration
+	// nodesOnly and withPods are the steady states without and with the
+	// pods: the simulator processes summed under the name "sim".
+	nodesOnly, withPods simWindow
+	bulk, latency       latencyStats
+	kwokLog             []string // kwok's warnings and errors, deduplicated
+}
+
+// simWindow is one steady state of a simulator run: every process over
+// the window, and the etcd database file after it.
+type simWindow struct {
+	procsWindow
+	etcdMiB float64
+}
+
+func (r simResult) sim(s simWindow) procResult {
+	var sum procResult
+	for _, p := range s.Procs {
+		if p.Name == r.mode || strings.HasPrefix(p.Name, "agent-") {
+			sum.CPUPercent += p.CPUPercent
+			sum.RSSMeanMiB += p.RSSMeanMiB
+			sum.HWMMiB += p.HWMMiB
+		}
+	}
+	return sum
+}
+
+func (r simResult) nodes() float64 { return float64(r.nodeCount) }
+
+func (r simResult) rssPerNodeKiB() float64 {
+	return r.sim(r.nodesOnly).RSSMeanMiB * 1024 / r.nodes()
+}
+
+func (r simResult) rssPerPodKiB(cfg scaleConfig) float64 {
+	return (r.sim(r.withPods).RSSMeanMiB - r.sim(r.nodesOnly).RSSMeanMiB) * 1024 / float64(cfg.pods)
+}
+
+// cpuPerNodeMilli is millicores (thousandths of one CPU) per node.
+func (r simResult) cpuPerNodeMilli() float64 {
+	return r.sim(r.nodesOnly).CPUPercent * 10 / r.nodes()
+}
+
+func (r simResult) cpuPerPodMilli(cfg scaleConfig) float64 {
+	return (r.sim(r.withPods).CPUPercent - r.sim(r.nodesOnly).CPUPercent) * 10 / float64(cfg.pods)
+}
+
+// runNodeSim runs one cluster with mode ("kwok" or "agent") simulating its
+// nodes, and stops it.
+func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode string) simResult {
+	b.Helper()
+	res := simResult{mode: mode, nodeCount: cfg.nodes}
+	dir, err := os.MkdirTemp("", "corekube-bench-"+mode+"-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	dataDir := filepath.Join(dir, "etcd")
+	var c cluster
+	var sims []*proc
+	defer c.stop(b) // the simulators, controllers, scheduler, then the server
+	check := c.check
+	c.apiserver = c.start(b, dir, "apiserver", bin, "apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig, "--listen", "127.0.0.1:0")
+	client := waitServer(b, &c, kubeconfig)
+	c.start(b, dir, "scheduler", bin, "scheduler", "--kubeconfig", kubeconfig, "--secure-port=0")
+	c.start(b, dir, "controllers", bin, "controllers", "--kubeconfig", kubeconfig, "--secure-port=0")
+
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNamespace}}, metav1.CreateOptions{}); err != nil {
+		b.Fatalf("create namespace: %v", err)
+	}
+
+	// Nodes: kwok takes Node objects created as its docs show (annotation,
+	// NoSchedule taint, capacity); the agents register their own.
+	nodeCtx, stopNodeInformer := context.WithCancel(ctx)
+	nodeFactory := informers.NewSharedInformerFactory(client, 0)
+	readyNodes := newCounter(nodeFactory.Core().V1().Nodes().Informer(), func(obj any) bool {
+		n, ok := obj.(*v1.Node)
+		return ok && nodeReady(n)
+	})
+	nodeFactory.Start(nodeCtx.Done())
+	start := time.Now()
+	switch mode {
+	case "kwok":
+		if err := createKwokNodes(ctx, client, cfg.nodes); err != nil {
+			b.Fatal(err)
+		}
+		sims = append(sims, startKwok(b, &c, dir, kc.bin, kubeconfig))
+	case "agent":
+		for first := 1; first <= cfg.nodes; first += nodesPerAgent {
+			n := min(nodesPerAgent, cfg.nodes-first+1)
+			sims = append(sims, c.start(b, dir, fmt.Sprintf("agent-%d", len(sims)+1), bin, "agent",
+				"--kubeconfig", kubeconfig, "--nodes", strconv.Itoa(n), "--first-node", strconv.Itoa(first),
+				// The default /14 holds 1,024 nodes' /24s.
+				"--pod-cidrs", "10.0.0.0/8"))
+		}
+	}
+	res.simulators = len(sims)
+	if err := waitCount(ctx, readyNodes, check, "Ready nodes", cfg.nodes, cfg.progressLogStep); err != nil {
+		b.Fatal(kwokFailure(mode, sims, err))
+	}
+	res.nodesReady = time.Since(start)
+	stopNodeInformer()
+	nodeFactory.Shutdown()
+	fmt.Fprintf(os.Stderr, "%s: %d nodes Ready in %v; settling %v, then measuring %v\n", mode, cfg.nodes, res.nodesReady.Round(time.Millisecond), cfg.settle, cfg.window)
+	procs := c.all()
+	if err := settleAndMeasure(ctx, &res.nodesOnly, procs, check, cfg); err != nil {
+		b.Fatal(kwokFailure(mode, sims, err))
+	}
+
+	// The bulk create: every pod at once from 16 clients, as bench-scale.
+	pods := newWatchedStartup(client)
+	pods.start(ctx)
+	start = time.Now()
+	if err := createPodsFunc(ctx, client, cfg.pods, cfg.createWorkers, 0, func(i int) *v1.Pod {
+		return simPod(fmt.Sprintf("scale-%05d", i), mode, cfg)
+	}, pods.created); err != nil {
+		b.Fatal(err)
+	}
+	res.created = time.Since(start)
+	if err := waitCount(ctx, pods.running, check, "Running pods", cfg.pods, cfg.progressLogStep); err != nil {
+		b.Fatal(kwokFailure(mode, sims, err))
+	}
+	res.allRunning = time.Since(start)
+	res.bulk = pods.stats("scale-")
+	pods.stop()
+	fmt.Fprintf(os.Stderr, "%s: %d pods created in %v, all Running after %v; settling %v, then measuring %v\n",
+		mode, cfg.pods, res.created.Round(time.Millisecond), res.allRunning.Round(time.Millisecond), cfg.settle, cfg.window)
+	if err := settleAndMeasure(ctx, &res.withPods, procs, check, cfg); err != nil {
+		b.Fatal(kwokFailure(mode, sims, err))
+	}
+	res.withPods.etcdMiB = float64(etcdDBSize(dataDir)) / (1 << 20)
+
+	// The latency pods: created at a steady rate on the loaded cluster.
+	if kc.latencyPods > 0 {
+		pods = newWatchedStartup(client)
+		pods.start(ctx)
+		interval := time.Duration(float64(time.Second) / kc.latencyQPS)
+		if err := createPodsFunc(ctx, client, kc.latencyPods, 1, interval, func(i int) *v1.Pod {
+			return simPod(fmt.Sprintf("latency-%05d", i), mode, cfg)
+		}, pods.created); err != nil {
+			b.Fatal(err)
+		}
+		if err := waitCount(ctx, pods.running, check, "Running pods", cfg.pods+kc.latencyPods, cfg.progressLogStep); err != nil {
+			b.Fatal(kwokFailure(mode, sims, err))
+		}
+		res.latency = pods.stats("latency-")
+		pods.stop()
+	}
+	if err := check(); err != nil {
+		b.Fatal(err)
+	}
+	if mode == "kwok" {
+		res.kwokLog = kwokProblems(sims[0].log)
+		// The run's directory goes; kwok's log is kept for a look at what
+		// it did against corekube.
+		if data, err := os.ReadFile(sims[0].log); err == nil {
+			kept := filepath.Join(os.TempDir(), fmt.Sprintf("corekube-bench-kwok-%d.log", cfg.nodes))
+			if err := os.WriteFile(kept, data, 0o644); err == nil {
+				fmt.Fprintf(os.Stderr, "kwok: its log is kept in %s\n", kept)
+			}
+		}
+		if len(res.kwokLog) > 0 {
+			b.Errorf("kwok logged errors against corekube:\n%s", strings.Join(res.kwokLog, "\n"))
+		}
+	}
+	return res
+}
+
+// kwokFailure adds the tail of the simulators' logs to err.
+func kwokFailure(mode string, sims []*proc, err error) error {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%s: %v", mode, err)
+	for _, p := range sims {
+		fmt.Fprintf(&sb, "\n--- %s log, last lines:\n%s", p.name, p.tail(20))
+	}
+	return errors.New(sb.String())
+}
+
+// settleAndMeasure waits cfg.settle, then samples procs over cfg.window.
+func settleAndMeasure(ctx context.Context, res *simWindow, procs []*proc, check func() error, cfg scaleConfig) error {
+	select {
+	case <-time.After(cfg.settle):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := check(); err != nil {
+		return err
+	}
+	w, err := measure(ctx, procs, cfg.window)
+	if err != nil {
+		return err
+	}
+	res.procsWindow = w
+	return check()
+}
+
+// waitCount returns once c counts want objects; it fails when ctx ends or
+// check reports a process gone.
+func waitCount(ctx context.Context, c *counter, check func() error, what string, want int, step time.Duration) error {
+	progress := time.NewTicker(step)
+	defer progress.Stop()
+	start := time.Now()
+	for c.count() < want {
+		select {
+		case <-c.changed:
+		case <-progress.C:
+			if err := check(); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "  %d/%d %s after %v\n", c.count(), want, what, time.Since(start).Round(time.Second))
+		case <-ctx.Done():
+			return fmt.Errorf("%d/%d %s when the deadline passed: %w", c.count(), want, what, ctx.Err())
+		}
+	}
+	return nil
+}
+
+// createKwokNodes creates n Node objects for kwok, as its documentation's
+// example node: the kwok annotation, the NoSchedule taint, a type=kwok
+// label pods select, the capacity of the agent's default nodes, and a pod
+// CIDR (kwok gives pods addresses from it; corekube allocates none).
+func createKwokNodes(ctx context.Context, client kubernetes.Interface, n int) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	capacity := v1.ResourceList{
+		v1.ResourceCPU:    resource.MustParse("4"),
+		v1.ResourceMemory: resource.MustParse("16Gi"),
+		v1.ResourcePods:   resource.MustParse("110"),
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1))
+				if i > n || ctx.Err() != nil {
+					return
+				}
+				name := fmt.Sprintf("kwok-node-%d", i)
+				node := &v1.Node{
+					ObjectMeta: metav1.ObjectMeta{
+						Name:        name,
+						Annotations: map[string]string{kwokNodeAnnotation: kwokNodeValue, "node.alpha.kubernetes.io/ttl": "0"},
+						Labels: map[string]string{
+							"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+							"kubernetes.io/role": "agent", "node-role.kubernetes.io/agent": "", "type": "kwok",
+						},
+					},
+					Spec: v1.NodeSpec{
+						PodCIDR:  fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256),
+						PodCIDRs: []string{fmt.Sprintf("10.%d.%d.0/24", 64+i/256, i%256)},
+						Taints:   []v1.Taint{{Key: kwokNodeAnnotation, Value: kwokNodeValue, Effect: v1.TaintEffectNoSchedule}},
+					},
+					Status: v1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+				}
+				if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					cancel(fmt.Errorf("create node %s: %w", name, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// startKwok starts kwok on the nodes annotated kwokNodeAnnotation, with its
+// default stages (node-initialize, node-heartbeat-with-lease, pod-ready,
+// pod-complete, pod-delete) and testdata/kwok.yaml's parallelism, logging
+// warnings and errors only (at its default level, info, it writes a line
+// per node and pod patch and lease renewal). HOME is the run's directory,
+// so that no ~/.kwok of the machine changes anything.
+func startKwok(b *testing.B, c *cluster, dir, bin, kubeconfig string) *proc {
+	b.Helper()
+	config := filepath.Join("testdata", "kwok.yaml")
+	if env := os.Getenv(kwokConfigEnv); env != "" {
+		config = env
+	}
+	config, err := filepath.Abs(config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// kwok keeps its own files under $HOME: the run's directory.
+	return c.add(startProcEnv(b, dir, "kwok", bin, []string{"HOME=" + dir},
+		"--kubeconfig", kubeconfig, "--config", config, "--v=WARN",
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+kwokNodeAnnotation+"="+kwokNodeValue,
+		"--node-lease-duration-seconds=40",
+		"--cidr=10.0.0.1/16"))
+}
+
+// klogProblemLine matches client-go's klog warnings and errors (kwok's
+// own log is JSON: kwokLogLine).
+var klogProblemLine = regexp.MustCompile(`^[EW]\d{4} [0-9:.]+ +\d+ [^\]]*\] (.*)$`)
+
+// kwokLogLine is the part of a line of kwok's JSON log kept to tell
+// messages apart.
+type kwokLogLine struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+	Err   string `json:"err"`
+	Kind  string `json:"kind"`
+}
+
+// kwokProblems returns kwok's warnings and errors, each message once with
+// its count. The warning kwok gives on every start without a stages
+// configuration (its defaults are used) is left out.
+func kwokProblems(logPath string) []string {
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	counts := map[string]int{}
+	var order []string
+	for _, line := range strings.Split(string(data), "\n") {
+		var key string
+		var l kwokLogLine
+		if m := klogProblemLine.FindStringSubmatch(line); m != nil {
+			key = line[:1] + " (client-go) " + m[1]
+		} else if json.Unmarshal([]byte(line), &l) == nil && (l.Level == "WARN" || l.Level == "ERROR") {
+			if l.Msg == "No node stages found, using default node stages" {
+				continue
+			}
+			key = fmt.Sprintf("%s %s %s err=%q", l.Level, l.Msg, l.Kind, l.Err)
+		} else {
+			continue
+		}
+		if len(key) > 400 {
+			key = key[:400]
+		}
+		if counts[key] == 0 {
+			order = append(order, key)
+		}
+		counts[key]++
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, fmt.Sprintf("%dx %s", counts[k], k))
+	}
+	return out
+}
+
+// simPod is the benchmark's pod: nginx with bench-scale's requests; for
+// kwok it tolerates the fake nodes' taint and selects them.
+func simPod(name, mode string, cfg scaleConfig) *v1.Pod {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "scale"}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{
+			Name:  "nginx",
+			Image: "nginx:1.27",
+			Resources: v1.ResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceCPU:    resource.MustParse(cfg.cpuRequest),
+				v1.ResourceMemory: resource.MustParse(cfg.memoryRequest),
+			}},
+		}}},
+	}
+	if mode == "kwok" {
+		pod.Spec.NodeSelector = map[string]string{"type": "kwok"}
+		pod.Spec.Tolerations = []v1.Toleration{{Key: kwokNodeAnnotation, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}}
+	}
+	return pod
+}
+
+// createPodsFunc creates n pods (pod(i)) with workers clients, one every
+// interval if interval > 0, calling sent just before each create.
+func createPodsFunc(ctx context.Context, client kubernetes.Interface, n, workers int, interval time.Duration, pod func(int) *v1.Pod, sent func(name string)) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var tick *time.Ticker
+	if interval > 0 {
+		tick = time.NewTicker(interval)
+		defer tick.Stop()
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if tick != nil {
+					select {
+					case <-tick.C:
+					case <-ctx.Done():
+						return
+					}
+				}
+				p := pod(i)
+				sent(p.Name)
+				if _, err := client.CoreV1().Pods(scaleNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					cancel(fmt.Errorf("create pod %s: %w", p.Name, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+// watchedStartup records, per pod, when its create was sent and when a watch saw
+// it scheduled (spec.nodeName set) and Running: ClusterLoader2's pod
+// startup phases as the client observes them (the objects' own timestamps
+// have whole seconds only).
+type watchedStartup struct {
+	mu                        sync.Mutex
+	sent, scheduled, runningT map[string]time.Time
+	running                   *counter
+	factory                   informers.SharedInformerFactory
+	cancel                    context.CancelFunc
+}
+
+func newWatchedStartup(client kubernetes.Interface) *watchedStartup {
+	t := &watchedStartup{sent: map[string]time.Time{}, scheduled: map[string]time.Time{}, runningT: map[string]time.Time{}}
+	t.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(scaleNamespace))
+	inf := t.factory.Core().V1().Pods().Informer()
+	// The Running count is kept by the handler that records the times, so
+	// that the count never runs ahead of them.
+	t.running = &counter{matches: map[string]bool{}, changed: make(chan struct{}, 1)}
+	see := func(obj any) {
+		p, ok := obj.(*v1.Pod)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		running := p.Status.Phase == v1.PodRunning
+		t.mu.Lock()
+		if _, seen := t.scheduled[p.Name]; !seen && p.Spec.NodeName != "" {
+			t.scheduled[p.Name] = now
+		}
+		if _, seen := t.runningT[p.Name]; !seen && running {
+			t.runningT[p.Name] = now
+		}
+		t.mu.Unlock()
+		t.running.set(p.Namespace+"/"+p.Name, running)
+	}
+	// AddEventHandler fails only on a stopped informer; this one is new.
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }})
+	return t
+}
+
+// start runs the informer until stop (or ctx's end) and waits for its
+// initial list, so that every later change is seen as it happens.
+func (t *watchedStartup) start(ctx context.Context) {
+	ctx, t.cancel = context.WithCancel(ctx)
+	t.factory.Start(ctx.Done())
+	t.factory.WaitForCacheSync(ctx.Done())
+}
+
+func (t *watchedStartup) stop() {
+	t.cancel()
+	t.factory.Shutdown()
+}
+
+func (t *watchedStartup) created(name string) {
+	now := time.Now()
+	t.mu.Lock()
+	t.sent[name] = now
+	t.mu.Unlock()
+}
+
+// stats computes the phases of the pods named prefix*.
+func (t *watchedStartup) stats(prefix string) latencyStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var s latencyStats
+	for name, sent := range t.sent {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		sched, ok1 := t.scheduled[name]
+		run, ok2 := t.runningT[name]
+		if !ok1 || !ok2 {
+			s.missing++
+			continue
+		}
+		s.schedule = append(s.schedule, sched.Sub(sent))
+		s.run = append(s.run, run.Sub(sched))
+		s.e2e = append(s.e2e, run.Sub(sent))
+	}
+	s.schedule.sort()
+	s.run.sort()
+	s.e2e.sort()
+	return s
+}
+
+// latencyStats are pod startup phases: create sent -> scheduled (watched),
+// scheduled -> Running (watched), and the whole.
+type latencyStats struct {
+	schedule, run, e2e durations
+	missing            int
+}
+
+type durations []time.Duration
+
+func (d durations) sort() { slices.Sort(d) }
+
+// pct is the q-quantile (nearest rank) of sorted d.
+func (d durations) pct(q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(d)) + 0.5)
+	return d[min(max(i-1, 0), len(d)-1)]
+}
+
+func (d durations) String() string {
+	if len(d) == 0 {
+		return "-"
+	}
+	r := func(x time.Duration) string {
+		return x.Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%s / %s / %s / %s", r(d.pct(0.5)), r(d.pct(0.9)), r(d.pct(0.99)), r(d[len(d)-1]))
+}
+
+// print writes one run as a table.
+func (r simResult) print(w io.Writer, cfg scaleConfig, kc kwokConfig) {
+	what := "kwok (one process)"
+	if r.mode == "agent" {
+		what = fmt.Sprintf("corekube agents (%d processes of up to %d nodes)", r.simulators, nodesPerAgent)
+	}
+	fmt.Fprintf(w, "\nnode simulator %s: %d nodes, %d pods (%s cpu, %s memory each)\n", what, cfg.nodes, cfg.pods, cfg.cpuRequest, cfg.memoryRequest)
+	fmt.Fprintf(w, "  nodes Ready after %v; pods created in %v (%.0f/s); all Running %v after the first create\n",
+		r.nodesReady.Round(time.Millisecond), r.created.Round(time.Millisecond), float64(cfg.pods)/r.created.Seconds(), r.allRunning.Round(time.Millisecond))
+	fmt.Fprintf(w, "  steady states: %v after Ready / all Running, over %v; CPU %% of one CPU\n", cfg.settle, cfg.window)
+	fmt.Fprintf(w, "  %-12s %14s %14s %16s %16s\n", "process", "CPU % nodes", "CPU % +pods", "RSS MiB nodes", "RSS MiB +pods")
+	for i, p := range r.withPods.Procs {
+		var n procResult
+		if i < len(r.nodesOnly.Procs) {
+			n = r.nodesOnly.Procs[i]
+		}
+		fmt.Fprintf(w, "  %-12s %14.1f %14.1f %16.0f %16.0f\n", p.Name, n.CPUPercent, p.CPUPercent, n.RSSMeanMiB, p.RSSMeanMiB)
+	}
+	fmt.Fprintf(w, "  simulator: %.1f KiB and %.3f mCPU per node; %.2f KiB and %.4f mCPU per pod\n",
+		r.rssPerNodeKiB(), r.cpuPerNodeMilli(), r.rssPerPodKiB(cfg), r.cpuPerPodMilli(cfg))
+	fmt.Fprintf(w, "  machine busy %.1f%% / %.1f%% of all CPUs, of which not ours %.1f%% / %.1f%%; etcd db file %.0f MiB\n",
+		r.nodesOnly.MachineBusyPercent, r.withPods.MachineBusyPercent, r.nodesOnly.ForeignPercent, r.withPods.ForeignPercent, r.withPods.etcdMiB)
+	fmt.Fprintf(w, "  pod startup, p50 / p90 / p99 / max (create sent -> watched)\n")
+	for _, l := range []struct {
+		name string
+		s    latencyStats
+	}{{fmt.Sprintf("bulk %d", cfg.pods), r.bulk}, {fmt.Sprintf("latency %d at %.0f/s", kc.latencyPods, kc.latencyQPS), r.latency}} {
+		fmt.Fprintf(w, "    %-22s scheduled %s; scheduled->Running %s; created->Running %s", l.name, l.s.schedule, l.s.run, l.s.e2e)
+		if l.s.missing > 0 {
+			fmt.Fprintf(w, " (%d pods not seen through both)", l.s.missing)
+		}
+		fmt.Fprintln(w)
+	}
+	if r.mode == "kwok" {
+		fmt.Fprintf(w, "  kwok warnings and errors against corekube: %d\n", len(r.kwokLog))
+		for _, l := range r.kwokLog {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
+	fmt.Fprintln(w)
+}
