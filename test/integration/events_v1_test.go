@@ -3,8 +3,8 @@ package integration
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,6 +272,79 @@ func TestEventsV1(t *testing.T) {
 		}
 	})
 
+	t.Run("discovery", func(t *testing.T) {
+		var groups metav1.APIGroupList
+		if err := json.Unmarshal(getRaw(t, "/apis", "application/json"), &groups); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, g := range groups.Groups {
+			if g.Name == "events.k8s.io" {
+				found = len(g.Versions) == 1 && g.Versions[0].GroupVersion == "events.k8s.io/v1" && g.PreferredVersion.Version == "v1"
+			}
+		}
+		if !found {
+			t.Errorf("/apis has no events.k8s.io/v1: %+v", groups.Groups)
+		}
+		var group metav1.APIGroup
+		if err := json.Unmarshal(getRaw(t, "/apis/events.k8s.io", "application/json"), &group); err != nil || group.Name != "events.k8s.io" {
+			t.Errorf("/apis/events.k8s.io: %+v %v", group, err)
+		}
+		var resources metav1.APIResourceList
+		if err := json.Unmarshal(getRaw(t, "/apis/events.k8s.io/v1", "application/json"), &resources); err != nil {
+			t.Fatal(err)
+		}
+		if len(resources.APIResources) != 1 {
+			t.Fatalf("resources %+v", resources.APIResources)
+		}
+		r := resources.APIResources[0]
+		if r.Name != "events" || r.Kind != "Event" || !r.Namespaced || r.SingularName != "event" || !slices.Equal(r.ShortNames, []string{"ev"}) ||
+			!slices.Equal(r.Verbs, []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}) {
+			t.Errorf("events.k8s.io/v1 events %+v", r)
+		}
+		// kubectl's resource mapping (and k9s's) find the group.
+		_, list, err := cs.Discovery().ServerGroupsAndResources()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mapped := false
+		for _, l := range list {
+			if l.GroupVersion == "events.k8s.io/v1" {
+				mapped = len(l.APIResources) == 1 && l.APIResources[0].Name == "events"
+			}
+		}
+		if !mapped {
+			t.Error("aggregated discovery lacks events.k8s.io/v1 events")
+		}
+	})
+
+	t.Run("openapi", func(t *testing.T) {
+		var v3 struct {
+			Paths      map[string]json.RawMessage `json:"paths"`
+			Components struct {
+				Schemas map[string]json.RawMessage `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(getRaw(t, "/openapi/v3/apis/events.k8s.io/v1", "application/json"), &v3); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := v3.Paths["/apis/events.k8s.io/v1/namespaces/{namespace}/events/{name}"]; !ok {
+			t.Errorf("v3 paths %v", len(v3.Paths))
+		}
+		if s := v3.Components.Schemas["io.k8s.api.events.v1.Event"]; !strings.Contains(string(s), "regarding") || !strings.Contains(string(s), `"group":"events.k8s.io"`) {
+			t.Errorf("v3 Event schema %s", s)
+		}
+		var v2 struct {
+			Definitions map[string]json.RawMessage `json:"definitions"`
+		}
+		if err := json.Unmarshal(getRaw(t, "/openapi/v2", "application/json"), &v2); err != nil {
+			t.Fatal(err)
+		}
+		if s := v2.Definitions["io.k8s.api.events.v1.Event"]; !strings.Contains(string(s), "deprecatedCount") {
+			t.Errorf("v2 Event definition %s", s)
+		}
+	})
+
 	t.Run("all namespaces GET", func(t *testing.T) {
 		var list eventsv1.EventList
 		if err := json.Unmarshal(getRaw(t, "/apis/events.k8s.io/v1/events", "application/json"), &list); err != nil {
@@ -294,23 +367,9 @@ func eventNames(items []eventsv1.Event) map[string]bool {
 // getRaw GETs path from the shared server with the given Accept header.
 func getRaw(t *testing.T, path, accept string) []byte {
 	t.Helper()
-	client, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
+	resp := doRaw(t, http.MethodGet, path, nil, "Accept", accept)
+	if resp.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, resp.Code, resp.Body)
 	}
-	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Accept", accept)
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %s %v", path, resp.StatusCode, body, err)
-	}
-	return body
+	return resp.Body
 }
