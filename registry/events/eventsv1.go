@@ -54,7 +54,8 @@ func (*V1Strategy) Info() registry.ResourceInfo {
 		Kind:                 "Event",
 		ListKind:             "EventList",
 		Namespaced:           true,
-		ShortNames:           []string{"ev"},
+		// No short name: "ev" is core's alone in kube (kubectl would warn
+		// that it is ambiguous).
 		CustomFieldSelectors: true,
 	}
 }
