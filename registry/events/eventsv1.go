@@ -47,13 +47,13 @@ func (s *V1Strategy) TTL() time.Duration { return s.core.TTL() }
 // Info describes events.k8s.io/v1 events as kube's discovery does.
 func (*V1Strategy) Info() registry.ResourceInfo {
 	return registry.ResourceInfo{
-		Group:                eventsv1.GroupName,
-		Version:              "v1",
-		Resource:             "events",
-		Singular:             "event",
-		Kind:                 "Event",
-		ListKind:             "EventList",
-		Namespaced:           true,
+		Group:      eventsv1.GroupName,
+		Version:    "v1",
+		Resource:   "events",
+		Singular:   "event",
+		Kind:       "Event",
+		ListKind:   "EventList",
+		Namespaced: true,
 		// No short name: "ev" is core's alone in kube (kubectl would warn
 		// that it is ambiguous).
 		CustomFieldSelectors: true,
