@@ -373,3 +373,30 @@ func getRaw(t *testing.T, path, accept string) []byte {
 	}
 	return resp.Body
 }
+
+// TestEventsV1Apply: server-side apply through either group of an event
+// whose fields another manager owns through the other group.
+func TestEventsV1Apply(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	now := time.Now().UTC().Format("2006-01-02T15:04:05.000000Z")
+	body := `{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"applied","namespace":"` + ns + `"},` +
+		`"eventTime":"` + now + `","reportingController":"c","reportingInstance":"i","action":"A","reason":"R","type":"Normal",` +
+		`"regarding":{"kind":"Pod","namespace":"` + ns + `","name":"p"},"note":"first"}`
+	force := true
+	got, err := cs.EventsV1().Events(ns).Patch(ctx, "applied", types.ApplyPatchType, []byte(body), metav1.PatchOptions{FieldManager: "m1", Force: &force})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Note != "first" || len(got.ManagedFields) != 1 || got.ManagedFields[0].APIVersion != "events.k8s.io/v1" {
+		t.Errorf("applied %+v", got)
+	}
+	coreBody := `{"apiVersion":"v1","kind":"Event","metadata":{"name":"applied","namespace":"` + ns + `","labels":{"x":"y"}}}`
+	ev, err := cs.CoreV1().Events(ns).Patch(ctx, "applied", types.ApplyPatchType, []byte(coreBody), metav1.PatchOptions{FieldManager: "m2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Labels["x"] != "y" || ev.Message != "first" {
+		t.Errorf("core apply %+v", ev)
+	}
+}
