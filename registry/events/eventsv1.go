@@ -54,8 +54,9 @@ func (*V1Strategy) Info() registry.ResourceInfo {
 		Kind:       "Event",
 		ListKind:   "EventList",
 		Namespaced: true,
-		// No short name: "ev" is core's alone in kube (kubectl would warn
-		// that it is ambiguous).
+		// The same short name as core's, as kube's discovery has it
+		// (kubectl warns that "ev" is ambiguous, and picks core's).
+		ShortNames:           []string{"ev"},
 		CustomFieldSelectors: true,
 	}
 }

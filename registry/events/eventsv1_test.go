@@ -236,7 +236,7 @@ func TestV1GetAttrsAndInfo(t *testing.T) {
 	}
 	info := s.Info()
 	if info.APIVersion() != "events.k8s.io/v1" || info.Resource != "events" || info.Kind != "Event" || info.ListKind != "EventList" ||
-		!info.Namespaced || info.ShortNames != nil || !info.CustomFieldSelectors || s.TTL() != time.Minute || !s.AllowCreateOnUpdate() {
+		!info.Namespaced || !reflect.DeepEqual(info.ShortNames, []string{"ev"}) || !info.CustomFieldSelectors || s.TTL() != time.Minute || !s.AllowCreateOnUpdate() {
 		t.Errorf("info %+v ttl %v", info, s.TTL())
 	}
 	if _, ok := s.New().(*eventsv1.Event); !ok {

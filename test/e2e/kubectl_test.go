@@ -96,7 +96,7 @@ func testDiscovery(t *testing.T, k *kc) {
 		"subjectaccessreviews                           authorization.k8s.io/v1           false        SubjectAccessReview",
 		"certificatesigningrequests        csr          certificates.k8s.io/v1            false        CertificateSigningRequest",
 		"leases                                         coordination.k8s.io/v1            true         Lease",
-		"events                                         events.k8s.io/v1                  true         Event",
+		"events                            ev           events.k8s.io/v1                  true         Event",
 		"flowschemas                                    flowcontrol.apiserver.k8s.io/v1   false        FlowSchema",
 		"prioritylevelconfigurations                    flowcontrol.apiserver.k8s.io/v1   false        PriorityLevelConfiguration",
 		"poddisruptionbudgets              pdb          policy/v1                         true         PodDisruptionBudget",
@@ -124,7 +124,7 @@ func testDiscovery(t *testing.T, k *kc) {
 		"subjectaccessreviews                           authorization.k8s.io/v1           false        SubjectAccessReview              create                                                       ",
 		"certificatesigningrequests        csr          certificates.k8s.io/v1            false        CertificateSigningRequest        "+all+"   ",
 		"leases                                         coordination.k8s.io/v1            true         Lease                            "+all+"   ",
-		"events                                         events.k8s.io/v1                  true         Event                            "+all+"   ",
+		"events                            ev           events.k8s.io/v1                  true         Event                            "+all+"   ",
 		"flowschemas                                    flowcontrol.apiserver.k8s.io/v1   false        FlowSchema                       "+all+"   ",
 		"prioritylevelconfigurations                    flowcontrol.apiserver.k8s.io/v1   false        PriorityLevelConfiguration       "+all+"   ",
 		"poddisruptionbudgets              pdb          policy/v1                         true         PodDisruptionBudget              "+all+"   ",
@@ -140,7 +140,10 @@ func testDiscovery(t *testing.T, k *kc) {
 
 	// Every short name resolves.
 	k.expect("namespace/kube-system", "get", "ns", "kube-system", "-o", "name")
-	k.expectOut("", "No resources found in kube-public namespace.", "get", "po,ev,pdb,leases", "-n", "kube-public")
+	// kube serves "ev" for events in both groups: kubectl picks core's and
+	// warns.
+	k.expectOut("", lines(`Warning: short name "ev" could also match lower priority resource events.events.k8s.io`,
+		"No resources found in kube-public namespace."), "get", "po,ev,pdb,leases", "-n", "kube-public")
 	k.expectOut("", "No resources found", "get", "no", "-l", "e2e=none")
 	// The "all" category holds pods.
 	k.expect("namespace/e2e-discovery created", "create", "namespace", "e2e-discovery")

@@ -298,7 +298,7 @@ func TestEventsV1(t *testing.T) {
 			t.Fatalf("resources %+v", resources.APIResources)
 		}
 		r := resources.APIResources[0]
-		if r.Name != "events" || r.Kind != "Event" || !r.Namespaced || r.SingularName != "event" || len(r.ShortNames) != 0 ||
+		if r.Name != "events" || r.Kind != "Event" || !r.Namespaced || r.SingularName != "event" || !slices.Equal(r.ShortNames, []string{"ev"}) ||
 			!slices.Equal(r.Verbs, []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}) {
 			t.Errorf("events.k8s.io/v1 events %+v", r)
 		}
