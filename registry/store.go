@@ -78,6 +78,10 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		opts.Now = time.Now
 	}
 	info := strategy.Info()
+	if conv, ok := strategy.(StorageVersionConverter); ok {
+		// Another version's objects, converted on every read and write.
+		st = newConvertingStorage(st, conv)
+	}
 	_, fieldSet, _ := strategy.GetAttrs(strategy.New())
 	labels := sets.New[string]()
 	for k := range fieldSet {

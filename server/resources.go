@@ -55,6 +55,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *a
 	opts.Admission = chain
 	store := func(s registry.Strategy) *registry.Store { return registry.NewStore(st, s, opts) }
 
+	eventStrategy := events.NewStrategy(events.WithTTL(cfg.EventTTL))
 	nsStore := store(namespaces.NewStrategy())
 	podStore := registry.NewStore(st, pods.NewStrategy(), withDeletedObject(opts))
 	nodeStore := store(nodes.NewStrategy())
@@ -87,7 +88,9 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *a
 		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},
 		}},
-		&handlers.Resource{Store: store(events.NewStrategy(events.WithTTL(cfg.EventTTL)))},
+		&handlers.Resource{Store: store(eventStrategy)},
+		// The same events through events.k8s.io/v1 (same storage).
+		&handlers.Resource{Store: store(events.NewV1Strategy(eventStrategy))},
 		&handlers.Resource{Store: store(leases.NewStrategy())},
 		&handlers.Resource{Store: saStore},
 		&handlers.Resource{Store: pdbStore, Subresources: map[string]handlers.Subresource{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,8 +23,8 @@ import (
 // keeps counting into the same series (kube's events finishTime).
 const seriesWindow = 6 * time.Minute
 
-// recorder writes core/v1 Events the way kube-scheduler's events.k8s.io
-// recorder does (eventTime, reportingComponent, reportingInstance,
+// recorder writes Events through events.k8s.io/v1 the way
+// kube-scheduler's recorder does (eventTime, reportingComponent, reportingInstance,
 // action; repeats counted in series), through a bounded queue and a few
 // owned workers. Writes for one event always go to the same worker, so a
 // series update never overtakes its event's creation.
@@ -211,7 +212,9 @@ func (r *recorder) flush() {
 }
 
 func (r *recorder) write(ctx context.Context, op eventOp) {
-	events := r.client.CoreV1().Events(op.event.Namespace)
+	// Through events.k8s.io/v1, as kube-scheduler's client-go events
+	// recorder writes; the server stores them as core/v1 Events too.
+	events := r.client.EventsV1().Events(op.event.Namespace)
 	if op.update {
 		patch, err := json.Marshal(map[string]any{"series": op.event.Series})
 		if err != nil {
@@ -228,13 +231,37 @@ func (r *recorder) write(ctx context.Context, op eventOp) {
 		}
 		// The event is gone (or its creation was dropped): write it whole.
 	}
-	ev := op.event.DeepCopy()
+	ev := toEventsV1(op.event)
 	ev.ResourceVersion = ""
 	if _, err := events.Create(ctx, ev, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		r.log.Debug("event write failed", "reason", ev.Reason, "object", ev.InvolvedObject.Name, "err", err)
+		r.log.Debug("event write failed", "reason", ev.Reason, "object", ev.Regarding.Name, "err", err)
 		return
 	}
 	r.markWritten(op)
+}
+
+// toEventsV1 is the events.k8s.io/v1 form of an event the recorder built:
+// the fields it sets, under their events.k8s.io names.
+func toEventsV1(ev *v1.Event) *eventsv1.Event {
+	out := &eventsv1.Event{
+		ObjectMeta:          *ev.ObjectMeta.DeepCopy(),
+		EventTime:           ev.EventTime,
+		ReportingController: ev.ReportingController,
+		ReportingInstance:   ev.ReportingInstance,
+		Action:              ev.Action,
+		Reason:              ev.Reason,
+		Regarding:           ev.InvolvedObject,
+		Note:                ev.Message,
+		Type:                ev.Type,
+	}
+	if ev.Related != nil {
+		related := *ev.Related
+		out.Related = &related
+	}
+	if ev.Series != nil {
+		out.Series = &eventsv1.EventSeries{Count: ev.Series.Count, LastObservedTime: ev.Series.LastObservedTime}
+	}
+	return out
 }
 
 func (r *recorder) markWritten(op eventOp) {

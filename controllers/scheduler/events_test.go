@@ -30,7 +30,7 @@ func TestRecorderSeries(t *testing.T) {
 
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "p", UID: "u1"}}
 	count := func() (int, int32, string) {
-		list, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		list, err := client.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil || len(list.Items) == 0 {
 			return 0, 0, ""
 		}
@@ -39,7 +39,7 @@ func TestRecorderSeries(t *testing.T) {
 		if ev.Series != nil {
 			c = ev.Series.Count
 		}
-		return len(list.Items), c, ev.Message
+		return len(list.Items), c, ev.Note
 	}
 	waitCount := func(want int32) {
 		t.Helper()
@@ -64,16 +64,16 @@ func TestRecorderSeries(t *testing.T) {
 	// A different message is a different event.
 	r.Eventf(pod, v1.EventTypeWarning, "FailedScheduling", "Scheduling", true, "other")
 	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
-		list, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		list, err := client.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 2, nil
 	})
 	if err != nil {
 		t.Fatal("a new message did not make a new event")
 	}
-	list, _ := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+	list, _ := client.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
 	for _, ev := range list.Items {
 		if ev.ReportingController != "default-scheduler" || ev.Action != "Scheduling" || ev.EventTime.IsZero() ||
-			ev.ReportingInstance == "" || ev.InvolvedObject.UID != "u1" || ev.Type != v1.EventTypeWarning {
+			ev.ReportingInstance == "" || ev.Regarding.UID != "u1" || ev.Type != v1.EventTypeWarning {
 			t.Errorf("event = %+v", ev)
 		}
 	}

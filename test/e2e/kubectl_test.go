@@ -40,6 +40,7 @@ func TestKubectl(t *testing.T) {
 	sub("RBAC", testRBAC)
 	sub("AuthCanI", testAuthCanI)
 	sub("PriorityClasses", testPriorityClasses)
+	sub("Events", testEvents)
 }
 
 // testPriorityClasses: the built-in classes exist from the start, kubectl
@@ -95,6 +96,7 @@ func testDiscovery(t *testing.T, k *kc) {
 		"subjectaccessreviews                           authorization.k8s.io/v1           false        SubjectAccessReview",
 		"certificatesigningrequests        csr          certificates.k8s.io/v1            false        CertificateSigningRequest",
 		"leases                                         coordination.k8s.io/v1            true         Lease",
+		"events                            ev           events.k8s.io/v1                  true         Event",
 		"flowschemas                                    flowcontrol.apiserver.k8s.io/v1   false        FlowSchema",
 		"prioritylevelconfigurations                    flowcontrol.apiserver.k8s.io/v1   false        PriorityLevelConfiguration",
 		"poddisruptionbudgets              pdb          policy/v1                         true         PodDisruptionBudget",
@@ -122,6 +124,7 @@ func testDiscovery(t *testing.T, k *kc) {
 		"subjectaccessreviews                           authorization.k8s.io/v1           false        SubjectAccessReview              create                                                       ",
 		"certificatesigningrequests        csr          certificates.k8s.io/v1            false        CertificateSigningRequest        "+all+"   ",
 		"leases                                         coordination.k8s.io/v1            true         Lease                            "+all+"   ",
+		"events                            ev           events.k8s.io/v1                  true         Event                            "+all+"   ",
 		"flowschemas                                    flowcontrol.apiserver.k8s.io/v1   false        FlowSchema                       "+all+"   ",
 		"prioritylevelconfigurations                    flowcontrol.apiserver.k8s.io/v1   false        PriorityLevelConfiguration       "+all+"   ",
 		"poddisruptionbudgets              pdb          policy/v1                         true         PodDisruptionBudget              "+all+"   ",
@@ -133,11 +136,14 @@ func testDiscovery(t *testing.T, k *kc) {
 	), "api-resources", "-o", "wide")
 	k.expect(lines("namespaces", "nodes", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "validatingwebhookconfigurations.admissionregistration.k8s.io", "selfsubjectreviews.authentication.k8s.io", "tokenreviews.authentication.k8s.io", "selfsubjectaccessreviews.authorization.k8s.io", "selfsubjectrulesreviews.authorization.k8s.io", "subjectaccessreviews.authorization.k8s.io", "certificatesigningrequests.certificates.k8s.io", "flowschemas.flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations.flowcontrol.apiserver.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io", "clusterroles.rbac.authorization.k8s.io", "priorityclasses.scheduling.k8s.io"), "api-resources", "--namespaced=false", "-o", "name")
 	k.expect("poddisruptionbudgets.policy", "api-resources", "--api-group=policy", "-o", "name")
-	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "authorization.k8s.io/v1", "certificates.k8s.io/v1", "coordination.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "scheduling.k8s.io/v1", "v1"), "api-versions")
+	k.expect(lines("admissionregistration.k8s.io/v1", "authentication.k8s.io/v1", "authorization.k8s.io/v1", "certificates.k8s.io/v1", "coordination.k8s.io/v1", "events.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1", "policy/v1", "rbac.authorization.k8s.io/v1", "scheduling.k8s.io/v1", "v1"), "api-versions")
 
 	// Every short name resolves.
 	k.expect("namespace/kube-system", "get", "ns", "kube-system", "-o", "name")
-	k.expectOut("", "No resources found in kube-public namespace.", "get", "po,ev,pdb,leases", "-n", "kube-public")
+	// kube serves "ev" for events in both groups: kubectl picks core's and
+	// warns.
+	k.expectOut("", lines(`Warning: short name "ev" could also match lower priority resource events.events.k8s.io`,
+		"No resources found in kube-public namespace."), "get", "po,ev,pdb,leases", "-n", "kube-public")
 	k.expectOut("", "No resources found", "get", "no", "-l", "e2e=none")
 	// The "all" category holds pods.
 	k.expect("namespace/e2e-discovery created", "create", "namespace", "e2e-discovery")
