@@ -68,7 +68,7 @@ type Config struct {
 	// WatchCacheSizes is kube-apiserver's --watch-cache-sizes,
 	// "resource[.group]#size" each: a size of 0 keeps no watch cache for
 	// that resource, any other size keeps one (sizes are not used, as in
-	// kube). They apply over DefaultWatchCacheSizes (events#0, as kube).
+	// kube). They apply over DefaultWatchCacheSizes (events#0 and events.events.k8s.io#0, as kube).
 	WatchCacheSizes []string
 	// BookmarkInterval is how often watches that allow bookmarks get one
 	// (default a minute, as kube).

@@ -8,10 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// DefaultWatchCacheSizes are kube-apiserver's: events keep no watch cache
+// DefaultWatchCacheSizes are kube-apiserver's: events (in both groups) keep no watch cache
 // (there are several per pod, each written a few times and read rarely:
 // LISTs and watches of events read etcd).
-var DefaultWatchCacheSizes = []string{"events#0"}
+var DefaultWatchCacheSizes = []string{"events#0", "events.events.k8s.io#0"}
 
 // parseWatchCacheSizes reads --watch-cache-sizes values, as kube's
 // ParseWatchCacheSizes does (the same errors).

@@ -9,6 +9,7 @@ import (
 func TestNoWatchCache(t *testing.T) {
 	events, pods, leases := schema.GroupResource{Resource: "events"}, schema.GroupResource{Resource: "pods"},
 		schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
+	eventsV1 := schema.GroupResource{Group: "events.k8s.io", Resource: "events"}
 	for _, tc := range []struct {
 		name    string
 		cfg     Config
@@ -16,8 +17,8 @@ func TestNoWatchCache(t *testing.T) {
 		on      []schema.GroupResource
 		wantErr string
 	}{
-		{name: "kube's default: events only", off: []schema.GroupResource{events}, on: []schema.GroupResource{pods, leases}},
-		{name: "events cached again", cfg: Config{WatchCacheSizes: []string{"events#100"}}, on: []schema.GroupResource{events, pods}},
+		{name: "kube's default: events only, in both groups", off: []schema.GroupResource{events, eventsV1}, on: []schema.GroupResource{pods, leases}},
+		{name: "events cached again", cfg: Config{WatchCacheSizes: []string{"events#100"}}, on: []schema.GroupResource{events, pods}, off: []schema.GroupResource{eventsV1}},
 		{name: "a group resource", cfg: Config{WatchCacheSizes: []string{"leases.coordination.k8s.io#0"}}, off: []schema.GroupResource{events, leases}, on: []schema.GroupResource{pods}},
 		{name: "--watch-cache=false", cfg: Config{DisableWatchCache: true, WatchCacheSizes: []string{"events#100"}}, off: []schema.GroupResource{events, pods, leases}},
 		{name: "no size", cfg: Config{WatchCacheSizes: []string{"pods"}}, wantErr: "invalid value of watch cache size: pods"},
