@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"slices"
 	"strconv"
@@ -36,7 +37,8 @@ const (
 
 // servingOptions are kube-scheduler's and kube-controller-manager's
 // secure serving and delegated authentication/authorization flags: the
-// HTTPS endpoint with /healthz, /livez, /readyz and /metrics.
+// HTTPS endpoint with /healthz, /livez, /readyz, /metrics and (with
+// --profiling) /debug/pprof/.
 type servingOptions struct {
 	bindAddress  string
 	securePort   int
@@ -46,6 +48,7 @@ type servingOptions struct {
 	authnConfig  string
 	authzConfig  string
 	alwaysAllow  []string
+	profiling    bool
 }
 
 func (o *servingOptions) addFlags(f *pflag.FlagSet, port int) {
@@ -57,6 +60,7 @@ func (o *servingOptions) addFlags(f *pflag.FlagSet, port int) {
 	f.StringVar(&o.authnConfig, "authentication-kubeconfig", "", "kubeconfig of the API server that may create tokenreviews.authentication.k8s.io; empty: --kubeconfig")
 	f.StringVar(&o.authzConfig, "authorization-kubeconfig", "", "kubeconfig of the API server that may create subjectaccessreviews.authorization.k8s.io; empty: --kubeconfig")
 	f.StringSliceVar(&o.alwaysAllow, "authorization-always-allow-paths", []string{"/healthz", "/readyz", "/livez"}, "HTTP paths served to anyone, without authorization")
+	f.BoolVar(&o.profiling, "profiling", true, "Enable profiling via web interface host:port/debug/pprof/")
 }
 
 // newComponentRegistry is the registry of a standalone scheduler or
@@ -103,6 +107,16 @@ func (o *servingOptions) serve(ctx context.Context, cfg *rest.Config, gatherer p
 		mux.Handle(path, healthHandler(strings.TrimPrefix(path, "/"), log, checks...))
 	}
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	if o.profiling {
+		// kube-scheduler's and kube-controller-manager's --profiling (on
+		// by default): Go's profiles, behind the same authentication and
+		// authorization as /metrics.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	d := &delegated{authn: authn, authz: authz, alwaysAllow: o.alwaysAllow, log: log}
 	srv := &http.Server{
 		Handler:           d.wrap(mux),

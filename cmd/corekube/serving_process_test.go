@@ -35,7 +35,7 @@ func TestSecureServingFlags(t *testing.T) {
 		for flag, def := range map[string]string{
 			"secure-port": tc.port, "bind-address": "0.0.0.0", "tls-cert-file": "", "tls-private-key-file": "",
 			"client-ca-file": "", "authentication-kubeconfig": "", "authorization-kubeconfig": "",
-			"authorization-always-allow-paths": "[/healthz,/readyz,/livez]",
+			"authorization-always-allow-paths": "[/healthz,/readyz,/livez]", "profiling": "true",
 		} {
 			f := sub.Flags().Lookup(flag)
 			if f == nil {
@@ -198,6 +198,21 @@ func TestProcessesServeMetrics(t *testing.T) {
 		"scheduler_pod_scheduling_sli_duration_seconds", "go_goroutines", "process_start_time_seconds"} {
 		if fs[name] == nil {
 			t.Errorf("scheduler /metrics lacks %s", name)
+		}
+	}
+
+	// --profiling (on by default): Go's profiles behind the same
+	// authorization as /metrics.
+	if code, body := get(anonymous, controllers+"/debug/pprof/heap", ""); code != http.StatusForbidden || !strings.Contains(body, `cannot get path \"/debug/pprof/heap\"`) {
+		t.Errorf("anonymous /debug/pprof/heap: %d %.300s", code, body)
+	}
+	for _, base := range []string{scheduler, controllers} {
+		code, body := get(adminClient, base+"/debug/pprof/heap?debug=1", "")
+		if code != http.StatusOK || !strings.Contains(body, "heap profile:") {
+			t.Errorf("%s/debug/pprof/heap?debug=1: %d %.300s", base, code, body)
+		}
+		if code, body := get(adminClient, base+"/debug/pprof/", ""); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+			t.Errorf("%s/debug/pprof/: %d %.300s", base, code, body)
 		}
 	}
 
