@@ -44,21 +44,13 @@ func NewV1Strategy(core *Strategy) *V1Strategy { return &V1Strategy{core: core} 
 // again.
 func (s *V1Strategy) TTL() time.Duration { return s.core.TTL() }
 
-// Info describes events.k8s.io/v1 events as kube's discovery does.
-func (*V1Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:      eventsv1.GroupName,
-		Version:    "v1",
-		Resource:   "events",
-		Singular:   "event",
-		Kind:       "Event",
-		ListKind:   "EventList",
-		Namespaced: true,
-		// The same short name as core's, as kube's discovery has it
-		// (kubectl warns that "ev" is ambiguous, and picks core's).
-		ShortNames:           []string{"ev"},
-		CustomFieldSelectors: true,
-	}
+// Info describes events.k8s.io/v1 events as kube's discovery does: core's
+// resource in its own group, with the same short name (kubectl warns that
+// "ev" is ambiguous, and picks core's).
+func (s *V1Strategy) Info() registry.ResourceInfo {
+	info := s.core.Info()
+	info.Group = eventsv1.GroupName
+	return info
 }
 
 // New returns an empty events.k8s.io/v1 Event.
