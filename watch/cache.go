@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/corekube/corekube/storage"
 	"k8s.io/apimachinery/pkg/fields"
@@ -44,11 +45,19 @@ type Object struct {
 	shared     runtime.Object
 	sharedErr  error
 
-	// protobuf is the object's protobuf encoding, once Protobuf has been
-	// asked for it: behind a pointer, so that an object no protobuf
-	// client reads costs one word more, not the encoding's fields.
-	protobufOnce sync.Once
-	protobuf     *encoding
+	// protobufMu guards the protobuf memo and recent. The memo is held
+	// strongly only while the object is one of the window's recent events
+	// (recent): then every watcher of the event shares one encoding. Once
+	// the event leaves the window, or for an object only listed, it is
+	// held weakly: readers close together in time (a LIST's pages, the
+	// watchers of one event) still share it, but the garbage collector
+	// drops it, so that the cache keeps one encoding per object (the JSON,
+	// which JSON LISTs copy as is) rather than two, whoever reads it.
+	// The memo also keeps a failed encoding's error.
+	protobufMu     sync.Mutex
+	protobufStrong *encoding
+	protobufWeak   weak.Pointer[encoding]
+	recent         bool
 
 	// sizesObserved has a bit per encoding (JSON, protobuf) and event
 	// type whose size apiserver_watch_events_sizes has observed
@@ -96,31 +105,57 @@ type protoMarshaler interface {
 }
 
 // Protobuf returns the object's protobuf message (without kube's envelope:
-// no magic, no runtime.Unknown; watch/rawproto writes them). It is computed
-// on the first call, from the JSON, and kept for as long as the Object
-// lives, so that every protobuf LIST and watcher reading this revision
-// shares one encoding, and a cluster whose clients all speak JSON holds
-// none. Concurrent first callers wait for one computation rather than
-// repeat it. The bytes are shared and must not be modified.
+// no magic, no runtime.Unknown; watch/rawproto writes them), computed from
+// the JSON. The result is memoized (see protobufMu): the watchers of a
+// recent event share one encoding, and so do readers until the next
+// garbage collection, but a cached object does not keep it for life.
+// Concurrent first callers wait for one computation rather than repeat
+// it. The bytes are shared and must not be modified.
 func (o *Object) Protobuf() ([]byte, error) {
-	o.protobufOnce.Do(func() {
-		enc := &encoding{}
-		o.protobuf = enc
-		obj, err := o.Decode()
-		if err != nil {
-			enc.err = err
-			return
-		}
-		m, ok := obj.(protoMarshaler)
-		if !ok {
-			enc.err = fmt.Errorf("watch: %T has no protobuf encoding", obj)
-			return
-		}
-		if enc.data, err = m.Marshal(); err != nil {
-			enc.err = fmt.Errorf("watch: encode %s as protobuf: %w", o.Key, err)
-		}
-	})
-	return o.protobuf.data, o.protobuf.err
+	o.protobufMu.Lock()
+	defer o.protobufMu.Unlock()
+	enc := o.protobufStrong
+	if enc == nil {
+		enc = o.protobufWeak.Value()
+	}
+	if enc == nil {
+		enc = o.encodeProtobuf()
+		o.protobufWeak = weak.Make(enc)
+	}
+	if o.recent {
+		o.protobufStrong = enc
+	}
+	return enc.data, enc.err
+}
+
+// encodeProtobuf decodes the object's JSON and encodes it as protobuf.
+func (o *Object) encodeProtobuf() *encoding {
+	enc := &encoding{}
+	obj, err := o.Decode()
+	if err != nil {
+		enc.err = err
+		return enc
+	}
+	m, ok := obj.(protoMarshaler)
+	if !ok {
+		enc.err = fmt.Errorf("watch: %T has no protobuf encoding", obj)
+		return enc
+	}
+	if enc.data, err = m.Marshal(); err != nil {
+		enc.err = fmt.Errorf("watch: encode %s as protobuf: %w", o.Key, err)
+	}
+	return enc
+}
+
+// setRecent marks the object as one of the window's events, or no longer
+// one: only then is its protobuf memo held strongly.
+func (o *Object) setRecent(recent bool) {
+	o.protobufMu.Lock()
+	defer o.protobufMu.Unlock()
+	o.recent = recent
+	if !recent {
+		o.protobufStrong = nil
+	}
 }
 
 // DecodeFunc turns a stored value into an object (with its resourceVersion
@@ -332,6 +367,7 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 		return fmt.Errorf("watch %s: %w", c.cfg.Prefix, err)
 	}
 	c.mu.Lock()
+	c.clearWindowLocked()
 	c.items, c.rev, c.floor, c.n, c.start, c.ready = items, rev, rev, 0, 0, true
 	c.signalLocked()
 	c.mu.Unlock()
@@ -472,14 +508,32 @@ func (c *Cache) addLocked(w *watcher) {
 // push appends ev to the window, evicting the oldest event when full.
 func (c *Cache) push(ev *event) {
 	size := len(c.window)
+	if size == 0 {
+		return
+	}
+	ev.obj.setRecent(true)
 	if c.n == size {
-		c.floor = c.window[c.start].revision()
+		old := c.window[c.start]
+		c.floor = old.revision()
+		old.obj.setRecent(false)
 		c.window[c.start] = ev
 		c.start = (c.start + 1) % size
 		return
 	}
 	c.window[(c.start+c.n)%size] = ev
 	c.n++
+}
+
+// clearWindowLocked empties the window (before a relist's state replaces
+// it), so that its events' objects no longer hold their encodings.
+func (c *Cache) clearWindowLocked() {
+	size := len(c.window)
+	for i := 0; i < c.n; i++ {
+		j := (c.start + i) % size
+		c.window[j].obj.setRecent(false)
+		c.window[j] = nil
+	}
+	c.n, c.start = 0, 0
 }
 
 // since returns the window's events after rev, or false when events after

@@ -58,7 +58,7 @@ func benchPod(i int) *v1.Pod {
 				{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: t},
 				{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: t}},
 			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true, Image: "registry.k8s.io/pause:3.10",
-				ImageID: "registry.k8s.io/pause@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a",
+				ImageID:     "registry.k8s.io/pause@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a",
 				ContainerID: "corekube://" + fmt.Sprintf("%064d", i),
 				State:       v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: t}}}},
 		},

@@ -3,6 +3,7 @@ package watch
 import (
 	"bytes"
 	"errors"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +15,8 @@ import (
 )
 
 // TestObjectProtobuf: the encoding is the decoded object's gogo Marshal,
-// computed once however many readers ask at the same time.
+// computed once however many readers of a recent event's object ask at the
+// same time.
 func TestObjectProtobuf(t *testing.T) {
 	var decodes atomic.Int64
 	o := &Object{Key: "/pods/ns/a", Revision: 7, json: []byte(`{"metadata":{"name":"a"}}`),
@@ -22,6 +24,7 @@ func TestObjectProtobuf(t *testing.T) {
 			decodes.Add(1)
 			return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7"}, Spec: v1.PodSpec{NodeName: "n1"}}, nil
 		}}
+	o.setRecent(true)
 	want, err := (&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7"}, Spec: v1.PodSpec{NodeName: "n1"}}).Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -70,3 +73,76 @@ func TestObjectProtobufErrors(t *testing.T) {
 
 // noProtobuf is an object type with no protobuf encoding.
 type noProtobuf struct{ runtime.Object }
+
+// TestObjectProtobufMemo: a recent event's object keeps its protobuf
+// encoding through garbage collections; once it leaves the window (and for
+// an object never in it) the collector may drop the encoding, and the next
+// reader computes the same bytes again.
+func TestObjectProtobufMemo(t *testing.T) {
+	var decodes atomic.Int64
+	o := &Object{Key: "/pods/ns/a", Revision: 7, json: []byte(`{}`),
+		decode: func(kv storage.KV) (runtime.Object, error) {
+			decodes.Add(1)
+			return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7"}}, nil
+		}}
+	want, err := o.Protobuf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = bytes.Clone(want)
+	goruntime.GC()
+	if _, err := o.Protobuf(); err != nil {
+		t.Fatal(err)
+	}
+	if n := decodes.Load(); n != 2 {
+		t.Fatalf("an object outside the window after a GC: decoded %d times, want 2 (its encoding dropped)", n)
+	}
+	o.setRecent(true)
+	goruntime.GC()
+	got, err := o.Protobuf()
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("Protobuf() = %x, %v; want %x", got, err, want)
+	}
+	n := decodes.Load()
+	goruntime.GC()
+	if _, err := o.Protobuf(); err != nil || decodes.Load() != n {
+		t.Fatalf("a recent object after a GC: decoded %d times, want %d (its encoding kept)", decodes.Load(), n)
+	}
+	o.setRecent(false)
+	goruntime.GC()
+	got, err = o.Protobuf()
+	if err != nil || !bytes.Equal(got, want) || decodes.Load() != n+1 {
+		t.Fatalf("after leaving the window: %x, %v, decoded %d times; want %x, decoded %d", got, err, decodes.Load(), want, n+1)
+	}
+}
+
+// TestWindowPinsProtobuf: the window's events hold their objects'
+// encodings; an event evicted from it (or a window cleared for a relist)
+// lets go.
+func TestWindowPinsProtobuf(t *testing.T) {
+	c := New(Config{Prefix: "/pods/", Decode: decodePod, WindowSize: 2})
+	var objs []*Object
+	for i := range 3 {
+		obj, err := c.decode(storage.KV{Key: "/pods/ns/p", Value: []byte("v"), Revision: int64(i + 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, obj)
+		c.push(&event{typ: Modified, obj: obj})
+		if _, err := obj.Protobuf(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pinned := func(o *Object) bool {
+		o.protobufMu.Lock()
+		defer o.protobufMu.Unlock()
+		return o.recent && o.protobufStrong != nil
+	}
+	if pinned(objs[0]) || !pinned(objs[1]) || !pinned(objs[2]) {
+		t.Fatalf("pinned after 3 events in a window of 2: %v %v %v, want false true true", pinned(objs[0]), pinned(objs[1]), pinned(objs[2]))
+	}
+	c.clearWindowLocked()
+	if pinned(objs[1]) || pinned(objs[2]) || c.n != 0 {
+		t.Fatalf("after clearing the window: pinned %v %v, %d events", pinned(objs[1]), pinned(objs[2]), c.n)
+	}
+}
