@@ -390,9 +390,9 @@ type protoMarshaler interface {
 // then a runtime.Unknown naming the list's kind around the list message
 // (ListMeta, then the items). The bytes are those apimachinery's protobuf
 // serializer writes for p.Object(), but the items are the watch cache's
-// protobuf encodings, computed once per object revision (the first
-// protobuf read of a large page computes them on every CPU) and shared by
-// every reader after it.
+// protobuf encodings (watch.Object.Protobuf: shared while memoized, else
+// computed from the JSON on every CPU; the cache does not keep a second
+// encoding of every object for life).
 func (p *ListPage) AppendProtobuf(buf []byte) ([]byte, error) {
 	lm, err := p.meta.Marshal()
 	if err != nil {

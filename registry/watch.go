@@ -65,8 +65,9 @@ func (e WatchEvent) JSON() ([]byte, bool) {
 }
 
 // Protobuf returns the object's cached protobuf message, without kube's
-// envelope (watch/rawproto writes it), when it has one: computed once per
-// object revision and shared by every protobuf watcher and LIST.
+// envelope (watch/rawproto writes it), when it has one: computed from the
+// JSON and shared by every protobuf watcher of a recent event
+// (watch.Object.Protobuf).
 func (e WatchEvent) Protobuf() ([]byte, bool) {
 	if e.cached == nil {
 		return nil, false
