@@ -63,6 +63,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *a
 	saStore := store(serviceaccounts.NewStrategy())
 	stores.namespaces, stores.serviceAccounts, stores.pods = nsStore, saStore, podStore
 	stores.nodes = nodeStore
+	stores.podLog = pods.NewLogREST(podStore, nodeStore)
 	pcStore := store(priorityclasses.NewStrategy())
 	stores.priorityClasses = &priorityClassCache{store: pcStore, log: cfg.Logger}
 	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
@@ -83,7 +84,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *a
 			"status":   {Store: podStore.Subresource("status", pods.NewStatusStrategy())},
 			"binding":  {Creater: pods.NewBindingREST(podStore)},
 			"eviction": {Creater: pods.NewEvictionREST(podStore, pdbStore)},
-			"log":      {Getter: pods.NewLogREST(podStore, nodeStore)},
+			"log":      {Getter: stores.podLog},
 		}},
 		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},

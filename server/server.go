@@ -184,6 +184,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
+	if err := s.setupKubeletClient(stores.podLog); err != nil {
+		return nil, err
+	}
 	if err := s.setupAudit(); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/corekube/corekube/agent"
@@ -23,6 +24,7 @@ func newAgentCommand() *cobra.Command {
 		nodeCADir  string
 		// TLS bootstrapping (agent_bootstrap.go).
 		bootstrapKubeconfig, certDir string
+		clientCAFile                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -49,6 +51,11 @@ a simulated container runtime, as the kubelet does.`,
 			if err != nil {
 				return err
 			}
+			if clientCAFile != "" {
+				if cfg.ClientCA, err = os.ReadFile(clientCAFile); err != nil {
+					return fmt.Errorf("--client-ca-file: %w", err)
+				}
+			}
 			if bootstrapKubeconfig != "" {
 				return runBootstrappedAgents(cmd.Context(), restConfig, certDir, cfg)
 			}
@@ -67,6 +74,9 @@ a simulated container runtime, as the kubelet does.`,
 	f.StringVar(&certDir, "cert-dir", "", "directory of the nodes' client certificates (<cert-dir>/<node>/"+bootstrap.CertFileName+")")
 	f.Float32Var(&qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server (0: none)")
 	opts.addFlags(f)
+	f.StringVar(&clientCAFile, "client-ca-file", "", "CA bundle (PEM) whose client certificates authenticate to the kubelet API, as the kubelet's (default: the CA of --kubeconfig's cluster, which signs the API server's kubelet client certificate when the server makes its own)")
+	f.StringVar(&opts.cfg.TLSCertFile, "tls-cert-file", "", "the kubelet API's serving certificate (default: a self-signed one made in memory, as the kubelet's)")
+	f.StringVar(&opts.cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	f.StringVar(&nodeCADir, "node-identities-ca-dir", "", "benchmarks and tests: each node authenticates with a client certificate of system:node:NAME issued from the CA in this directory (ca.crt, ca.key)")
 	_ = f.MarkHidden("node-identities-ca-dir")
 	return cmd
@@ -96,9 +106,9 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.PodCIDRs, "pod-cidrs", agent.DefaultPodCIDRs, "range of the nodes' pod CIDRs: node n gets the n-th /24")
 	f.StringVar(&cfg.NodeIPs, "node-ips", agent.DefaultNodeIPs, "range of the nodes' InternalIPs: node n gets the n-th address")
 	f.StringVar(&cfg.KubeletVersion, "kubelet-version", agent.DefaultKubeletVersion, "kubeletVersion the nodes report")
-	f.StringVar(&cfg.KubeletListen, "kubelet-listen", agent.DefaultKubeletListen, "address of the kubelet API (container logs, /metrics) that serves all the nodes of the process")
-	f.StringVar(&cfg.KubeletAdvertiseURL, "kubelet-advertise-url", "", "base URL the API server reaches the kubelet API at, set in each Node's "+agent.KubeletEndpointAnnotation+
-		" annotation (default: http://<listening host:port>; required when --kubelet-listen binds every interface)")
+	f.StringVar(&cfg.KubeletListen, "kubelet-listen", agent.DefaultKubeletListen, "address of the kubelet API (HTTPS: container logs, /metrics, /debug/pprof/ for authenticated and authorized callers) that serves all the nodes of the process")
+	f.StringVar(&cfg.KubeletAdvertiseHost, "kubelet-advertise-host", "", "host name or IP address the API server reaches the kubelet API at, reported as every node's Hostname address "+
+		"(default: the host of --kubelet-listen; required when --kubelet-listen binds every interface)")
 	f.DurationVar(&cfg.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "leaseDurationSeconds of the node leases")
 	f.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", agent.DefaultLeaseRenewInterval, "how often node leases are renewed")
 	f.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", agent.DefaultNodeStatusUpdateFrequency, "how often node status is computed (written when it changed)")
