@@ -85,6 +85,12 @@ func (e *env) waitNodeEndpoint(name string) *v1.Node {
 func TestKubeletEndpointAdvertised(t *testing.T) {
 	s := testserver.Start(t)
 	e := &env{t: t, client: s.Client}
+	// A Node an earlier agent registered, with the annotation the API
+	// server no longer follows: the agent adopts it and drops it.
+	old := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Annotations: map[string]string{KubeletEndpointAnnotation: "http://192.0.2.1:1"}}}
+	if _, err := s.Client.CoreV1().Nodes().Create(t.Context(), old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	stop := e.startAgent(s.Config, fastConfig(2))
 	for _, name := range []string{"node-1", "node-2"} {
 		e.waitNodeEndpoint(name)

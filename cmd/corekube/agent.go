@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 
@@ -89,6 +90,7 @@ type agentOptions struct {
 	zones                 string
 	capacity, allocatable string
 	debugHandlers         bool
+	advertiseURL          string // the removed --kubelet-advertise-url, read for its host
 }
 
 // addFlags registers the agent flags (all but --nodes, whose default
@@ -109,6 +111,8 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.KubeletListen, "kubelet-listen", agent.DefaultKubeletListen, "address of the kubelet API (HTTPS: container logs, /metrics, /debug/pprof/ for authenticated and authorized callers) that serves all the nodes of the process")
 	f.StringVar(&cfg.KubeletAdvertiseHost, "kubelet-advertise-host", "", "host name or IP address the API server reaches the kubelet API at, reported as every node's Hostname address "+
 		"(default: the host of --kubelet-listen; required when --kubelet-listen binds every interface)")
+	f.StringVar(&o.advertiseURL, "kubelet-advertise-url", "", "replaced by --kubelet-advertise-host: its host is used")
+	_ = f.MarkDeprecated("kubelet-advertise-url", "use --kubelet-advertise-host (the API server reaches the kubelet API over HTTPS at the node's address and kubelet port)")
 	f.DurationVar(&cfg.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "leaseDurationSeconds of the node leases")
 	f.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", agent.DefaultLeaseRenewInterval, "how often node leases are renewed")
 	f.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", agent.DefaultNodeStatusUpdateFrequency, "how often node status is computed (written when it changed)")
@@ -138,6 +142,13 @@ func (o *agentOptions) config() (agent.Config, error) {
 	cfg := o.cfg
 	cfg.DisableProfiling = !o.debugHandlers
 	var err error
+	if o.advertiseURL != "" && cfg.KubeletAdvertiseHost == "" {
+		u, err := url.Parse(o.advertiseURL)
+		if err != nil || u.Hostname() == "" {
+			return cfg, fmt.Errorf("--kubelet-advertise-url %q: want http(s)://host[:port]", o.advertiseURL)
+		}
+		cfg.KubeletAdvertiseHost = u.Hostname()
+	}
 	if cfg.Labels, err = parseLabels(o.labels); err != nil {
 		return cfg, fmt.Errorf("--node-labels: %w", err)
 	}
