@@ -84,6 +84,16 @@ type Config struct {
 	// does (the API server does not verify it unless given
 	// --kubelet-certificate-authority).
 	TLSCertFile, TLSPrivateKeyFile string
+	// AuthenticationCacheTTL is how long a TokenReview's answer is kept
+	// (the kubelet's --authentication-token-webhook-cache-ttl, 2m);
+	// AuthorizationAuthorizedTTL and AuthorizationUnauthorizedTTL how long
+	// an allowed or refused SubjectAccessReview is
+	// (--authorization-webhook-cache-authorized-ttl, 5m, and
+	// --authorization-webhook-cache-unauthorized-ttl, 30s). Zero takes the
+	// default; negative keeps nothing.
+	AuthenticationCacheTTL       time.Duration
+	AuthorizationAuthorizedTTL   time.Duration
+	AuthorizationUnauthorizedTTL time.Duration
 
 	// LeaseDuration is the node Lease's leaseDurationSeconds (40s).
 	LeaseDuration time.Duration
@@ -221,6 +231,14 @@ func (c Config) complete() (Config, error) {
 	}
 	if c.KubeletVersion == "" {
 		c.KubeletVersion = DefaultKubeletVersion
+	}
+	for _, d := range []struct {
+		ttl *time.Duration
+		def time.Duration
+	}{{&c.AuthenticationCacheTTL, DefaultAuthenticationCacheTTL}, {&c.AuthorizationAuthorizedTTL, DefaultAuthorizationAuthorizedTTL}, {&c.AuthorizationUnauthorizedTTL, DefaultAuthorizationUnauthorizedTTL}} {
+		if *d.ttl == 0 {
+			*d.ttl = d.def
+		}
 	}
 	setDefault(&c.LeaseDuration, DefaultLeaseDuration)
 	setDefault(&c.LeaseRenewInterval, DefaultLeaseRenewInterval)

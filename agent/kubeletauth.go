@@ -137,7 +137,26 @@ func (a *Agent) authenticateKubelet(r *http.Request) (kubeletUser, bool, error) 
 	if !found || !strings.EqualFold(scheme, "bearer") || token == "" {
 		return kubeletUser{}, false, nil
 	}
-	review, err := a.client.AuthenticationV1().TokenReviews().Create(r.Context(), &authenticationv1.TokenReview{
+	key := tokenCacheKey(token)
+	if c, ok := a.tokenCache.get(key); ok {
+		return c.user, c.ok, nil
+	}
+	u, ok, err := a.reviewToken(r.Context(), token)
+	if err == nil {
+		a.tokenCache.put(key, tokenAnswer{user: u, ok: ok}, a.cfg.AuthenticationCacheTTL)
+	}
+	return u, ok, err
+}
+
+// tokenAnswer is a TokenReview's answer, as cached.
+type tokenAnswer struct {
+	user kubeletUser
+	ok   bool
+}
+
+// reviewToken asks the API server who token is.
+func (a *Agent) reviewToken(ctx context.Context, token string) (kubeletUser, bool, error) {
+	review, err := a.client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: token},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -205,9 +224,27 @@ func isSubpath(path, prefix string) bool {
 	return path == prefix || strings.HasPrefix(path, prefix+"/")
 }
 
-// authorizeKubelet asks the API server whether u may verb the node's
-// subresource.
+// authorizeKubelet says whether u may verb the node's subresource: the
+// cached answer, else the API server's.
 func (a *Agent) authorizeKubelet(ctx context.Context, u kubeletUser, verb, subresource, name string) (bool, error) {
+	key := accessKey(u, verb, subresource, name)
+	if allowed, ok := a.accessCache.get(key); ok {
+		return allowed, nil
+	}
+	allowed, err := a.reviewAccess(ctx, u, verb, subresource, name)
+	if err != nil {
+		return false, err
+	}
+	ttl := a.cfg.AuthorizationUnauthorizedTTL
+	if allowed {
+		ttl = a.cfg.AuthorizationAuthorizedTTL
+	}
+	a.accessCache.put(key, allowed, ttl)
+	return allowed, nil
+}
+
+// reviewAccess asks the API server a SubjectAccessReview.
+func (a *Agent) reviewAccess(ctx context.Context, u kubeletUser, verb, subresource, name string) (bool, error) {
 	review, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
 		Spec: authorizationv1.SubjectAccessReviewSpec{
 			User:   u.name,

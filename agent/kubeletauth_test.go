@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/auth/pki"
+	"github.com/corekube/corekube/test/metricstest"
 	"github.com/corekube/corekube/test/testserver"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
@@ -23,11 +24,14 @@ import (
 // 401, an authenticated user without RBAC 403 (by client certificate and
 // by ServiceAccount token through a TokenReview), nodes/metrics opens
 // /metrics but not /debug/pprof/ (nodes/proxy) or container logs; /healthz
-// is open to all.
+// is open to all. Answers are cached as the kubelet's: a refusal for
+// AuthorizationUnauthorizedTTL (shortened here), an allowance longer.
 func TestKubeletAPIAuth(t *testing.T) {
 	s := testserver.Start(t)
 	e := &env{t: t, client: s.Client}
-	stop := e.startAgent(s.Config, fastConfig(1))
+	cfg := fastConfig(1)
+	cfg.AuthorizationUnauthorizedTTL = time.Second
+	stop := e.startAgent(s.Config, cfg)
 	defer stop()
 	e.waitNodeReady("node-1")
 	base := e.kubelet().url
@@ -137,5 +141,23 @@ func TestKubeletAPIAuth(t *testing.T) {
 		if code, _ := get(anonymous, token, path); code != http.StatusForbidden {
 			t.Errorf("token with nodes/metrics GET %s: %d, want 403", path, code)
 		}
+	}
+
+	// Repeated scrapes cost the API server at most one more review of
+	// each kind: the answers are cached.
+	reviews := func() (tokens, accesses float64) {
+		fs := metricstest.Scrape(t, testserver.HTTPClient(), s.URL()+"/metrics")
+		tokens, _ = fs.Value("apiserver_request_total", "resource", "tokenreviews")
+		accesses, _ = fs.Value("apiserver_request_total", "resource", "subjectaccessreviews")
+		return tokens, accesses
+	}
+	tokens0, accesses0 := reviews()
+	for range 20 {
+		if code, _ := get(anonymous, token, "/metrics"); code != http.StatusOK {
+			t.Fatalf("cached scrape: %d", code)
+		}
+	}
+	if tokens, accesses := reviews(); tokens-tokens0 > 1 || accesses-accesses0 > 1 {
+		t.Errorf("20 scrapes made %v TokenReviews and %v SubjectAccessReviews, want at most 1 each", tokens-tokens0, accesses-accesses0)
 	}
 }

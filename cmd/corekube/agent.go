@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/corekube/corekube/agent"
 	"github.com/corekube/corekube/agent/bootstrap"
@@ -111,6 +112,9 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.KubeletListen, "kubelet-listen", agent.DefaultKubeletListen, "address of the kubelet API (HTTPS: container logs, /metrics, /debug/pprof/ for authenticated and authorized callers) that serves all the nodes of the process")
 	f.StringVar(&cfg.KubeletAdvertiseHost, "kubelet-advertise-host", "", "host name or IP address the API server reaches the kubelet API at, reported as every node's Hostname address "+
 		"(default: the host of --kubelet-listen; required when --kubelet-listen binds every interface)")
+	f.DurationVar(&cfg.AuthenticationCacheTTL, "authentication-token-webhook-cache-ttl", agent.DefaultAuthenticationCacheTTL, "how long the kubelet API keeps a TokenReview's answer")
+	f.DurationVar(&cfg.AuthorizationAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", agent.DefaultAuthorizationAuthorizedTTL, "how long the kubelet API keeps an allowing SubjectAccessReview's answer")
+	f.DurationVar(&cfg.AuthorizationUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", agent.DefaultAuthorizationUnauthorizedTTL, "how long the kubelet API keeps a refusing SubjectAccessReview's answer")
 	f.StringVar(&o.advertiseURL, "kubelet-advertise-url", "", "replaced by --kubelet-advertise-host: its host is used")
 	_ = f.MarkDeprecated("kubelet-advertise-url", "use --kubelet-advertise-host (the API server reaches the kubelet API over HTTPS at the node's address and kubelet port)")
 	f.DurationVar(&cfg.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "leaseDurationSeconds of the node leases")
@@ -141,6 +145,13 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 func (o *agentOptions) config() (agent.Config, error) {
 	cfg := o.cfg
 	cfg.DisableProfiling = !o.debugHandlers
+	// A cache TTL of 0 on the command line keeps nothing, as the
+	// kubelet's; in Config, 0 is the default.
+	for _, ttl := range []*time.Duration{&cfg.AuthenticationCacheTTL, &cfg.AuthorizationAuthorizedTTL, &cfg.AuthorizationUnauthorizedTTL} {
+		if *ttl == 0 {
+			*ttl = -1
+		}
+	}
 	var err error
 	if o.advertiseURL != "" && cfg.KubeletAdvertiseHost == "" {
 		u, err := url.Parse(o.advertiseURL)
