@@ -23,7 +23,8 @@ import (
 const KubeletEndpointAnnotation = "node.corekube.io/kubelet-endpoint"
 
 // kubeletServer is the kubelet API of one agent process, for all its
-// nodes: GET /containerLogs/{namespace}/{pod}/{container}, /healthz,
+// nodes, over HTTPS behind the kubelet's authentication and authorization
+// (kubeletauth.go): GET /containerLogs/{namespace}/{pod}/{container}, /healthz,
 // /metrics (the kubelet metrics of all the nodes, see metrics.go) and Go's
 // profiles at /debug/pprof/ (unless Config.DisableProfiling).
 // Agent.Run owns it: it listens before the nodes register (they advertise
@@ -61,9 +62,10 @@ func (a *Agent) listenKubelet(ctx context.Context) (*kubeletServer, error) {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.serveContainerLogs)
 	mux.Handle("GET /metrics", a.metrics.metricsHandler(a))
 	if !a.cfg.DisableProfiling {
-		// The kubelet's profiling handler, behind the same
-		// authentication and authorization as /metrics (nodes/proxy): heap and CPU profiles of the process that
-		// carries the nodes (go tool pprof URL/debug/pprof/heap).
+		// The kubelet's profiling handler, behind authentication and
+		// authorization (nodes/proxy): heap and CPU profiles of the
+		// process that carries the nodes (go tool pprof with a client
+		// certificate, URL/debug/pprof/heap).
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
