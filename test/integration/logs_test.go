@@ -11,12 +11,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/auth/pki"
 	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -380,5 +384,69 @@ func TestPodLogOpenAPI(t *testing.T) {
 	}
 	if err := json.Unmarshal(v2.Paths["/api/v1/namespaces/{namespace}/pods/{name}/log"]["get"], &get); err != nil || len(get.Produces) == 0 || get.Produces[0] != "text/plain" {
 		t.Errorf("v2 produces %v (%v)", get.Produces, err)
+	}
+}
+
+// TestPodLogKubeletCertificateAuthority: with --kubelet-certificate-authority
+// the API server verifies the kubelet's serving certificate, as kube: a
+// kubelet whose certificate that CA signed is read, one with another
+// certificate is refused (500, the TLS error) unless the request says
+// insecureSkipTLSVerifyBackend=true.
+func TestPodLogKubeletCertificateAuthority(t *testing.T) {
+	ca, err := pki.NewCA("kubelet-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "kubelet-ca.crt")
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.KubeletCertificateAuthority = caFile })
+	ctx := t.Context()
+
+	// One kubelet with a certificate of the CA, one self-signed.
+	pair, err := ca.Serving(pki.ServingRequest{CommonName: "kubelet", Hosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pair.TLSCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "trusted\n") }))
+	trusted.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	trusted.StartTLS()
+	t.Cleanup(trusted.Close)
+	selfSigned := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "self-signed\n") }))
+	t.Cleanup(selfSigned.Close)
+
+	for _, k := range []struct{ name, url string }{{"trusted", trusted.URL}, {"self-signed", selfSigned.URL}} {
+		u, err := url.Parse(k.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(u.Port())
+		node := newNode(k.name, nil)
+		node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: u.Hostname()}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+		if _, err := s.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: k.name}, Spec: v1.PodSpec{NodeName: k.name, Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+		if _, err := s.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(pod, query string) rawResponse {
+		return doRawURL(t, s.URL(), "GET", logPath("default", pod, query), nil)
+	}
+	if resp := get("trusted", ""); resp.Code != http.StatusOK || string(resp.Body) != "trusted\n" {
+		t.Errorf("kubelet with a certificate of the CA: %d %q", resp.Code, resp.Body)
+	}
+	if resp := get("self-signed", ""); resp.Code != http.StatusInternalServerError || !strings.Contains(string(resp.Body), "certificate") {
+		t.Errorf("self-signed kubelet: %d %q, want 500 with the TLS error", resp.Code, resp.Body)
+	}
+	if resp := get("self-signed", "insecureSkipTLSVerifyBackend=true"); resp.Code != http.StatusOK || string(resp.Body) != "self-signed\n" {
+		t.Errorf("self-signed kubelet, insecureSkipTLSVerifyBackend: %d %q", resp.Code, resp.Body)
 	}
 }
