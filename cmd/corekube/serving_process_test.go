@@ -160,8 +160,12 @@ func TestProcessesServeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := get(anonymous, scheduler+"/metrics", tr.Status.Token); code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:default:prometheus") {
-		t.Errorf("unbound service account /metrics: %d %s", code, body)
+	for _, base := range []string{scheduler, controllers} {
+		for _, path := range []string{"/metrics", "/debug/pprof/heap"} {
+			if code, body := get(anonymous, base+path, tr.Status.Token); code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:default:prometheus") {
+				t.Errorf("unbound service account %s%s: %d %s", base, path, code, body)
+			}
+		}
 	}
 	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "prometheus"},
