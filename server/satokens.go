@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -24,7 +24,7 @@ import (
 type saTokens struct {
 	issuer    *serviceaccount.Issuer
 	validator *serviceaccount.Validator
-	keys      []*rsa.PublicKey
+	keys      []crypto.PublicKey
 }
 
 // memoryKey is the signing key of servers started without one: one per
@@ -38,7 +38,7 @@ var memoryKey = sync.OnceValues(serviceaccount.GenerateKey)
 // later (buildAuthenticator); tokenreviews reaches them through s.
 func (s *Server) serveServiceAccountTokens(api *handlers.API) error {
 	cfg := &s.cfg
-	var key *rsa.PrivateKey
+	var key crypto.Signer
 	var err error
 	if cfg.ServiceAccountSigningKeyFile != "" {
 		key, err = serviceaccount.ReadPrivateKey(cfg.ServiceAccountSigningKeyFile)
@@ -61,7 +61,7 @@ func (s *Server) serveServiceAccountTokens(api *handlers.API) error {
 		t.keys = append(t.keys, keys...)
 	}
 	if len(cfg.ServiceAccountKeyFiles) == 0 || cfg.ServiceAccountSigningKeyFile == "" {
-		t.keys = append(t.keys, &key.PublicKey)
+		t.keys = append(t.keys, key.Public())
 	}
 
 	saRes, pods, nodes := api.Resource("", "v1", "serviceaccounts"), api.Resource("", "v1", "pods"), api.Resource("", "v1", "nodes")

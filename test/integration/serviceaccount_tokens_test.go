@@ -511,7 +511,7 @@ func TestServiceAccountKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The old key's public half alone, as a verifier would be given it.
-	der, err := x509.MarshalPKIXPublicKey(&oldKey.PublicKey)
+	der, err := x509.MarshalPKIXPublicKey(oldKey.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
