@@ -28,9 +28,10 @@ type saTokens struct {
 }
 
 // memoryKey is the signing key of servers started without one: one per
-// process, generated once (RSA keys take a while and tests start many
-// servers); its tokens die with the process.
-var memoryKey = sync.OnceValues(serviceaccount.GenerateKey)
+// process, generated once (tests start many servers); its tokens die with
+// the process. ECDSA P-256 as the keys `up` creates: ES256 tokens, cheap
+// to sign.
+var memoryKey = sync.OnceValues(func() (crypto.Signer, error) { return serviceaccount.GenerateECDSAKey() })
 
 // serveServiceAccountTokens loads the keys, builds the issuer and the
 // validator, and adds what uses them to api: serviceaccounts/token,
