@@ -66,7 +66,9 @@ func (q *request) get() {
 	if !q.acceptable() {
 		return
 	}
-	obj, err := q.store.Get(q.ctx(), q.info.Namespace, q.info.Name, &metav1.GetOptions{})
+	// A resourceVersion asks for a state no older than it: one the store
+	// has not reached is kube's 504 (Store.Get).
+	obj, err := q.store.Get(q.ctx(), q.info.Namespace, q.info.Name, &metav1.GetOptions{ResourceVersion: q.r.URL.Query().Get("resourceVersion")})
 	if err != nil {
 		q.fail(err)
 		return

@@ -616,6 +616,16 @@ type SnapshotOptions struct {
 // waitTimeout is how long a read waits for the cache to catch up, as kube.
 const waitTimeout = 3 * time.Second
 
+// WaitForRevision returns once the cache reflects revision rev, waiting
+// as a List with a MinRevision does (then *TooLargeError or ErrNotReady):
+// a GET with a resourceVersion uses it.
+func (c *Cache) WaitForRevision(ctx context.Context, rev int64) error {
+	if c.cfg.Disabled {
+		return fmt.Errorf("watch: the cache of %s keeps no revision", c.cfg.Prefix)
+	}
+	return c.waitFor(ctx, rev, waitTimeout, true)
+}
+
 // List returns the matching objects, sorted by key.
 func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (snap Snapshot, err error) {
 	if c.cfg.Disabled {
