@@ -321,6 +321,25 @@ func (b *builder) resourcePaths(p *pathsBuilder, r *Resource) error {
 		}
 		suffix := scope + kind + upperFirst(sub.Name)
 		var ops []operation
+		if sub.Connect {
+			// kube's connect operations: no pretty parameter, the
+			// options' kind names the path's name parameter.
+			params := append([]*openapi3.Parameter{}, scopeParams...)
+			params = append(params, pathParam("name", "name of the "+sub.Kind.Kind))
+			params = append(params, optionParams(sub.GetOptions)...)
+			str := &openapi3.SchemaRef{Value: &openapi3.Schema{Type: typesOf("string")}}
+			for _, m := range []struct{ method, verb string }{{"GET", "Get"}, {"POST", "Post"}} {
+				op := base(m.method, "connect", "connect", "connect "+m.method+" requests to "+sub.Name+" of "+kind, "", sub.Kind)
+				op.id = "connect" + gvName + m.verb + suffix
+				op.params = params
+				op.responses = responses(str, []string{mediaAny}, 200)
+				ops = append(ops, op)
+			}
+			if err := p.add(item+"/"+sub.Name, ops); err != nil {
+				return err
+			}
+			continue
+		}
 		if hasVerb(sub.Verbs, "get") {
 			op := base("GET", "read", "get", "read "+sub.Name+" of the specified "+kind, suffix, sub.Kind)
 			var options []*openapi3.Parameter
