@@ -233,6 +233,19 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	req := &request{w: w, r: r, info: ri, store: res.Store}
+	if ri.WatchPath {
+		// kube serves only GET on the /watch/ paths, of a collection or
+		// of one object, never of a subresource.
+		switch {
+		case ri.Subresource != "" || !info.HasVerb("watch"):
+			WriteError(w, r, errNotFound)
+		case r.Method != http.MethodGet:
+			WriteError(w, r, errMethodNotAllowed)
+		default:
+			req.watchPath()
+		}
+		return
+	}
 	if ri.Subresource != "" {
 		a.serveSubresource(req, res)
 		return
