@@ -185,6 +185,9 @@ func TestHostileInputs(t *testing.T) {
 		{name: "propagationPolicy unknown", method: "DELETE", path: "/pods/sentinel?propagationPolicy=Sideways", code: 422},
 
 		// Wrong answers kube does not give (issue 18).
+		{name: "merge patch duplicate field strict", method: "PATCH", path: "/pods/target?fieldValidation=Strict", contentType: mergePatch, body: []byte(`{"metadata":{"labels":{"a":"1","a":"2"}}}`), code: 422},
+		{name: "strategic patch duplicate field strict", method: "PATCH", path: "/pods/target?fieldValidation=Strict", contentType: smPatch, body: []byte(`{"metadata":{"labels":{"a":"1","a":"2"}}}`), code: 422},
+		{name: "json patch duplicate field strict", method: "PATCH", path: "/pods/target?fieldValidation=Strict", contentType: jPatch, body: jsonPatch(`{"op":"add","op":"add","path":"/metadata/labels/x","value":"1"}`), code: 422},
 		{name: "body typed */*", method: "POST", path: "/pods", contentType: "*/*", body: podJSON("star"), code: 415},
 		{name: "update typed */*", method: "PUT", path: "/pods/target", contentType: "*/*", body: podJSON("target"), code: 415},
 		{name: "get at a resourceVersion far ahead", method: "GET", path: "/pods/sentinel?resourceVersion=999999999999", code: 504},
