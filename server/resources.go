@@ -85,6 +85,10 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *a
 			"binding":  {Creater: pods.NewBindingREST(podStore)},
 			"eviction": {Creater: pods.NewEvictionREST(podStore, pdbStore)},
 			"log":      {Getter: stores.podLog},
+			// Refused with kube's checks and answers: see pods.ConnectREST.
+			"exec":        {Connecter: pods.NewExecREST(podStore)},
+			"attach":      {Connecter: pods.NewAttachREST(podStore)},
+			"portforward": {Connecter: pods.NewPortForwardREST(podStore)},
 		}},
 		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},
@@ -140,6 +144,8 @@ func openAPIResources(api *handlers.API) []openapi.Resource {
 				if p, ok := sub.Getter.(interface{ ProducesMIMETypes() []string }); ok {
 					s.Produces = p.ProducesMIMETypes()
 				}
+			case sub.Connecter != nil:
+				s.Verbs, s.Kind, s.GetOptions, s.Connect = []string{"create", "get"}, sub.Connecter.GroupVersionKind(), sub.Connecter.NewConnectOptions(), true
 			case sub.UpdateOnly:
 				s.Verbs = []string{"update"}
 			}
