@@ -77,6 +77,7 @@ bench: build
 	$(GO) test -run '^$$' -bench 'PodPatch' -benchtime 2000x -count 3 ./test/bench/
 	$(GO) test -run '^$$' -bench 'Startup' -benchtime 7x ./test/bench/
 	$(GO) test -run '^$$' -bench 'Watchers' -benchtime 1x -count 5 ./test/bench/
+	$(GO) test -run '^$$' -bench 'NodeWrites' -benchtime 2000x -count 2 ./test/bench/
 	COREKUBE_BENCH_BIN=$(abspath $(BIN)) $(GO) test -run '^$$' -bench 'AgentTermination' -benchtime 1x -count 3 ./test/bench/
 
 ## bench-scale: $(NODES) nodes on $(AGENTS) agent processes (default one per

@@ -66,6 +66,10 @@ type Agent struct {
 	podSyncs atomic.Uint64
 
 	metrics *kubeletMetrics
+	// tokenCache and accessCache keep the API server's answers to the
+	// kubelet API's TokenReviews and SubjectAccessReviews (kubeletauth.go).
+	tokenCache  *reviewCache[tokenAnswer]
+	accessCache *reviewCache[bool]
 
 	// thresholds are the eviction thresholds (Config.Eviction*).
 	thresholds []threshold
@@ -178,6 +182,8 @@ func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {
 	}
 	a.events = newEventRecorder(client, cfg.Clock, cfg.Logger, cfg.EventWorkers, cfg.DisableEvents)
 	a.metrics = newKubeletMetrics()
+	a.tokenCache = newReviewCache[tokenAnswer](time.Now)
+	a.accessCache = newReviewCache[bool](time.Now)
 	thresholds, err := cfg.thresholds()
 	if err != nil {
 		return nil, err

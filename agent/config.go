@@ -1,11 +1,11 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
@@ -58,14 +58,42 @@ type Config struct {
 	KubeletVersion string
 
 	// KubeletListen is where the process's one kubelet API server (container
-	// logs for all its nodes) listens (default 127.0.0.1:0, a free port).
+	// logs, metrics and profiles for all its nodes) listens (default
+	// 127.0.0.1:0, a free port). It serves HTTPS and answers only callers
+	// that authenticate (a client certificate of ClientCA, or a bearer token
+	// the API server accepts in a TokenReview) and that the API server
+	// authorizes (SubjectAccessReview on nodes/proxy, nodes/metrics...), as
+	// the kubelet with webhook authentication and authorization.
 	KubeletListen string
-	// KubeletAdvertiseURL is the base URL the API server reaches that
-	// server at, recorded in every Node's node.corekube.io/kubelet-endpoint
-	// annotation. Default "http://" + the listening host:port; required
-	// when KubeletListen's host is unspecified (0.0.0.0, ::, or empty),
-	// as no single address of the machine can be told then.
-	KubeletAdvertiseURL string
+	// KubeletAdvertiseHost is the host name or IP address the API server
+	// reaches the kubelet API at: every node of the process reports it as
+	// its Hostname address (the nodes all run on this one machine), which
+	// kube-apiserver's default --kubelet-preferred-address-types tries
+	// first, with the listening port as status.daemonEndpoints. Default:
+	// KubeletListen's host; required when that is every interface (0.0.0.0,
+	// ::, or empty), as no single address of the machine can be told then.
+	KubeletAdvertiseHost string
+	// ClientCA is the PEM bundle of the CAs whose client certificates
+	// authenticate to the kubelet API (the kubelet's --client-ca-file);
+	// nil means ClusterCA, the CA the API server's own certificates come
+	// from (the API server's kubelet client certificate among them).
+	ClientCA []byte
+	// TLSCertFile and TLSPrivateKeyFile are the kubelet API's serving
+	// certificate (the kubelet's --tls-cert-file, --tls-private-key-file);
+	// without them it makes a self-signed one in memory, as the kubelet
+	// does (the API server does not verify it unless given
+	// --kubelet-certificate-authority).
+	TLSCertFile, TLSPrivateKeyFile string
+	// AuthenticationCacheTTL is how long a TokenReview's answer is kept
+	// (the kubelet's --authentication-token-webhook-cache-ttl, 2m);
+	// AuthorizationAuthorizedTTL and AuthorizationUnauthorizedTTL how long
+	// an allowed or refused SubjectAccessReview is
+	// (--authorization-webhook-cache-authorized-ttl, 5m, and
+	// --authorization-webhook-cache-unauthorized-ttl, 30s). Zero takes the
+	// default; negative keeps nothing.
+	AuthenticationCacheTTL       time.Duration
+	AuthorizationAuthorizedTTL   time.Duration
+	AuthorizationUnauthorizedTTL time.Duration
 
 	// LeaseDuration is the node Lease's leaseDurationSeconds (40s).
 	LeaseDuration time.Duration
@@ -204,6 +232,14 @@ func (c Config) complete() (Config, error) {
 	if c.KubeletVersion == "" {
 		c.KubeletVersion = DefaultKubeletVersion
 	}
+	for _, d := range []struct {
+		ttl *time.Duration
+		def time.Duration
+	}{{&c.AuthenticationCacheTTL, DefaultAuthenticationCacheTTL}, {&c.AuthorizationAuthorizedTTL, DefaultAuthorizationAuthorizedTTL}, {&c.AuthorizationUnauthorizedTTL, DefaultAuthorizationUnauthorizedTTL}} {
+		if *d.ttl == 0 {
+			*d.ttl = d.def
+		}
+	}
 	setDefault(&c.LeaseDuration, DefaultLeaseDuration)
 	setDefault(&c.LeaseRenewInterval, DefaultLeaseRenewInterval)
 	setDefault(&c.NodeStatusUpdateFrequency, DefaultNodeStatusUpdateFrequency)
@@ -293,7 +329,7 @@ func (c Config) complete() (Config, error) {
 }
 
 // completeKubeletAPI defaults and checks the kubelet API's listen address
-// and advertised URL.
+// and advertised host.
 func (c *Config) completeKubeletAPI() error {
 	if c.KubeletListen == "" {
 		c.KubeletListen = DefaultKubeletListen
@@ -302,22 +338,20 @@ func (c *Config) completeKubeletAPI() error {
 	if err != nil {
 		return fmt.Errorf("agent: kubelet listen address %q: %w", c.KubeletListen, err)
 	}
-	if c.KubeletAdvertiseURL == "" {
+	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
+		return errors.New("agent: the kubelet API's TLS certificate and key files go together")
+	}
+	if c.KubeletAdvertiseHost == "" {
 		if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
 			return fmt.Errorf("agent: kubelet listen address %q is every interface of the machine: "+
-				"give the URL the API server reaches it at (KubeletAdvertiseURL, --kubelet-advertise-url)", c.KubeletListen)
+				"give the host name or address the API server reaches it at (KubeletAdvertiseHost, --kubelet-advertise-host)", c.KubeletListen)
 		}
+		c.KubeletAdvertiseHost = host
 		return nil
 	}
-	u, err := url.Parse(c.KubeletAdvertiseURL)
-	if err != nil {
-		return fmt.Errorf("agent: kubelet advertise URL: %w", err)
+	if strings.ContainsAny(c.KubeletAdvertiseHost, "/:@?# ") && net.ParseIP(c.KubeletAdvertiseHost) == nil {
+		return fmt.Errorf("agent: kubelet advertise host %q: want a host name or an IP address", c.KubeletAdvertiseHost)
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("agent: kubelet advertise URL %q: want http(s)://host[:port][/path]", c.KubeletAdvertiseURL)
-	}
-	// The API server appends /containerLogs/... to it.
-	c.KubeletAdvertiseURL = strings.TrimSuffix(c.KubeletAdvertiseURL, "/")
 	return nil
 }
 

@@ -7,11 +7,12 @@
 //     nodeInfo with kubeletVersion and containerRuntimeVersion sim://1.0.0,
 //     InternalIP and Hostname addresses, a /24 podCIDR, the
 //     kubernetes.io/{hostname,os,arch} labels plus Config.Labels,
-//     Config.Taints, and where its kubelet API is: the annotation
-//     node.corekube.io/kubelet-endpoint (the advertised URL) and
-//     daemonEndpoints.kubeletEndpoint.Port), or adopts an existing one,
-//     updating that annotation, the port and the rest of its status at
-//     once (a restarted process listens elsewhere);
+//     Config.Taints, and where its kubelet API is: the Hostname address
+//     (Config.KubeletAdvertiseHost, the machine all the process's nodes
+//     run on) and daemonEndpoints.kubeletEndpoint.Port), or adopts an
+//     existing one, updating the port and the rest of its status at once
+//     (a restarted process listens elsewhere) and dropping the
+//     node.corekube.io/kubelet-endpoint annotation of earlier versions;
 //   - renews its Lease in kube-node-lease every 10s (leaseDurationSeconds 40);
 //   - computes its status every 10s (conditions MemoryPressure, as the
 //     eviction manager below finds it, DiskPressure, PIDPressure, Ready)
@@ -115,10 +116,15 @@
 //
 // # Kubelet API
 //
-// Each process runs one HTTP server for all its nodes (Config.KubeletListen,
-// default 127.0.0.1:0; advertised as Config.KubeletAdvertiseURL, default
-// http://<listening host:port>, which must be given when the listen address
-// is every interface). The API server's pods/log proxies to it:
+// Each process runs one HTTPS server for all its nodes (Config.KubeletListen,
+// default 127.0.0.1:0; reached at Config.KubeletAdvertiseHost, default the
+// listening host, which must be given when the listen address is every
+// interface), with a self-signed certificate unless given one. Callers
+// authenticate as the kubelet's (a client certificate of Config.ClientCA,
+// default the cluster CA, or a bearer token through a TokenReview;
+// anonymous ones get 401) and are authorized by a SubjectAccessReview on
+// nodes/metrics, nodes/stats, nodes/log or nodes/proxy (kubeletauth.go);
+// /healthz is open. The API server's pods/log proxies to it:
 //
 //   - GET /containerLogs/{namespace}/{pod}/{container}?follow=&previous=&
 //     timestamps=&tailLines=&sinceSeconds=&sinceTime=&limitBytes= answers as

@@ -16,14 +16,15 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// KubeletEndpointAnnotation is the Node annotation that holds the base URL
-// of the kubelet API serving the node (http://127.0.0.1:41234): where the
-// API server proxies pods/log to. Every node of one agent process has the
-// same one.
+// KubeletEndpointAnnotation is the Node annotation earlier agents
+// recorded their kubelet API's URL in. The API server no longer reads it
+// (anyone who may patch a Node could point it anywhere): an agent removes
+// it from the Nodes it adopts.
 const KubeletEndpointAnnotation = "node.corekube.io/kubelet-endpoint"
 
 // kubeletServer is the kubelet API of one agent process, for all its
-// nodes: GET /containerLogs/{namespace}/{pod}/{container}, /healthz,
+// nodes, over HTTPS behind the kubelet's authentication and authorization
+// (kubeletauth.go): GET /containerLogs/{namespace}/{pod}/{container}, /healthz,
 // /metrics (the kubelet metrics of all the nodes, see metrics.go) and Go's
 // profiles at /debug/pprof/ (unless Config.DisableProfiling).
 // Agent.Run owns it: it listens before the nodes register (they advertise
@@ -31,7 +32,7 @@ const KubeletEndpointAnnotation = "node.corekube.io/kubelet-endpoint"
 type kubeletServer struct {
 	ln   net.Listener
 	srv  *http.Server
-	url  string // advertised base URL
+	url  string // the base URL it is reached at: https://<advertised host>:<port>
 	port int32  // the port it listens on
 	log  *slog.Logger
 }
@@ -47,10 +48,13 @@ func (a *Agent) listenKubelet(ctx context.Context) (*kubeletServer, error) {
 		ln.Close()
 		return nil, fmt.Errorf("agent: kubelet API listens on %v, not TCP", ln.Addr())
 	}
-	s := &kubeletServer{ln: ln, url: a.cfg.KubeletAdvertiseURL, port: int32(tcp.Port), log: a.log}
-	if s.url == "" {
-		s.url = "http://" + ln.Addr().String()
+	tlsConfig, err := a.kubeletTLS()
+	if err != nil {
+		ln.Close()
+		return nil, err
 	}
+	s := &kubeletServer{ln: ln, port: int32(tcp.Port), log: a.log}
+	s.url = "https://" + net.JoinHostPort(a.cfg.KubeletAdvertiseHost, strconv.Itoa(tcp.Port))
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")
@@ -58,9 +62,10 @@ func (a *Agent) listenKubelet(ctx context.Context) (*kubeletServer, error) {
 	mux.HandleFunc("GET /containerLogs/{namespace}/{pod}/{container}", a.serveContainerLogs)
 	mux.Handle("GET /metrics", a.metrics.metricsHandler(a))
 	if !a.cfg.DisableProfiling {
-		// The kubelet's profiling handler, on the same unauthenticated
-		// port as /metrics: heap and CPU profiles of the process that
-		// carries the nodes (go tool pprof URL/debug/pprof/heap).
+		// The kubelet's profiling handler, behind authentication and
+		// authorization (nodes/proxy): heap and CPU profiles of the
+		// process that carries the nodes (go tool pprof with a client
+		// certificate, URL/debug/pprof/heap).
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
 		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
@@ -69,7 +74,8 @@ func (a *Agent) listenKubelet(ctx context.Context) (*kubeletServer, error) {
 		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	}
 	s.srv = &http.Server{
-		Handler:           a.metrics.instrumentKubeletAPI(mux),
+		Handler:           a.metrics.instrumentKubeletAPI(a.withKubeletAuth(mux)),
+		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 		// Requests live in Run's context: when it ends, log streams being
@@ -82,7 +88,7 @@ func (a *Agent) listenKubelet(ctx context.Context) (*kubeletServer, error) {
 // run serves until ctx ends, then shuts the server down.
 func (s *kubeletServer) run(ctx context.Context) {
 	served := make(chan error, 1)
-	go func() { served <- s.srv.Serve(s.ln) }()
+	go func() { served <- s.srv.ServeTLS(s.ln, "", "") }()
 	select {
 	case err := <-served:
 		s.log.Error("kubelet API server failed", "err", err)

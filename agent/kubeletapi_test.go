@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,14 +33,14 @@ func (e *env) kubelet() *kubeletServer {
 	}
 }
 
-// kubeletGet sends GET path to the agent's kubelet API.
+// kubeletGet sends GET path to the agent's kubelet API as the admin.
 func (e *env) kubeletGet(ctx context.Context, path string) *http.Response {
 	e.t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.kubelet().url+path, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testserver.AdminKubeletHTTPClient().Do(req)
 	if err != nil {
 		e.t.Fatalf("GET %s: %v", path, err)
 	}
@@ -60,7 +61,10 @@ func (e *env) kubeletGetText(path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// waitNodeEndpoint waits until the Node advertises the agent's kubelet API.
+// waitNodeEndpoint waits until the Node advertises the agent's kubelet API:
+// its Hostname address the listener's host, its kubelet port the
+// listener's, and no kubelet-endpoint annotation (the API server never
+// follows one).
 func (e *env) waitNodeEndpoint(name string) *v1.Node {
 	e.t.Helper()
 	var node *v1.Node
@@ -71,7 +75,9 @@ func (e *env) waitNodeEndpoint(name string) *v1.Node {
 			return false, err
 		}
 		node = n
-		return n.Annotations[KubeletEndpointAnnotation] == want.url && n.Status.DaemonEndpoints.KubeletEndpoint.Port == want.port, nil
+		_, annotated := n.Annotations[KubeletEndpointAnnotation]
+		return !annotated && n.Status.DaemonEndpoints.KubeletEndpoint.Port == want.port &&
+			slices.Contains(n.Status.Addresses, v1.NodeAddress{Type: v1.NodeHostName, Address: "127.0.0.1"}), nil
 	})
 	return node
 }
@@ -79,13 +85,19 @@ func (e *env) waitNodeEndpoint(name string) *v1.Node {
 func TestKubeletEndpointAdvertised(t *testing.T) {
 	s := testserver.Start(t)
 	e := &env{t: t, client: s.Client}
+	// A Node an earlier agent registered, with the annotation the API
+	// server no longer follows: the agent adopts it and drops it.
+	old := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Annotations: map[string]string{KubeletEndpointAnnotation: "http://192.0.2.1:1"}}}
+	if _, err := s.Client.CoreV1().Nodes().Create(t.Context(), old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	stop := e.startAgent(s.Config, fastConfig(2))
 	for _, name := range []string{"node-1", "node-2"} {
 		e.waitNodeEndpoint(name)
 	}
 	first := e.kubelet()
 	u, err := url.Parse(first.url)
-	if err != nil || u.Scheme != "http" || u.Hostname() != "127.0.0.1" || u.Port() != strconv.Itoa(int(first.port)) || first.port == 0 {
+	if err != nil || u.Scheme != "https" || u.Hostname() != "127.0.0.1" || u.Port() != strconv.Itoa(int(first.port)) || first.port == 0 {
 		t.Fatalf("advertised %q, port %d", first.url, first.port)
 	}
 	if code, body := e.kubeletGetText("/healthz"); code != http.StatusOK || body != "ok" {
@@ -93,8 +105,8 @@ func TestKubeletEndpointAdvertised(t *testing.T) {
 	}
 	stop()
 
-	// A new process listens on another port: registration moves the
-	// annotation and the port at once.
+	// A new process listens on another port: registration moves the port
+	// at once.
 	stop = e.startAgent(s.Config, fastConfig(2))
 	defer stop()
 	if e.kubelet().url == first.url {
@@ -107,24 +119,26 @@ func TestKubeletEndpointAdvertised(t *testing.T) {
 
 func TestKubeletListenValidation(t *testing.T) {
 	for _, tc := range []struct {
-		listen, advertise, err string
+		listen, advertise, want, err string
 	}{
 		{listen: "0.0.0.0:10250", err: "every interface"},
 		{listen: ":10250", err: "every interface"},
 		{listen: "[::]:0", err: "every interface"},
 		{listen: "nope", err: "kubelet listen address"},
-		{listen: "0.0.0.0:0", advertise: "ftp://x", err: "want http(s)"},
-		{listen: "0.0.0.0:0", advertise: "http://node.example:10250/"},
-		{listen: "localhost:0"},
+		{listen: "0.0.0.0:0", advertise: "http://x", err: "want a host name or an IP address"},
+		{listen: "0.0.0.0:0", advertise: "node.example", want: "node.example"},
+		{listen: "0.0.0.0:0", advertise: "::1", want: "::1"},
+		{listen: "localhost:0", want: "localhost"},
+		{listen: "127.0.0.1:0", want: "127.0.0.1"},
 	} {
-		cfg, err := Config{KubeletListen: tc.listen, KubeletAdvertiseURL: tc.advertise}.complete()
+		cfg, err := Config{KubeletListen: tc.listen, KubeletAdvertiseHost: tc.advertise}.complete()
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%s %s: %v", tc.listen, tc.advertise, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s %s: error %v, want %q", tc.listen, tc.advertise, err, tc.err)
-		case tc.advertise != "" && err == nil && cfg.KubeletAdvertiseURL != strings.TrimSuffix(tc.advertise, "/"):
-			t.Errorf("advertise URL %q", cfg.KubeletAdvertiseURL)
+		case tc.err == "" && cfg.KubeletAdvertiseHost != tc.want:
+			t.Errorf("%s %s: advertised host %q, want %q", tc.listen, tc.advertise, cfg.KubeletAdvertiseHost, tc.want)
 		}
 	}
 }
@@ -354,7 +368,7 @@ func TestKubeletAPIStopsWithAgent(t *testing.T) {
 	if _, err := io.ReadAll(r); err != nil && ctx.Err() != nil {
 		t.Fatalf("stream still open after the agent stopped: %v", err)
 	}
-	if resp, err := http.Get(url + "/healthz"); err == nil {
+	if resp, err := testserver.AdminKubeletHTTPClient().Get(url + "/healthz"); err == nil {
 		resp.Body.Close()
 		t.Fatal("kubelet API still serving after Run returned")
 	}
@@ -381,70 +395,37 @@ func TestStatusViewWhileWriting(t *testing.T) {
 }
 
 // TestKubeletProfilingHandler: the kubelet API serves Go's profiles at
-// /debug/pprof/ as the kubelet's profiling handler does, and not when
-// Config.DisableProfiling is set (no API server needed: only the kubelet
-// API of an agent that is not run).
+// /debug/pprof/ as the kubelet's profiling handler does (to whoever may
+// nodes/proxy), and not when Config.DisableProfiling is set.
 func TestKubeletProfilingHandler(t *testing.T) {
+	s := testserver.Start(t)
 	for _, disabled := range []bool{false, true} {
 		t.Run(fmt.Sprintf("disabled=%v", disabled), func(t *testing.T) {
+			e := &env{t: t, client: s.Client}
 			cfg := fastConfig(1)
 			cfg.DisableProfiling = disabled
-			cfg, err := cfg.complete()
-			if err != nil {
-				t.Fatal(err)
-			}
-			a, err := newAgent(nil, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			s, err := a.listenKubelet(ctx)
-			if err != nil {
-				cancel()
-				t.Fatal(err)
-			}
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				s.run(ctx)
-			}()
-			defer func() {
-				cancel()
-				<-done
-			}()
+			stop := e.startAgent(s.Config, cfg)
+			defer stop()
 			for path, want := range map[string]string{
 				"/debug/pprof/":                  "goroutine",
 				"/debug/pprof/heap?debug=1":      "heap profile:",
 				"/debug/pprof/cmdline":           "",
 				"/debug/pprof/goroutine?debug=1": "goroutine profile:",
 			} {
-				resp, err := http.Get(s.url + path)
-				if err != nil {
-					t.Fatalf("GET %s: %v", path, err)
-				}
-				body, err := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if err != nil {
-					t.Fatalf("GET %s: %v", path, err)
-				}
+				code, body := e.kubeletGetText(path)
 				if disabled {
-					if resp.StatusCode != http.StatusNotFound {
-						t.Errorf("GET %s with profiling off: %d, want 404", path, resp.StatusCode)
+					if code != http.StatusNotFound {
+						t.Errorf("GET %s with profiling off: %d, want 404", path, code)
 					}
 					continue
 				}
-				if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
-					t.Errorf("GET %s: %d, body %.200q; want 200 with %q", path, resp.StatusCode, body, want)
+				if code != http.StatusOK || !strings.Contains(body, want) {
+					t.Errorf("GET %s: %d, body %.200q; want 200 with %q", path, code, body, want)
 				}
 			}
 			// /metrics is served either way.
-			resp, err := http.Get(s.url + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Errorf("/metrics: %d", resp.StatusCode)
+			if code, _ := e.kubeletGetText("/metrics"); code != http.StatusOK {
+				t.Errorf("/metrics: %d", code)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/test/metricstest"
+	"github.com/corekube/corekube/test/testserver"
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +60,7 @@ func checkKubeletMetrics(t *testing.T, parent *env, n, otherPods int) {
 	}
 	var fs metricstest.Families
 	e.poll(10*time.Second, "the kubelet metrics to show the pods", func(context.Context) (bool, error) {
-		fs = metricstest.Scrape(t, http.DefaultClient, url)
+		fs = metricstest.Scrape(t, testserver.AdminKubeletHTTPClient(), url)
 		for _, w := range want {
 			if got, ok := fs.Value(w.name, w.labels...); !ok || got != w.value {
 				return false, fmt.Errorf("%s%v = %v (found: %v), want %v; series %v", w.name, w.labels, got, ok, w.value, fs.Series(w.name))
@@ -118,7 +119,7 @@ func checkKubeletMetrics(t *testing.T, parent *env, n, otherPods int) {
 		t.Fatal(err)
 	}
 	e.poll(10*time.Second, "the kubelet metrics to show the pod gone", func(context.Context) (bool, error) {
-		fs = metricstest.Scrape(t, http.DefaultClient, url)
+		fs = metricstest.Scrape(t, testserver.AdminKubeletHTTPClient(), url)
 		for _, w := range []struct {
 			name   string
 			labels []string

@@ -156,7 +156,6 @@ func (n *node) initialNode(now time.Time) *v1.Node {
 			Labels: n.labels(),
 			Annotations: map[string]string{
 				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
-				KubeletEndpointAnnotation:                                n.a.kubeletURL(),
 			},
 		},
 		Spec: v1.NodeSpec{
@@ -221,7 +220,10 @@ func (n *node) desiredStatus(now time.Time, old *v1.NodeStatus) v1.NodeStatus {
 		Phase:       "",
 		Addresses: []v1.NodeAddress{
 			{Type: v1.NodeInternalIP, Address: n.ip},
-			{Type: v1.NodeHostName, Address: n.name},
+			// The machine the kubelet API is reached on (all the process's
+			// nodes run on it), first in kube-apiserver's default
+			// --kubelet-preferred-address-types.
+			{Type: v1.NodeHostName, Address: cfg.KubeletAdvertiseHost},
 		},
 		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: n.a.kubeletPort()}},
 		NodeInfo: v1.NodeSystemInfo{
@@ -316,13 +318,11 @@ func (n *node) register(ctx context.Context) error {
 			updated.Labels[k], changed = v, true
 		}
 	}
-	// A restarted agent process listens elsewhere: the API server must
-	// proxy to the new address.
-	if url := n.a.kubeletURL(); updated.Annotations[KubeletEndpointAnnotation] != url {
-		if updated.Annotations == nil {
-			updated.Annotations = map[string]string{}
-		}
-		updated.Annotations[KubeletEndpointAnnotation], changed = url, true
+	// Earlier agents recorded their kubelet API's URL here; nothing reads
+	// it any more, so it goes (the status names the address and port).
+	if _, ok := updated.Annotations[KubeletEndpointAnnotation]; ok {
+		delete(updated.Annotations, KubeletEndpointAnnotation)
+		changed = true
 	}
 	if changed {
 		if updated, err = nodes.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
@@ -412,14 +412,6 @@ func findNodeCondition(st *v1.NodeStatus, t v1.NodeConditionType) *v1.NodeCondit
 		}
 	}
 	return nil
-}
-
-// kubeletURL is the kubelet API's advertised URL ("" before Run listens).
-func (a *Agent) kubeletURL() string {
-	if a.kubelet == nil {
-		return ""
-	}
-	return a.kubelet.url
 }
 
 // kubeletPort is the port the kubelet API listens on (0 before Run

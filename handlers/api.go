@@ -36,6 +36,20 @@ type GroupVersionAcceptor interface {
 	AcceptsGroupVersion(gv schema.GroupVersion) bool
 }
 
+// Connecter serves GET and POST on a subresource that opens a stream to
+// the pod's node (pods/exec, attach, portforward): kube's rest.Connecter.
+// Connect checks the request (the pod, its container, its node, the
+// upgrade) and returns what serves the stream.
+type Connecter interface {
+	// GroupVersionKind is the kind of its options, which discovery lists
+	// (v1 PodExecOptions for pods/exec).
+	GroupVersionKind() schema.GroupVersionKind
+	// NewConnectOptions returns an empty value of those options, whose
+	// fields the OpenAPI documents describe as query parameters.
+	NewConnectOptions() runtime.Object
+	Connect(ctx context.Context, namespace, name string, r *http.Request) (http.Handler, error)
+}
+
 // Getter serves GET on a subresource that reads through the object to
 // something else, with options from the query (pods/log): kube's
 // rest.GetterWithOptions. What Get returns is answered as an object, or
@@ -63,9 +77,10 @@ type Resource struct {
 // finalize), a Creater that acts on POST (binding, eviction) or a Getter
 // that answers GET from elsewhere (log).
 type Subresource struct {
-	Store   *registry.Store
-	Creater Creater
-	Getter  Getter
+	Store     *registry.Store
+	Creater   Creater
+	Getter    Getter
+	Connecter Connecter
 	// UpdateOnly restricts a Store subresource to PUT (namespaces/finalize).
 	UpdateOnly bool
 }
@@ -77,6 +92,8 @@ func (s Subresource) verbs() []string {
 		return []string{"create"}
 	case s.Getter != nil:
 		return []string{"get"}
+	case s.Connecter != nil:
+		return []string{"create", "get"}
 	case s.UpdateOnly:
 		return []string{"update"}
 	default:
@@ -92,6 +109,8 @@ func (s Subresource) kind() (schema.GroupVersionKind, bool) {
 		return s.Creater.GroupVersionKind(), true
 	case s.Getter != nil:
 		return s.Getter.GroupVersionKind(), true
+	case s.Connecter != nil:
+		return s.Connecter.GroupVersionKind(), true
 	}
 	return schema.GroupVersionKind{}, false
 }
@@ -214,6 +233,19 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	req := &request{w: w, r: r, info: ri, store: res.Store}
+	if ri.WatchPath {
+		// kube serves only GET on the /watch/ paths, of a collection or
+		// of one object, never of a subresource.
+		switch {
+		case ri.Subresource != "" || !info.HasVerb("watch"):
+			WriteError(w, r, errNotFound)
+		case r.Method != http.MethodGet:
+			WriteError(w, r, errMethodNotAllowed)
+		default:
+			req.watchPath()
+		}
+		return
+	}
 	if ri.Subresource != "" {
 		a.serveSubresource(req, res)
 		return
@@ -255,6 +287,19 @@ func (a *API) serveSubresource(req *request, res *Resource) {
 		req.createSubresource(sub.Creater, func(ctx context.Context, obj runtime.Object, dryRun bool) error {
 			return res.Store.AdmitCreate(ctx, req.info.Subresource, sub.Creater.GroupVersionKind(), req.info.Namespace, req.info.Name, obj, dryRun)
 		})
+		return
+	}
+	if sub.Connecter != nil {
+		if req.r.Method != http.MethodGet && req.r.Method != http.MethodPost {
+			WriteError(req.w, req.r, errMethodNotAllowed)
+			return
+		}
+		h, err := sub.Connecter.Connect(req.ctx(), req.info.Namespace, req.info.Name, req.r)
+		if err != nil {
+			req.fail(err)
+			return
+		}
+		h.ServeHTTP(req.w, req.r)
 		return
 	}
 	if sub.Getter != nil {

@@ -124,7 +124,7 @@ func bodyToJSON(r *http.Request, body []byte) ([]byte, error) {
 		return nil, err
 	}
 	switch mt {
-	case "application/json", "*/*":
+	case "application/json":
 		return body, nil
 	case "application/yaml":
 		data, err := yaml.YAMLToJSON(body)

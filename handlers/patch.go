@@ -68,6 +68,21 @@ func (q *request) patch() {
 		q.apply(body, fv, opts)
 		return
 	}
+	// Duplicate (and, in JSON patch operations, unknown) fields of the
+	// patch itself, as kube's patchers find them before applying it.
+	var patchErrs []error
+	if fv == validationStrict || fv == validationWarn {
+		if patchErrs, err = patchStrictErrors(patchType, body); err != nil {
+			q.fail(err)
+			return
+		}
+		if fv == validationWarn {
+			for _, e := range patchErrs {
+				addWarning(q.w, e.Error())
+			}
+			patchErrs = nil
+		}
+	}
 	gvk := q.gvk()
 	apply := func(_ context.Context, current runtime.Object) (runtime.Object, error) {
 		if current == nil {
@@ -84,9 +99,12 @@ func (q *request) patch() {
 		obj := q.store.New()
 		if err := decodeObject(q.w, patched, obj, gvk, fv); err != nil {
 			if strictErr, strict := runtime.AsStrictDecodingError(err); strict {
-				return nil, strictPatchError(patchType, body, patched, strictErr.Errors())
+				return nil, strictPatchError(patchType, body, patched, append(slices.Clone(patchErrs), strictErr.Errors()...))
 			}
 			return nil, err
+		}
+		if len(patchErrs) > 0 {
+			return nil, strictPatchError(patchType, body, patched, patchErrs)
 		}
 		// kube's checks of every patch's result (its patcher's checkName):
 		// the name is the URL's; a changed uid is refused as immutable.
@@ -179,6 +197,44 @@ func strategicMergePatch(original, patch []byte, schemaObj runtime.Object) (out 
 		}
 	}()
 	return strategicpatch.StrategicMergePatch(original, patch, schemaObj)
+}
+
+// patchStrictErrors decodes a JSON, merge or strategic merge patch
+// strictly, as kube's patchers do under fieldValidation=Strict or Warn:
+// its duplicate fields (and a JSON patch operation's unknown ones) are the
+// errors; a patch that does not decode is kube's 400.
+func patchStrictErrors(pt types.PatchType, body []byte) ([]error, error) {
+	switch pt {
+	case types.JSONPatchType:
+		var ops []struct {
+			Op    string `json:"op"`
+			Path  string `json:"path"`
+			From  string `json:"from"`
+			Value any    `json:"value"`
+		}
+		errs, err := sigsjson.UnmarshalStrict(body, &ops)
+		if err != nil {
+			return nil, badRequest("error decoding patch: %v", err)
+		}
+		for i, e := range errs {
+			errs[i] = fmt.Errorf("json patch %v", e)
+		}
+		return errs, nil
+	case types.MergePatchType:
+		v := map[string]any{}
+		errs, err := sigsjson.UnmarshalStrict(body, &v)
+		if err != nil {
+			return nil, badRequest("error decoding patch: %v", err)
+		}
+		return errs, nil
+	default:
+		v := map[string]any{}
+		errs, err := sigsjson.UnmarshalStrict(body, &v)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		return errs, nil
+	}
 }
 
 // strictPatchError is kube's answer to a patch whose result has unknown or

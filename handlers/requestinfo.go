@@ -182,6 +182,10 @@ type requestInfo struct {
 	Resource       string
 	Name           string
 	Subresource    string
+	// WatchPath: the path was kube's deprecated /watch/ form
+	// (/api/v1/watch/namespaces/{ns}/pods[/{name}]), a watch whatever
+	// the query says.
+	WatchPath bool
 }
 
 // parseRequestInfo parses paths below /api/v1/ or /apis/{group}/{version}/.
@@ -195,6 +199,12 @@ func parseRequestInfo(path string) (ri requestInfo, ok bool) {
 		ri.Group, ri.Version, parts = parts[1], parts[2], parts[3:]
 	default:
 		return ri, false
+	}
+	if parts[0] == "watch" {
+		if len(parts) < 2 {
+			return ri, false
+		}
+		ri.WatchPath, parts = true, parts[1:]
 	}
 	ri.Namespace, parts = locate(parts)
 	if len(parts) > 3 {

@@ -12,6 +12,7 @@ import (
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -66,7 +67,9 @@ func (q *request) get() {
 	if !q.acceptable() {
 		return
 	}
-	obj, err := q.store.Get(q.ctx(), q.info.Namespace, q.info.Name, &metav1.GetOptions{})
+	// A resourceVersion asks for a state no older than it: one the store
+	// has not reached is kube's 504 (Store.Get).
+	obj, err := q.store.Get(q.ctx(), q.info.Namespace, q.info.Name, &metav1.GetOptions{ResourceVersion: q.r.URL.Query().Get("resourceVersion")})
 	if err != nil {
 		q.fail(err)
 		return
@@ -82,6 +85,34 @@ func (q *request) listOptions() (*metainternalversion.ListOptions, error) {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	return opts, nil
+}
+
+// watchPath serves kube's deprecated /watch/ paths as a list request with
+// watch=true; for one object, as a watch selecting metadata.name (a
+// fieldSelector of the request may only name the same object), as kube's
+// ListResource does.
+func (q *request) watchPath() {
+	if _, err := negotiate(q.r); err != nil {
+		q.fail(err)
+		return
+	}
+	opts, err := q.listOptions()
+	if err != nil {
+		q.fail(err)
+		return
+	}
+	opts.Watch = true
+	if name := q.info.Name; name != "" {
+		if opts.FieldSelector != nil && !opts.FieldSelector.Empty() {
+			if selected, ok := opts.FieldSelector.RequiresExactMatch("metadata.name"); !ok || selected != name {
+				q.fail(apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name"))
+				return
+			}
+		} else {
+			opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name)
+		}
+	}
+	q.watch(opts)
 }
 
 func (q *request) list() {

@@ -203,6 +203,11 @@ func (b *builder) setKinds(res []Resource, gvs []schema.GroupVersion) {
 			add(r.List, gv.WithKind(r.Info.ListKind))
 		}
 		for _, sub := range r.Subresources {
+			if sub.Connect {
+				// Its kind is its options', documented as query
+				// parameters only, as kube's.
+				continue
+			}
 			add(sub.Object, sub.Kind)
 		}
 	}
@@ -220,6 +225,11 @@ func (b *builder) setKinds(res []Resource, gvs []schema.GroupVersion) {
 	add(metav1.DeleteOptions{}, v1.WithKind("DeleteOptions"))
 	for _, gv := range gvs {
 		add(metav1.DeleteOptions{}, gv.WithKind("DeleteOptions"))
+	}
+	// So is WatchEvent, which the deprecated /watch/ paths answer.
+	add(metav1.WatchEvent{}, v1.WithKind("WatchEvent"))
+	for _, gv := range gvs {
+		add(metav1.WatchEvent{}, gv.WithKind("WatchEvent"))
 	}
 	for name, gvks := range kinds {
 		b.schemas.setGVK(name, gvks)

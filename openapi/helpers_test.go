@@ -30,6 +30,10 @@ func testResources() []Resource {
 		Subresource{Name: "eviction", Verbs: []string{"create"}, Kind: policyv1.SchemeGroupVersion.WithKind("Eviction"), Object: &policyv1.Eviction{}},
 		Subresource{Name: "log", Verbs: []string{"get"}, Kind: v1.SchemeGroupVersion.WithKind("Pod"), Object: &v1.Pod{},
 			GetOptions: &v1.PodLogOptions{}, Produces: []string{"text/plain"}},
+		Subresource{Name: "exec", Verbs: []string{"create", "get"}, Kind: v1.SchemeGroupVersion.WithKind("PodExecOptions"), Object: &v1.Pod{},
+			GetOptions: &v1.PodExecOptions{}, Connect: true},
+		Subresource{Name: "portforward", Verbs: []string{"create", "get"}, Kind: v1.SchemeGroupVersion.WithKind("PodPortForwardOptions"), Object: &v1.Pod{},
+			GetOptions: &v1.PodPortForwardOptions{}, Connect: true},
 	)
 	podRes.DeleteReturnsObject = true
 	return []Resource{

@@ -269,6 +269,16 @@ var wantOps = []wantOp{
 	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/binding", "POST", "createCoreV1NamespacedPodBinding", "post", schema.GroupVersionKind{Version: "v1", Kind: "Binding"}},
 	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/eviction", "POST", "createCoreV1NamespacedPodEviction", "post", schema.GroupVersionKind{Group: "policy", Version: "v1", Kind: "Eviction"}},
 	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/log", "GET", "readCoreV1NamespacedPodLog", "get", corePod},
+	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/exec", "GET", "connectCoreV1GetNamespacedPodExec", "connect", schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}},
+	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/exec", "POST", "connectCoreV1PostNamespacedPodExec", "connect", schema.GroupVersionKind{Version: "v1", Kind: "PodExecOptions"}},
+	{"api/v1", "/api/v1/namespaces/{namespace}/pods/{name}/portforward", "POST", "connectCoreV1PostNamespacedPodPortforward", "connect", schema.GroupVersionKind{Version: "v1", Kind: "PodPortForwardOptions"}},
+	// kube's deprecated /watch/ paths.
+	{"api/v1", "/api/v1/watch/namespaces/{namespace}/pods", "GET", "watchCoreV1NamespacedPodList", "watchlist", corePod},
+	{"api/v1", "/api/v1/watch/namespaces/{namespace}/pods/{name}", "GET", "watchCoreV1NamespacedPod", "watch", corePod},
+	{"api/v1", "/api/v1/watch/pods", "GET", "watchCoreV1PodListForAllNamespaces", "watchlist", corePod},
+	{"api/v1", "/api/v1/watch/nodes", "GET", "watchCoreV1NodeList", "watchlist", schema.GroupVersionKind{Version: "v1", Kind: "Node"}},
+	{"api/v1", "/api/v1/watch/nodes/{name}", "GET", "watchCoreV1Node", "watch", schema.GroupVersionKind{Version: "v1", Kind: "Node"}},
+	{"apis/coordination.k8s.io/v1", "/apis/coordination.k8s.io/v1/watch/leases", "GET", "watchCoordinationV1LeaseListForAllNamespaces", "watchlist", schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}},
 	{"api/v1", "/api/v1/nodes", "GET", "listCoreV1Node", "list", schema.GroupVersionKind{Version: "v1", Kind: "Node"}},
 	{"api/v1", "/api/v1/nodes/{name}/status", "PATCH", "patchCoreV1NodeStatus", "patch", schema.GroupVersionKind{Version: "v1", Kind: "Node"}},
 	{"api/v1", "/api/v1/namespaces", "POST", "createCoreV1Namespace", "post", schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}},
@@ -329,8 +339,10 @@ func TestOperations(t *testing.T) {
 	if op := docs["api/v1"].Paths.Value("/api/v1/namespaces").Delete; op != nil {
 		t.Errorf("namespaces serve %s", op.OperationID)
 	}
-	if n := docs["api/v1"].Paths.Len(); n != 18 {
-		t.Errorf("api/v1 has %d paths, want 18", n)
+	// 18, 10 /watch/ paths (pods 3, events 3, namespaces 2, nodes 2)
+	// and pods/exec and pods/portforward.
+	if n := docs["api/v1"].Paths.Len(); n != 30 {
+		t.Errorf("api/v1 has %d paths, want 30", n)
 	}
 }
 
@@ -354,7 +366,7 @@ func TestParametersAndBodies(t *testing.T) {
 				switch action {
 				case "":
 					continue
-				case "list":
+				case "list", "watch", "watchlist":
 					want = []string{"pretty", "labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch", "allowWatchBookmarks"}
 				case "post", "put":
 					want = []string{"pretty", "dryRun", "fieldManager", "fieldValidation"}
@@ -366,6 +378,15 @@ func TestParametersAndBodies(t *testing.T) {
 					want = []string{"pretty", "dryRun", "gracePeriodSeconds", "propagationPolicy", "orphanDependents", "labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "timeoutSeconds"}
 				case "get":
 					want = []string{"pretty"}
+				case "connect":
+					// The options' fields, and no pretty (kube's).
+					if params["pretty"] != nil {
+						t.Errorf("%s: a connect operation has pretty", op.OperationID)
+					}
+					want = []string{"container", "command", "stdin"}
+					if strings.HasSuffix(op.OperationID, "Portforward") {
+						want = []string{"ports"}
+					}
 				}
 				for _, name := range want {
 					prm := params[name]
@@ -410,10 +431,17 @@ func TestParametersAndBodies(t *testing.T) {
 					"get": {"200", "401"}, "list": {"200", "401"}, "post": {"200", "201", "202", "401"},
 					"put": {"200", "201", "401"}, "patch": {"200", "201", "401"},
 					"delete": {"200", "202", "401"}, "deletecollection": {"200", "401"},
+					"watch": {"200", "401"}, "watchlist": {"200", "401"}, "connect": {"200", "401"},
 				}[action]
 				var got []string
 				for code, resp := range op.Responses.Map() {
 					got = append(got, code)
+					if action == "connect" {
+						if code != "401" && resp.Value.Content[mediaAny] == nil {
+							t.Errorf("%s: %s has no */* schema", op.OperationID, code)
+						}
+						continue
+					}
 					if code != "401" && resp.Value.Content[mediaJSON] == nil {
 						t.Errorf("%s: %s has no application/json schema", op.OperationID, code)
 					}
@@ -430,6 +458,10 @@ func TestParametersAndBodies(t *testing.T) {
 	list := doc.Paths.Value("/api/v1/namespaces/{namespace}/pods").Get.Responses.Value("200").Value.Content
 	if list[mediaJSONWatch] == nil || list[mediaJSON].Schema.Ref != componentPrefix+"io.k8s.api.core.v1.PodList" {
 		t.Errorf("list pods content = %v", list)
+	}
+	// The deprecated /watch/ paths answer a stream of WatchEvents.
+	if ref := doc.Paths.Value("/api/v1/watch/namespaces/{namespace}/pods").Get.Responses.Value("200").Value.Content[mediaJSONWatch].Schema.Ref; ref != componentPrefix+"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent" {
+		t.Errorf("watch pods answers %s", ref)
 	}
 	// pods answer DELETE with the pod, other resources with a Status.
 	if ref := doc.Paths.Value("/api/v1/namespaces/{namespace}/pods/{name}").Delete.Responses.Value("200").Value.Content[mediaJSON].Schema.Ref; ref != componentPrefix+"io.k8s.api.core.v1.Pod" {

@@ -64,11 +64,16 @@ func optionParams(options any) []*openapi3.Parameter {
 		case reflect.String:
 			typ = "string"
 		case reflect.Slice:
-			// dryRun: kube documents the repeated parameter as a string
-			if ft.Elem().Kind() != reflect.String {
+			// dryRun: kube documents the repeated parameter as a string;
+			// portforward's ports as an integer.
+			switch ft.Elem().Kind() {
+			case reflect.String:
+				typ = "string"
+			case reflect.Int, reflect.Int32, reflect.Int64:
+				typ = "integer"
+			default:
 				continue
 			}
-			typ = "string"
 		default:
 			continue
 		}

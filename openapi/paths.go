@@ -321,6 +321,25 @@ func (b *builder) resourcePaths(p *pathsBuilder, r *Resource) error {
 		}
 		suffix := scope + kind + upperFirst(sub.Name)
 		var ops []operation
+		if sub.Connect {
+			// kube's connect operations: no pretty parameter, the
+			// options' kind names the path's name parameter.
+			params := append([]*openapi3.Parameter{}, scopeParams...)
+			params = append(params, pathParam("name", "name of the "+sub.Kind.Kind))
+			params = append(params, optionParams(sub.GetOptions)...)
+			str := &openapi3.SchemaRef{Value: &openapi3.Schema{Type: typesOf("string")}}
+			for _, m := range []struct{ method, verb string }{{"GET", "Get"}, {"POST", "Post"}} {
+				op := base(m.method, "connect", "connect", "connect "+m.method+" requests to "+sub.Name+" of "+kind, "", sub.Kind)
+				op.id = "connect" + gvName + m.verb + suffix
+				op.params = params
+				op.responses = responses(str, []string{mediaAny}, 200)
+				ops = append(ops, op)
+			}
+			if err := p.add(item+"/"+sub.Name, ops); err != nil {
+				return err
+			}
+			continue
+		}
 		if hasVerb(sub.Verbs, "get") {
 			op := base("GET", "read", "get", "read "+sub.Name+" of the specified "+kind, suffix, sub.Kind)
 			var options []*openapi3.Parameter
@@ -364,6 +383,12 @@ func (b *builder) resourcePaths(p *pathsBuilder, r *Resource) error {
 		}
 	}
 
+	if hasVerb(verbs, "watch") {
+		if err := b.watchPaths(p, r, base, withParams, scope); err != nil {
+			return err
+		}
+	}
+
 	if info.Namespaced && hasVerb(verbs, "list") {
 		op := base("GET", "list", "list", "list or watch objects of kind "+kind, kind+"ForAllNamespaces", gvk)
 		op.params = append([]*openapi3.Parameter{prettyParam()}, listParams...)
@@ -373,6 +398,46 @@ func (b *builder) resourcePaths(p *pathsBuilder, r *Resource) error {
 		}
 	}
 	return nil
+}
+
+// watchPaths adds kube's deprecated /watch/ paths of a resource (a
+// collection, one object, and for a namespaced resource every namespace),
+// which kube still serves and documents: the list parameters, a stream of
+// WatchEvents.
+func (b *builder) watchPaths(p *pathsBuilder, r *Resource, base func(method, verb, action, desc, suffix string, k schema.GroupVersionKind) operation,
+	withParams func(own []*openapi3.Parameter, name string) []*openapi3.Parameter, scope string) error {
+	info := r.Info
+	gv := info.GroupVersion()
+	kind := info.Kind
+	gvk := gv.WithKind(kind)
+	event, err := b.schemas.componentRef(reflect.TypeOf(metav1.WatchEvent{}))
+	if err != nil {
+		return err
+	}
+	const deprecated = ". deprecated: use the 'watch' parameter with a list operation instead"
+	collection := gvPrefix(gv) + "/watch/" + info.Resource
+	if info.Namespaced {
+		collection = gvPrefix(gv) + "/watch/namespaces/{namespace}/" + info.Resource
+	}
+	list := base("GET", "watch", "watchlist", "watch individual changes to a list of "+kind+deprecated+".", scope+kind+"List", gvk)
+	list.params = withParams(listParams, "")
+	list.responses = responses(event, listMedia, 200)
+	if err := p.add(collection, []operation{list}); err != nil {
+		return err
+	}
+	one := base("GET", "watch", "watch", "watch changes to an object of kind "+kind+deprecated+", filtered to a single item with the 'fieldSelector' parameter.", scope+kind, gvk)
+	one.params = withParams(listParams, kind)
+	one.responses = responses(event, listMedia, 200)
+	if err := p.add(collection+"/{name}", []operation{one}); err != nil {
+		return err
+	}
+	if !info.Namespaced {
+		return nil
+	}
+	all := base("GET", "watch", "watchlist", "watch individual changes to a list of "+kind+deprecated+".", kind+"ListForAllNamespaces", gvk)
+	all.params = append([]*openapi3.Parameter{prettyParam()}, listParams...)
+	all.responses = responses(event, listMedia, 200)
+	return p.add(gvPrefix(gv)+"/watch/"+info.Resource, []operation{all})
 }
 
 // discoveryPath adds the GET of a discovery document (/api/, /apis/,

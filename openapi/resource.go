@@ -37,6 +37,11 @@ type Subresource struct {
 	Kind schema.GroupVersionKind
 	// Object is an empty value of Kind's Go type.
 	Object runtime.Object
+	// Connect marks a subresource that opens a stream (pods/exec, attach,
+	// portforward: kube's rest.Connecter): documented as kube documents
+	// one, a GET and a POST with action "connect", GetOptions' fields as
+	// query parameters, and a string answer of any media type.
+	Connect bool
 	// GetOptions, for a GET that takes options in its query (pods/log: an
 	// empty v1.PodLogOptions), has its fields documented as query
 	// parameters.

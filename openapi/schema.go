@@ -41,8 +41,9 @@ type openAPIV3OneOfTyper interface{ OpenAPIV3OneOfTypes() []string }
 // typeDescriptions are the descriptions of types that have no SwaggerDoc,
 // from their Go doc comments as kube's OpenAPI shows them.
 var typeDescriptions = map[string]string{
-	"io.k8s.apimachinery.pkg.apis.meta.v1.Time":      "Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  Wrappers are provided for many of the factory methods that the time package offers.",
-	"io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": "MicroTime is version of Time with microsecond level precision.",
+	"io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent": "Event represents a single event to a watched resource.",
+	"io.k8s.apimachinery.pkg.apis.meta.v1.Time":       "Time is a wrapper around time.Time which supports correct marshaling to YAML and JSON.  Wrappers are provided for many of the factory methods that the time package offers.",
+	"io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime":  "MicroTime is version of Time with microsecond level precision.",
 	"io.k8s.apimachinery.pkg.util.intstr.IntOrString": "IntOrString is a type that can hold an int32 or a string.  When used in JSON or YAML marshalling and unmarshalling, " +
 		"it produces or consumes the inner type.  This allows you to have, for example, a JSON field that can accept a name or number.",
 	"io.k8s.apimachinery.pkg.api.resource.Quantity": "Quantity is a fixed-point representation of a number. It provides convenient marshaling/unmarshaling in JSON and YAML, " +

@@ -2,13 +2,16 @@ package registry
 
 import (
 	"context"
+	"fmt"
 	"github.com/corekube/corekube/storage/trace"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/storage"
 	"github.com/corekube/corekube/watch"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -169,7 +172,12 @@ func (s *Store) listPrefix(namespace string) string {
 }
 
 // Get returns one object.
-func (s *Store) Get(ctx context.Context, namespace, name string, _ *metav1.GetOptions) (runtime.Object, error) {
+func (s *Store) Get(ctx context.Context, namespace, name string, opts *metav1.GetOptions) (runtime.Object, error) {
+	if opts != nil {
+		if err := s.reachedResourceVersion(ctx, opts.ResourceVersion); err != nil {
+			return nil, err
+		}
+	}
 	tr := trace.From(ctx)
 	tr.Mark(trace.StorageRead)
 	kv, err := s.storage.Get(ctx, s.key(namespace, name))
@@ -182,6 +190,37 @@ func (s *Store) Get(ctx context.Context, namespace, name string, _ *metav1.GetOp
 		return nil, toAPIError(err, s.info.GroupResource(), name)
 	}
 	return obj, nil
+}
+
+// reachedResourceVersion returns once the store has reached the GET's
+// resourceVersion ("" or "0": at once), else kube's 504 "Too large
+// resource version". The read that follows is from etcd, which is at
+// least as new as the cache, so "no older than rv" holds. The wait is the
+// LIST's (watch.Cache.WaitForRevision: a few seconds for the cache to
+// catch up, with progress requests to etcd); without a cache, etcd's
+// current revision decides at once.
+func (s *Store) reachedResourceVersion(ctx context.Context, resourceVersion string) error {
+	if resourceVersion == "" || resourceVersion == "0" {
+		return nil
+	}
+	rv, err := strconv.ParseInt(resourceVersion, 10, 64)
+	if err != nil || rv < 0 {
+		return apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %q", resourceVersion))
+	}
+	if !s.cache.Disabled() {
+		if err := s.cache.WaitForRevision(ctx, rv); err != nil {
+			return s.cacheError(err)
+		}
+		return nil
+	}
+	current, err := s.storage.CurrentRevision(ctx, s.listPrefix(""))
+	if err != nil {
+		return toAPIError(err, s.info.GroupResource(), "")
+	}
+	if rv > current {
+		return tooLargeResourceVersion(rv, current)
+	}
+	return nil
 }
 
 func (s *Store) now() metav1.Time {

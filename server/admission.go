@@ -7,6 +7,7 @@ import (
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/admission/webhook"
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/pods"
 	"github.com/corekube/corekube/server/audit"
 	v1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -26,6 +27,9 @@ type admissionStores struct {
 	webhooks *webhookAdmission
 	// metrics are the server's admission metrics (nil: none).
 	metrics *admission.Metrics
+	// podLog is pods/log, told how to reach kubelets once the server has
+	// its certificates (kubeletclient.go).
+	podLog *pods.LogREST
 }
 
 // webhookAdmission returns the webhook plugins' shared dispatcher.

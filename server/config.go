@@ -136,6 +136,19 @@ type Config struct {
 	// TLSSANs are extra names or addresses for the generated serving
 	// certificate (beside the listen address, localhost and 127.0.0.1).
 	TLSSANs []string
+	// KubeletClientCertFile and KubeletClientKeyFile are the client
+	// certificate the server presents to kubelets (kube's
+	// --kubelet-client-certificate, --kubelet-client-key); without them the
+	// server's CA issues one (CN kube-apiserver-kubelet-client, group
+	// system:masters, as kubeadm's; kept in CertDir), which agents trust
+	// by default. KubeletCertificateAuthority verifies the kubelets'
+	// serving certificates (--kubelet-certificate-authority; empty: not
+	// verified, as kube). KubeletPreferredAddressTypes is
+	// --kubelet-preferred-address-types (empty: kube's default order).
+	KubeletClientCertFile        string
+	KubeletClientKeyFile         string
+	KubeletCertificateAuthority  string
+	KubeletPreferredAddressTypes []string
 	// Token authenticators (issue 10), after the loopback token in kube's
 	// order.
 	//

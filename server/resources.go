@@ -63,6 +63,7 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *a
 	saStore := store(serviceaccounts.NewStrategy())
 	stores.namespaces, stores.serviceAccounts, stores.pods = nsStore, saStore, podStore
 	stores.nodes = nodeStore
+	stores.podLog = pods.NewLogREST(podStore, nodeStore)
 	pcStore := store(priorityclasses.NewStrategy())
 	stores.priorityClasses = &priorityClassCache{store: pcStore, log: cfg.Logger}
 	mutatingWebhooksStore := store(webhookconfigurations.NewMutatingStrategy())
@@ -83,7 +84,11 @@ func newAPI(st storage.Interface, opts registry.Options, cfg *Config, metrics *a
 			"status":   {Store: podStore.Subresource("status", pods.NewStatusStrategy())},
 			"binding":  {Creater: pods.NewBindingREST(podStore)},
 			"eviction": {Creater: pods.NewEvictionREST(podStore, pdbStore)},
-			"log":      {Getter: pods.NewLogREST(podStore, nodeStore)},
+			"log":      {Getter: stores.podLog},
+			// Refused with kube's checks and answers: see pods.ConnectREST.
+			"exec":        {Connecter: pods.NewExecREST(podStore)},
+			"attach":      {Connecter: pods.NewAttachREST(podStore)},
+			"portforward": {Connecter: pods.NewPortForwardREST(podStore)},
 		}},
 		&handlers.Resource{Store: nodeStore, Subresources: map[string]handlers.Subresource{
 			"status": {Store: nodeStore.Subresource("status", nodes.NewStatusStrategy())},
@@ -139,6 +144,8 @@ func openAPIResources(api *handlers.API) []openapi.Resource {
 				if p, ok := sub.Getter.(interface{ ProducesMIMETypes() []string }); ok {
 					s.Produces = p.ProducesMIMETypes()
 				}
+			case sub.Connecter != nil:
+				s.Verbs, s.Kind, s.GetOptions, s.Connect = []string{"create", "get"}, sub.Connecter.GroupVersionKind(), sub.Connecter.NewConnectOptions(), true
 			case sub.UpdateOnly:
 				s.Verbs = []string{"update"}
 			}

@@ -18,7 +18,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-const defaultReadHeaderTimeout = 10 * time.Second
+// Connection timeouts: headers must arrive within 10 s, and a keep-alive
+// connection idle for 90 s is closed, as kube-apiserver's (its
+// http.Server's IdleTimeout); a body is bounded by the request's own
+// deadline (timeout.go). See docs/limits.md.
+const (
+	defaultReadHeaderTimeout = 10 * time.Second
+	defaultIdleTimeout       = 90 * time.Second
+)
 
 // routes mounts every endpoint behind the filters.
 func (s *Server) routes(api *handlers.API, authn authenticator.Request) http.Handler {

@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -24,13 +24,14 @@ import (
 type saTokens struct {
 	issuer    *serviceaccount.Issuer
 	validator *serviceaccount.Validator
-	keys      []*rsa.PublicKey
+	keys      []crypto.PublicKey
 }
 
 // memoryKey is the signing key of servers started without one: one per
-// process, generated once (RSA keys take a while and tests start many
-// servers); its tokens die with the process.
-var memoryKey = sync.OnceValues(serviceaccount.GenerateKey)
+// process, generated once (tests start many servers); its tokens die with
+// the process. ECDSA P-256 as the keys `up` creates: ES256 tokens, cheap
+// to sign.
+var memoryKey = sync.OnceValues(func() (crypto.Signer, error) { return serviceaccount.GenerateECDSAKey() })
 
 // serveServiceAccountTokens loads the keys, builds the issuer and the
 // validator, and adds what uses them to api: serviceaccounts/token,
@@ -38,7 +39,7 @@ var memoryKey = sync.OnceValues(serviceaccount.GenerateKey)
 // later (buildAuthenticator); tokenreviews reaches them through s.
 func (s *Server) serveServiceAccountTokens(api *handlers.API) error {
 	cfg := &s.cfg
-	var key *rsa.PrivateKey
+	var key crypto.Signer
 	var err error
 	if cfg.ServiceAccountSigningKeyFile != "" {
 		key, err = serviceaccount.ReadPrivateKey(cfg.ServiceAccountSigningKeyFile)
@@ -61,7 +62,7 @@ func (s *Server) serveServiceAccountTokens(api *handlers.API) error {
 		t.keys = append(t.keys, keys...)
 	}
 	if len(cfg.ServiceAccountKeyFiles) == 0 || cfg.ServiceAccountSigningKeyFile == "" {
-		t.keys = append(t.keys, &key.PublicKey)
+		t.keys = append(t.keys, key.Public())
 	}
 
 	saRes, pods, nodes := api.Resource("", "v1", "serviceaccounts"), api.Resource("", "v1", "pods"), api.Resource("", "v1", "nodes")

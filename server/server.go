@@ -184,6 +184,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
+	if err := s.setupKubeletClient(stores.podLog); err != nil {
+		return nil, err
+	}
 	if err := s.setupAudit(); err != nil {
 		return nil, err
 	}
@@ -206,7 +209,9 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Handler:           s.routes(api, authn),
 		ConnState:         s.trackFresh,
 		ReadHeaderTimeout: defaultReadHeaderTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		// kube's idle keep-alive timeout (HTTP/1.1 and HTTP/2 alike).
+		IdleTimeout: defaultIdleTimeout,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	s.wg.Add(1)
 	go func() {

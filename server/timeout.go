@@ -130,6 +130,14 @@ func serveWithDeadline(w http.ResponseWriter, r *http.Request, next http.Handler
 		// (its writes were already refused) still owes the 504.
 		tw.timeout(answer, handlerBound, false)
 	case <-r.Context().Done():
+		if r.Body != nil && r.Body != http.NoBody {
+			// A body still arriving (trickled a byte at a time) would
+			// otherwise hold the 504 back: net/http reads what is left
+			// of a small body before it answers. Reads from now on fail,
+			// the handler's blocked read included, and the connection
+			// closes after the answer (a 504 is final in kube too).
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		}
 		if !handlerBound {
 			// kube's timeout filter counts its 504s as terminations.
 			trace.From(r.Context()).TimedOut()

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"github.com/go-chi/chi/v5"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -221,5 +223,52 @@ func TestRequestTimeoutOwnRouteContext(t *testing.T) {
 	close(release)
 	if got := <-late; got != "first" {
 		t.Errorf("the late handler read name %q, want its own %q", got, "first")
+	}
+}
+
+// TestRequestTimeoutSlowBody: a body trickled a byte at a time over
+// HTTP/1.1 is cut off at the deadline with the 504, rather than read for
+// as long as it keeps coming (net/http reads what is left of a small body
+// before it answers, unless reads fail).
+func TestRequestTimeoutSlowBody(t *testing.T) {
+	ts, _ := timeoutServer(t, 300*time.Millisecond, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusCreated)
+	})
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "POST /api/v1/namespaces/default/pods HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		// The trickle, owned by the test: ends with it or when the
+		// connection refuses writes.
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := io.WriteString(conn, " "); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer after %v: %v", time.Since(start), err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout || time.Since(start) > 5*time.Second {
+		t.Fatalf("answered %d after %v, want 504 at the deadline", resp.StatusCode, time.Since(start))
 	}
 }

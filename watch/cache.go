@@ -193,9 +193,16 @@ type event struct {
 	// err is an Error event's cause (direct watches only).
 	initialEnd bool
 	err        error
+	// at is when the window took the event (unix nanoseconds), for
+	// WindowMaxAge.
+	at int64
 }
 
 func (e *event) revision() int64 { return e.obj.Revision }
+
+// size is what the window counts of an event against WindowBytes: its
+// object's JSON, the bulk of what it holds.
+func (e *event) size() int64 { return int64(len(e.obj.json)) }
 
 // Config configures a Cache.
 type Config struct {
@@ -213,6 +220,13 @@ type Config struct {
 	// WindowSize is how many recent events are kept for watches that start
 	// from a past resourceVersion.
 	WindowSize int
+	// WindowBytes bounds the bytes of the objects the window holds
+	// (default 64 MiB); WindowMaxAge how long an event stays (default
+	// 75 s, the history kube's watch cache keeps). Now is the clock
+	// (tests; default time.Now).
+	WindowBytes  int64
+	WindowMaxAge time.Duration
+	Now          func() time.Time
 	// WatcherBuffer bounds the events queued for one watcher; a watcher
 	// that falls further behind is closed (its client relists).
 	WatcherBuffer int
@@ -254,8 +268,10 @@ type Cache struct {
 	// after floor is in it.
 	window   []*event
 	start, n int
-	floor    int64
-	watchers map[*watcher]struct{}
+	// windowBytes is the sum of the window's events' sizes.
+	windowBytes int64
+	floor       int64
+	watchers    map[*watcher]struct{}
 	// byIndex holds the watchers that select one value of IndexField;
 	// unindexed the others.
 	byIndex   map[string]map[*watcher]struct{}
@@ -268,6 +284,12 @@ type Cache struct {
 	metrics *cacheMetrics
 }
 
+// The window's default bounds besides its count (Config).
+const (
+	defaultWindowBytes  = 64 << 20
+	defaultWindowMaxAge = 75 * time.Second
+)
+
 // New returns a cache; Run fills and maintains it.
 func New(cfg Config) *Cache {
 	if cfg.WindowSize <= 0 {
@@ -275,6 +297,15 @@ func New(cfg Config) *Cache {
 	}
 	if cfg.Disabled {
 		cfg.WindowSize = 0
+	}
+	if cfg.WindowBytes <= 0 {
+		cfg.WindowBytes = defaultWindowBytes
+	}
+	if cfg.WindowMaxAge <= 0 {
+		cfg.WindowMaxAge = defaultWindowMaxAge
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.WatcherBuffer <= 0 {
 		cfg.WatcherBuffer = 1000
@@ -369,6 +400,9 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 	c.mu.Lock()
 	c.clearWindowLocked()
 	c.items, c.rev, c.floor, c.n, c.start, c.ready = items, rev, rev, 0, 0, true
+	// The old window's events (and the objects they hold) go.
+	clear(c.window)
+	c.windowBytes = 0
 	c.signalLocked()
 	c.mu.Unlock()
 	c.metrics.initialized()
@@ -505,23 +539,38 @@ func (c *Cache) addLocked(w *watcher) {
 	c.unindexed[w] = struct{}{}
 }
 
-// push appends ev to the window, evicting the oldest event when full.
+// push appends ev to the window. The window is bounded three ways: by
+// events (WindowSize), by the bytes of their objects (WindowBytes: a few
+// hundred updates of large objects would otherwise hold gigabytes), and
+// by age (WindowMaxAge, kube's 75 s of history). The oldest events go
+// first, the newest always stays; a watch from before the window gets
+// 410 Gone and relists, as from kube's.
 func (c *Cache) push(ev *event) {
-	size := len(c.window)
-	if size == 0 {
-		return
-	}
+	now := c.cfg.Now()
+	ev.at = now.UnixNano()
 	ev.obj.setRecent(true)
-	if c.n == size {
-		old := c.window[c.start]
-		c.floor = old.revision()
-		old.obj.setRecent(false)
-		c.window[c.start] = ev
-		c.start = (c.start + 1) % size
-		return
+	if c.n == len(c.window) {
+		c.evictOldest()
 	}
-	c.window[(c.start+c.n)%size] = ev
+	c.window[(c.start+c.n)%len(c.window)] = ev
 	c.n++
+	c.windowBytes += ev.size()
+	cutoff := now.Add(-c.cfg.WindowMaxAge).UnixNano()
+	for c.n > 1 && (c.windowBytes > c.cfg.WindowBytes || c.window[c.start].at < cutoff) {
+		c.evictOldest()
+	}
+}
+
+// evictOldest drops the window's oldest event; watches from before it can
+// no longer be replayed.
+func (c *Cache) evictOldest() {
+	old := c.window[c.start]
+	c.floor = old.revision()
+	c.windowBytes -= old.size()
+	old.obj.setRecent(false)
+	c.window[c.start] = nil
+	c.start = (c.start + 1) % len(c.window)
+	c.n--
 }
 
 // clearWindowLocked empties the window (before a relist's state replaces
@@ -669,6 +718,16 @@ type SnapshotOptions struct {
 
 // waitTimeout is how long a read waits for the cache to catch up, as kube.
 const waitTimeout = 3 * time.Second
+
+// WaitForRevision returns once the cache reflects revision rev, waiting
+// as a List with a MinRevision does (then *TooLargeError or ErrNotReady):
+// a GET with a resourceVersion uses it.
+func (c *Cache) WaitForRevision(ctx context.Context, rev int64) error {
+	if c.cfg.Disabled {
+		return fmt.Errorf("watch: the cache of %s keeps no revision", c.cfg.Prefix)
+	}
+	return c.waitFor(ctx, rev, waitTimeout, true)
+}
 
 // List returns the matching objects, sorted by key.
 func (c *Cache) List(ctx context.Context, opts SnapshotOptions) (snap Snapshot, err error) {

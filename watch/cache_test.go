@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -347,4 +348,64 @@ func TestWaitForNotReady(t *testing.T) {
 	if !errors.As(err, &tooLarge) {
 		t.Fatalf("waitFor a future revision on a ready cache = %v, want TooLargeError", err)
 	}
+}
+
+// TestWindowBoundedByBytesAndAge: besides its count, the window keeps no
+// more than WindowBytes of objects and no event older than WindowMaxAge;
+// a watch from an evicted event's revision gets CompactedError (kube's
+// 410), one from the newest replays.
+func TestWindowBoundedByBytesAndAge(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c, st, prefix := startCache(t, Config{WindowBytes: 2500, WindowMaxAge: time.Minute, Now: clock})
+	big := strings.Repeat("x", 1000)
+	var revs []int64
+	for i := 0; i < 5; i++ {
+		revs = append(revs, put(t, st, prefix+"k", big+strconv.Itoa(i)))
+	}
+	if err := c.waitFor(context.Background(), revs[4], 5*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	n, bytes := c.n, c.windowBytes
+	c.mu.RUnlock()
+	if n > 2 || bytes > 2500 {
+		t.Fatalf("window holds %d events of %d bytes, want at most 2500 bytes", n, bytes)
+	}
+	var compacted *storage.CompactedError
+	if _, err := c.Watch(context.Background(), WatchOptions{FromRevision: revs[1]}); !errors.As(err, &compacted) {
+		t.Fatalf("watch from an event evicted by size: %v, want CompactedError", err)
+	}
+	w, err := c.Watch(context.Background(), WatchOptions{FromRevision: revs[3]})
+	if err != nil {
+		t.Fatalf("watch from the window: %v", err)
+	}
+	if ev := next(t, w); ev.Type != Modified || ev.Object.Revision != revs[4] {
+		t.Fatalf("replay: got %s at %d, want MODIFIED at %d", describe(ev), ev.Object.Revision, revs[4])
+	}
+	w.Stop()
+
+	// Two minutes on, the next event pushes out the old ones.
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	last := put(t, st, prefix+"small", "y")
+	if err := c.waitFor(context.Background(), last, 5*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.RLock()
+	n = c.n
+	c.mu.RUnlock()
+	if n != 1 {
+		t.Fatalf("window holds %d events after WindowMaxAge, want only the newest", n)
+	}
+	if _, err := c.Watch(context.Background(), WatchOptions{FromRevision: revs[3]}); !errors.As(err, &compacted) {
+		t.Fatalf("watch from an event evicted by age: %v, want CompactedError", err)
+	}
+	w, err = c.Watch(context.Background(), WatchOptions{FromRevision: last})
+	if err != nil {
+		t.Fatalf("watch from the newest revision: %v", err)
+	}
+	w.Stop()
 }

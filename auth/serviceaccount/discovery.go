@@ -1,6 +1,8 @@
 package serviceaccount
 
 import (
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
@@ -8,6 +10,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/url"
+	"slices"
 )
 
 // Paths of the issuer discovery documents, as kube serves them.
@@ -38,21 +41,24 @@ type openIDMetadata struct {
 }
 
 // jwk is one public key of the JWKS, in the field order go-jose (kube's)
-// writes.
+// writes: RSA keys have n and e, ECDSA keys crv, x and y.
 type jwk struct {
 	Use string `json:"use"`
 	Kty string `json:"kty"`
 	Kid string `json:"kid"`
+	Crv string `json:"crv,omitempty"`
 	Alg string `json:"alg"`
-	N   string `json:"n"`
-	E   string `json:"e"`
+	X   string `json:"x,omitempty"`
+	Y   string `json:"y,omitempty"`
+	N   string `json:"n,omitempty"`
+	E   string `json:"e,omitempty"`
 }
 
 // NewDiscovery renders the documents of issuer, whose keys are published
 // at jwksURI. As kube, the issuer must be an https URL without query or
 // fragment (a relying party would refuse anything else); the server logs
 // the error and serves no discovery.
-func NewDiscovery(issuer, jwksURI string, keys []*rsa.PublicKey) (*Discovery, error) {
+func NewDiscovery(issuer, jwksURI string, keys []crypto.PublicKey) (*Discovery, error) {
 	iss, err := url.Parse(issuer)
 	switch {
 	case err != nil:
@@ -73,17 +79,36 @@ func NewDiscovery(issuer, jwksURI string, keys []*rsa.PublicKey) (*Discovery, er
 	set := struct {
 		Keys []jwk `json:"keys"`
 	}{}
+	var algs []string
 	for _, k := range keys {
 		kid, err := KeyID(k)
 		if err != nil {
 			return nil, err
 		}
-		set.Keys = append(set.Keys, jwk{
-			Use: "sig", Kty: "RSA", Kid: kid, Alg: "RS256",
-			N: base64.RawURLEncoding.EncodeToString(k.N.Bytes()),
-			E: base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes()),
-		})
+		method := signingMethod(k)
+		if method == nil {
+			return nil, fmt.Errorf("service account issuer JWKS: a %T cannot verify tokens", k)
+		}
+		key := jwk{Use: "sig", Kid: kid, Alg: method.Alg()}
+		switch k := k.(type) {
+		case *rsa.PublicKey:
+			key.Kty = "RSA"
+			key.N = base64.RawURLEncoding.EncodeToString(k.N.Bytes())
+			key.E = base64.RawURLEncoding.EncodeToString(big.NewInt(int64(k.E)).Bytes())
+		case *ecdsa.PublicKey:
+			// RFC 7518: x and y are the curve's size in bytes, padded.
+			size := (k.Curve.Params().BitSize + 7) / 8
+			key.Kty, key.Crv = "EC", k.Curve.Params().Name
+			key.X = base64.RawURLEncoding.EncodeToString(k.X.FillBytes(make([]byte, size)))
+			key.Y = base64.RawURLEncoding.EncodeToString(k.Y.FillBytes(make([]byte, size)))
+		}
+		set.Keys = append(set.Keys, key)
+		if !slices.Contains(algs, method.Alg()) {
+			algs = append(algs, method.Alg())
+		}
 	}
+	// kube lists the keys' algorithms sorted.
+	slices.Sort(algs)
 	d := &Discovery{}
 	if d.keys, err = json.Marshal(set); err != nil {
 		return nil, fmt.Errorf("marshal service account issuer JWKS: %w", err)
@@ -93,7 +118,7 @@ func NewDiscovery(issuer, jwksURI string, keys []*rsa.PublicKey) (*Discovery, er
 		JWKSURI:       jwksURI,
 		ResponseTypes: []string{"id_token"},
 		SubjectTypes:  []string{"public"},
-		SigningAlgs:   []string{"RS256"},
+		SigningAlgs:   algs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("marshal service account issuer metadata: %w", err)

@@ -1,7 +1,7 @@
 package serviceaccount
 
 import (
-	"crypto/rsa"
+	"crypto"
 	"errors"
 	"fmt"
 	"time"
@@ -12,32 +12,39 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 )
 
-// Issuer signs ServiceAccount tokens (RS256) as kube-apiserver's
-// --service-account-signing-key-file and first --service-account-issuer.
+// Issuer signs ServiceAccount tokens as kube-apiserver's
+// --service-account-signing-key-file and first --service-account-issuer:
+// RS256 with an RSA key, ES256/ES384/ES512 with an ECDSA one.
 type Issuer struct {
-	iss string
-	key *rsa.PrivateKey
-	kid string
-	now func() time.Time
+	iss    string
+	key    crypto.Signer
+	method jwt.SigningMethod
+	kid    string
+	now    func() time.Time
 }
 
-// NewIssuer returns an Issuer that signs with key as iss.
-func NewIssuer(iss string, key *rsa.PrivateKey) (*Issuer, error) {
+// NewIssuer returns an Issuer that signs with key (an *rsa.PrivateKey or
+// an *ecdsa.PrivateKey on P-256, P-384 or P-521) as iss.
+func NewIssuer(iss string, key crypto.Signer) (*Issuer, error) {
 	if iss == "" {
 		return nil, errors.New("service account issuer: empty issuer")
 	}
 	if key == nil {
 		return nil, errors.New("service account issuer: no signing key")
 	}
-	kid, err := KeyID(&key.PublicKey)
+	method := signingMethod(key.Public())
+	if method == nil {
+		return nil, fmt.Errorf("service account issuer: a %T cannot sign tokens (RSA or ECDSA P-256, P-384, P-521)", key)
+	}
+	kid, err := KeyID(key.Public())
 	if err != nil {
 		return nil, err
 	}
-	return &Issuer{iss: iss, key: key, kid: kid, now: time.Now}, nil
+	return &Issuer{iss: iss, key: key, method: method, kid: kid, now: time.Now}, nil
 }
 
 // PublicKey is the public half of the signing key.
-func (i *Issuer) PublicKey() *rsa.PublicKey { return &i.key.PublicKey }
+func (i *Issuer) PublicKey() crypto.PublicKey { return i.key.Public() }
 
 // Token is what a TokenRequest asks to be signed.
 type Token struct {
@@ -86,9 +93,9 @@ func (i *Issuer) Issue(t Token) (string, error) {
 	if t.WarnAfter > 0 {
 		c.Kubernetes.WarnAfter = jwt.NewNumericDate(now.Add(t.WarnAfter))
 	}
-	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, c)
+	tok := jwt.NewWithClaims(i.method, c)
 	// kube's header is alg and kid, no typ.
-	tok.Header = map[string]any{"alg": jwt.SigningMethodRS256.Alg(), "kid": i.kid}
+	tok.Header = map[string]any{"alg": i.method.Alg(), "kid": i.kid}
 	signed, err := tok.SignedString(i.key)
 	if err != nil {
 		return "", fmt.Errorf("sign service account token: %w", err)

@@ -2,6 +2,8 @@ package serviceaccount
 
 import (
 	"context"
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
@@ -137,7 +139,7 @@ func newFixture(t testing.TB, cacheTTL time.Duration) *fixture {
 	}
 	f.issuer.now = f.clock
 	f.v, err = NewValidator(ValidatorConfig{
-		Keys: []*rsa.PublicKey{&key.PublicKey}, Issuers: []string{"https://old.example", testIssuer},
+		Keys: []crypto.PublicKey{&key.PublicKey}, Issuers: []string{"https://old.example", testIssuer},
 		APIAudiences: []string{testIssuer}, Lookup: f.objs, CacheTTL: cacheTTL, Now: f.clock,
 	})
 	if err != nil {
@@ -408,7 +410,7 @@ func TestRefusedTokens(t *testing.T) {
 
 func TestCacheIsBounded(t *testing.T) {
 	f := newFixture(t, time.Minute)
-	v, err := NewValidator(ValidatorConfig{Keys: []*rsa.PublicKey{f.issuer.PublicKey()}, Issuers: []string{testIssuer},
+	v, err := NewValidator(ValidatorConfig{Keys: []crypto.PublicKey{f.issuer.PublicKey()}, Issuers: []string{testIssuer},
 		APIAudiences: []string{testIssuer}, Lookup: f.objs, CacheSize: 8, Now: f.clock})
 	if err != nil {
 		t.Fatal(err)
@@ -452,11 +454,14 @@ func TestLoadOrCreateKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Equal(key) {
+	if _, ok := key.(*ecdsa.PrivateKey); !ok {
+		t.Errorf("a new key is a %T, want an ECDSA P-256 key", key)
+	}
+	if !again.Public().(interface{ Equal(crypto.PublicKey) bool }).Equal(key.Public()) {
 		t.Error("a second LoadOrCreateKey made a new key instead of reading the first")
 	}
 	pubs, err := ReadPublicKeys(path)
-	if err != nil || len(pubs) != 1 || !pubs[0].Equal(&key.PublicKey) {
+	if err != nil || len(pubs) != 1 || !pubs[0].(*ecdsa.PublicKey).Equal(key.Public()) {
 		t.Errorf("public keys of the private key file: %v %v", pubs, err)
 	}
 	if err := os.WriteFile(path+".bad", []byte("not a key"), 0o600); err != nil {
@@ -469,10 +474,10 @@ func TestLoadOrCreateKey(t *testing.T) {
 
 func TestDiscoveryDocuments(t *testing.T) {
 	key, _ := keys(t)
-	if _, err := NewDiscovery("http://insecure.example", "https://h/openid/v1/jwks", []*rsa.PublicKey{&key.PublicKey}); err == nil {
+	if _, err := NewDiscovery("http://insecure.example", "https://h/openid/v1/jwks", []crypto.PublicKey{&key.PublicKey}); err == nil {
 		t.Error("an http issuer was accepted")
 	}
-	d, err := NewDiscovery(testIssuer, "https://127.0.0.1:6443/openid/v1/jwks", []*rsa.PublicKey{&key.PublicKey})
+	d, err := NewDiscovery(testIssuer, "https://127.0.0.1:6443/openid/v1/jwks", []crypto.PublicKey{&key.PublicKey})
 	if err != nil {
 		t.Fatal(err)
 	}

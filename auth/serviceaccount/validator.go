@@ -2,7 +2,7 @@ package serviceaccount
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -55,7 +55,7 @@ type Lookup interface {
 type ValidatorConfig struct {
 	// Keys verify signatures (--service-account-key-file, every key of
 	// every file).
-	Keys []*rsa.PublicKey
+	Keys []crypto.PublicKey
 	// Issuers are the accepted iss values (--service-account-issuer).
 	Issuers []string
 	// APIAudiences are the audiences a token must share with the request
@@ -76,8 +76,8 @@ type ValidatorConfig struct {
 // Validator authenticates ServiceAccount tokens: kube's JWT token
 // authenticator with its validator for bound tokens.
 type Validator struct {
-	keys     map[string]*rsa.PublicKey // by kid
-	keySet   jwt.VerificationKeySet    // every key, for a token without a known kid
+	keys     map[string]crypto.PublicKey // by kid
+	keySet   jwt.VerificationKeySet      // every key, for a token without a known kid
 	issuers  []string
 	implicit []string
 	lookup   Lookup
@@ -101,21 +101,26 @@ func NewValidator(cfg ValidatorConfig) (*Validator, error) {
 		return nil, errors.New("service account token validator: no lookup")
 	}
 	v := &Validator{
-		keys:     map[string]*rsa.PublicKey{},
+		keys:     map[string]crypto.PublicKey{},
 		issuers:  slices.Clone(cfg.Issuers),
 		implicit: slices.Clone(cfg.APIAudiences),
 		lookup:   cfg.Lookup,
 		now:      cfg.Now,
 		// Only the signature is checked by the parser: times are checked
 		// on every use (a cached token expires all the same), with kube's
-		// leeway and messages.
-		parser:   jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodRS256.Alg()}), jwt.WithoutClaimsValidation()),
+		// leeway and messages. The algorithms are those of the keys (as
+		// kube's verifier, which takes the key's); jwt refuses a key of
+		// another type than the token's alg names.
+		parser:   jwt.NewParser(jwt.WithValidMethods(validMethods(cfg.Keys)), jwt.WithoutClaimsValidation()),
 		cacheTTL: cfg.CacheTTL,
 	}
 	if v.now == nil {
 		v.now = time.Now
 	}
 	for _, k := range cfg.Keys {
+		if signingMethod(k) == nil {
+			return nil, fmt.Errorf("service account token validator: a %T cannot verify tokens", k)
+		}
 		kid, err := KeyID(k)
 		if err != nil {
 			return nil, err
@@ -134,6 +139,17 @@ func NewValidator(cfg ValidatorConfig) (*Validator, error) {
 		v.cache = newVerifiedCache(size)
 	}
 	return v, nil
+}
+
+// validMethods is the algorithms of keys, each once.
+func validMethods(keys []crypto.PublicKey) []string {
+	var algs []string
+	for _, k := range keys {
+		if m := signingMethod(k); m != nil && !slices.Contains(algs, m.Alg()) {
+			algs = append(algs, m.Alg())
+		}
+	}
+	return algs
 }
 
 // AuthenticateToken authenticates a ServiceAccount token. A token that is

@@ -3,7 +3,10 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/corekube/corekube/agent"
 	"github.com/corekube/corekube/agent/bootstrap"
@@ -23,6 +26,7 @@ func newAgentCommand() *cobra.Command {
 		nodeCADir  string
 		// TLS bootstrapping (agent_bootstrap.go).
 		bootstrapKubeconfig, certDir string
+		clientCAFile                 string
 	)
 	cmd := &cobra.Command{
 		Use:   "agent",
@@ -49,6 +53,11 @@ a simulated container runtime, as the kubelet does.`,
 			if err != nil {
 				return err
 			}
+			if clientCAFile != "" {
+				if cfg.ClientCA, err = os.ReadFile(clientCAFile); err != nil {
+					return fmt.Errorf("--client-ca-file: %w", err)
+				}
+			}
 			if bootstrapKubeconfig != "" {
 				return runBootstrappedAgents(cmd.Context(), restConfig, certDir, cfg)
 			}
@@ -67,6 +76,9 @@ a simulated container runtime, as the kubelet does.`,
 	f.StringVar(&certDir, "cert-dir", "", "directory of the nodes' client certificates (<cert-dir>/<node>/"+bootstrap.CertFileName+")")
 	f.Float32Var(&qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server (0: none)")
 	opts.addFlags(f)
+	f.StringVar(&clientCAFile, "client-ca-file", "", "CA bundle (PEM) whose client certificates authenticate to the kubelet API, as the kubelet's (default: the CA of --kubeconfig's cluster, which signs the API server's kubelet client certificate when the server makes its own)")
+	f.StringVar(&opts.cfg.TLSCertFile, "tls-cert-file", "", "the kubelet API's serving certificate (default: a self-signed one made in memory, as the kubelet's)")
+	f.StringVar(&opts.cfg.TLSPrivateKeyFile, "tls-private-key-file", "", "key of --tls-cert-file")
 	f.StringVar(&nodeCADir, "node-identities-ca-dir", "", "benchmarks and tests: each node authenticates with a client certificate of system:node:NAME issued from the CA in this directory (ca.crt, ca.key)")
 	_ = f.MarkHidden("node-identities-ca-dir")
 	return cmd
@@ -79,6 +91,7 @@ type agentOptions struct {
 	zones                 string
 	capacity, allocatable string
 	debugHandlers         bool
+	advertiseURL          string // the removed --kubelet-advertise-url, read for its host
 }
 
 // addFlags registers the agent flags (all but --nodes, whose default
@@ -96,9 +109,14 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&cfg.PodCIDRs, "pod-cidrs", agent.DefaultPodCIDRs, "range of the nodes' pod CIDRs: node n gets the n-th /24")
 	f.StringVar(&cfg.NodeIPs, "node-ips", agent.DefaultNodeIPs, "range of the nodes' InternalIPs: node n gets the n-th address")
 	f.StringVar(&cfg.KubeletVersion, "kubelet-version", agent.DefaultKubeletVersion, "kubeletVersion the nodes report")
-	f.StringVar(&cfg.KubeletListen, "kubelet-listen", agent.DefaultKubeletListen, "address of the kubelet API (container logs, /metrics) that serves all the nodes of the process")
-	f.StringVar(&cfg.KubeletAdvertiseURL, "kubelet-advertise-url", "", "base URL the API server reaches the kubelet API at, set in each Node's "+agent.KubeletEndpointAnnotation+
-		" annotation (default: http://<listening host:port>; required when --kubelet-listen binds every interface)")
+	f.StringVar(&cfg.KubeletListen, "kubelet-listen", agent.DefaultKubeletListen, "address of the kubelet API (HTTPS: container logs, /metrics, /debug/pprof/ for authenticated and authorized callers) that serves all the nodes of the process")
+	f.StringVar(&cfg.KubeletAdvertiseHost, "kubelet-advertise-host", "", "host name or IP address the API server reaches the kubelet API at, reported as every node's Hostname address "+
+		"(default: the host of --kubelet-listen; required when --kubelet-listen binds every interface)")
+	f.DurationVar(&cfg.AuthenticationCacheTTL, "authentication-token-webhook-cache-ttl", agent.DefaultAuthenticationCacheTTL, "how long the kubelet API keeps a TokenReview's answer")
+	f.DurationVar(&cfg.AuthorizationAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", agent.DefaultAuthorizationAuthorizedTTL, "how long the kubelet API keeps an allowing SubjectAccessReview's answer")
+	f.DurationVar(&cfg.AuthorizationUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", agent.DefaultAuthorizationUnauthorizedTTL, "how long the kubelet API keeps a refusing SubjectAccessReview's answer")
+	f.StringVar(&o.advertiseURL, "kubelet-advertise-url", "", "replaced by --kubelet-advertise-host: its host is used")
+	_ = f.MarkDeprecated("kubelet-advertise-url", "use --kubelet-advertise-host (the API server reaches the kubelet API over HTTPS at the node's address and kubelet port)")
 	f.DurationVar(&cfg.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "leaseDurationSeconds of the node leases")
 	f.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", agent.DefaultLeaseRenewInterval, "how often node leases are renewed")
 	f.DurationVar(&cfg.NodeStatusUpdateFrequency, "node-status-update-frequency", agent.DefaultNodeStatusUpdateFrequency, "how often node status is computed (written when it changed)")
@@ -127,7 +145,21 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 func (o *agentOptions) config() (agent.Config, error) {
 	cfg := o.cfg
 	cfg.DisableProfiling = !o.debugHandlers
+	// A cache TTL of 0 on the command line keeps nothing, as the
+	// kubelet's; in Config, 0 is the default.
+	for _, ttl := range []*time.Duration{&cfg.AuthenticationCacheTTL, &cfg.AuthorizationAuthorizedTTL, &cfg.AuthorizationUnauthorizedTTL} {
+		if *ttl == 0 {
+			*ttl = -1
+		}
+	}
 	var err error
+	if o.advertiseURL != "" && cfg.KubeletAdvertiseHost == "" {
+		u, err := url.Parse(o.advertiseURL)
+		if err != nil || u.Hostname() == "" {
+			return cfg, fmt.Errorf("--kubelet-advertise-url %q: want http(s)://host[:port]", o.advertiseURL)
+		}
+		cfg.KubeletAdvertiseHost = u.Hostname()
+	}
 	if cfg.Labels, err = parseLabels(o.labels); err != nil {
 		return cfg, fmt.Errorf("--node-labels: %w", err)
 	}

@@ -160,8 +160,12 @@ func TestProcessesServeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := get(anonymous, scheduler+"/metrics", tr.Status.Token); code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:default:prometheus") {
-		t.Errorf("unbound service account /metrics: %d %s", code, body)
+	for _, base := range []string{scheduler, controllers} {
+		for _, path := range []string{"/metrics", "/debug/pprof/heap"} {
+			if code, body := get(anonymous, base+path, tr.Status.Token); code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:default:prometheus") {
+				t.Errorf("unbound service account %s%s: %d %s", base, path, code, body)
+			}
+		}
 	}
 	if _, err := c.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "prometheus"},
@@ -203,8 +207,18 @@ func TestProcessesServeMetrics(t *testing.T) {
 
 	// --profiling (on by default): Go's profiles behind the same
 	// authorization as /metrics.
-	if code, body := get(anonymous, controllers+"/debug/pprof/heap", ""); code != http.StatusForbidden || !strings.Contains(body, `cannot get path \"/debug/pprof/heap\"`) {
-		t.Errorf("anonymous /debug/pprof/heap: %d %.300s", code, body)
+	// Anonymous callers and the monitoring ServiceAccount (system:monitoring
+	// has /metrics, not the profiles, as kube's) are refused on both.
+	for _, base := range []string{scheduler, controllers} {
+		if code, body := get(anonymous, base+"/debug/pprof/heap", ""); code != http.StatusForbidden || !strings.Contains(body, `cannot get path \"/debug/pprof/heap\"`) {
+			t.Errorf("anonymous %s/debug/pprof/heap: %d %.300s", base, code, body)
+		}
+		if code, body := get(anonymous, base+"/debug/pprof/profile?seconds=1", tr.Status.Token); code != http.StatusForbidden || !strings.Contains(body, "system:serviceaccount:default:prometheus") {
+			t.Errorf("system:monitoring %s/debug/pprof/profile: %d %.300s", base, code, body)
+		}
+	}
+	if code, body := get(anonymous, controllers+"/metrics", ""); code != http.StatusForbidden || !strings.Contains(body, `User \"system:anonymous\" cannot get path \"/metrics\"`) {
+		t.Errorf("anonymous controllers /metrics: %d %.300s", code, body)
 	}
 	for _, base := range []string{scheduler, controllers} {
 		code, body := get(adminClient, base+"/debug/pprof/heap?debug=1", "")

@@ -35,8 +35,20 @@ func fastConfig() scheduler.Config {
 }
 
 // startScheduler runs a scheduler against srv until the test ends.
+//
+// It first waits until the watch cache serves every node the test made:
+// the scheduler's informers list at resourceVersion "0", which the server
+// answers from its watch cache at once, as kube does, so a node created
+// just before may be missing from that list and arrive by watch after
+// the first attempt. A pod that failed on the nodes it saw is retried
+// only when a changed node passes its filters (kube's queueing hints), so
+// a cordoned or not-ready node arriving late would leave the first
+// attempt's "0/1 nodes are available" on the pod: kube's integration
+// tests wait for the scheduler's cache to hold the nodes for the same
+// reason.
 func startScheduler(t *testing.T, srv *testserver.Server, cfg scheduler.Config) {
 	t.Helper()
+	waitNodesCached(t, srv.Client)
 	s := scheduler.New(srv.Client, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -48,6 +60,25 @@ func startScheduler(t *testing.T, srv *testserver.Server, cfg scheduler.Config) 
 		}
 		srv.CloseIdleConnections(t)
 	})
+}
+
+// waitNodesCached waits until a resourceVersion "0" list of nodes (the
+// watch cache's, as informers list) has every node a quorum read has.
+func waitNodesCached(t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	var cached, stored int
+	waitFor(t, "the watch cache to serve every node", func(ctx context.Context) (bool, error) {
+		all, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		fromCache, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return false, err
+		}
+		cached, stored = len(fromCache.Items), len(all.Items)
+		return cached == stored, nil
+	}, func() string { return fmt.Sprintf("%d nodes cached, %d stored", cached, stored) })
 }
 
 // nodeOpt adjusts a node before it is created.

@@ -19,6 +19,7 @@ package sharedinformers
 import (
 	"context"
 	"fmt"
+	"github.com/corekube/corekube/controllers/internal/intern"
 	"github.com/corekube/corekube/controllers/useragent"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -106,16 +107,18 @@ func Transform(obj any) (any, error) {
 //     eviction (node lifecycle).
 //
 // A new pod is built rather than the decoded one trimmed, so that nothing
-// else the decoder allocated stays reachable.
+// else the decoder allocated stays reachable; labels, tolerations and
+// the namespace and node names are shared between the pods that have
+// equal ones (package intern; the cached objects are read-only).
 func stripPod(pod *v1.Pod) *v1.Pod {
 	out := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
-			Labels:            pod.Labels,
+			Name: pod.Name, Namespace: intern.String(pod.Namespace), UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+			Labels:            intern.Labels(pod.Labels),
 			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
 			OwnerReferences: pod.OwnerReferences, Finalizers: pod.Finalizers,
 		},
-		Spec:   v1.PodSpec{NodeName: pod.Spec.NodeName, Tolerations: pod.Spec.Tolerations},
+		Spec:   v1.PodSpec{NodeName: intern.String(pod.Spec.NodeName), Tolerations: intern.Tolerations(pod.Spec.Tolerations)},
 		Status: v1.PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason},
 	}
 	for _, cond := range pod.Status.Conditions {

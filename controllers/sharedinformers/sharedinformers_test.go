@@ -1,6 +1,10 @@
 package sharedinformers
 
 import (
+	"fmt"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"reflect"
+	"runtime"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -80,4 +84,89 @@ func TestTransformDropsManagedFields(t *testing.T) {
 	if l := got.(*coordinationv1.Lease); l.ManagedFields != nil || l.Name != "n" {
 		t.Errorf("lease = %+v", l)
 	}
+}
+
+// TestTransformSharesTemplateParts: pods with equal labels and
+// tolerations share one copy of each; a pod with other labels keeps its
+// own.
+func TestTransformSharesTemplateParts(t *testing.T) {
+	pod := func(name, app string) *v1.Pod {
+		secs := int64(300)
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: map[string]string{"app": app}},
+			Spec: v1.PodSpec{NodeName: "n", Tolerations: []v1.Toleration{
+				{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &secs},
+			}},
+		}
+	}
+	strip := func(p *v1.Pod) *v1.Pod {
+		got, err := Transform(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(*v1.Pod)
+	}
+	a, b, c := strip(pod("a", "web")), strip(pod("b", "web")), strip(pod("c", "db"))
+	mapPtr := func(m map[string]string) uintptr { return uintptr(reflect.ValueOf(m).UnsafePointer()) }
+	if mapPtr(a.Labels) != mapPtr(b.Labels) || &a.Spec.Tolerations[0] != &b.Spec.Tolerations[0] {
+		t.Error("pods of one template share neither labels nor tolerations")
+	}
+	if mapPtr(a.Labels) == mapPtr(c.Labels) || c.Labels["app"] != "db" || a.Labels["app"] != "web" {
+		t.Errorf("labels %v and %v", a.Labels, c.Labels)
+	}
+}
+
+// BenchmarkTransformPodRetained decodes b.N running pods from protobuf as
+// the informer does, keeps what Transform returns, and reports the live
+// heap they hold (B/pod-kept).
+func BenchmarkTransformPodRetained(b *testing.B) {
+	ts := metav1.Unix(1700000000, 0)
+	secs := int64(300)
+	raw := make([][]byte, 64)
+	for i := range raw {
+		p := &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%05d", i), Namespace: "scale-bench", UID: "987667c2-bcb7-41f1-81a1-a7ac447f838a",
+				ResourceVersion: "229188", Labels: map[string]string{"app": "scale"}, CreationTimestamp: ts},
+			Spec: v1.PodSpec{NodeName: fmt.Sprintf("node-%d", i), SchedulerName: v1.DefaultSchedulerName,
+				Containers: []v1.Container{{Name: "nginx", Image: "nginx:1.27", Resources: v1.ResourceRequirements{
+					Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")}}}},
+				Tolerations: []v1.Toleration{
+					{Key: v1.TaintNodeNotReady, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &secs},
+					{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &secs},
+				}},
+			Status: v1.PodStatus{Phase: v1.PodRunning, StartTime: &ts, PodIP: "10.0.0.1", Conditions: []v1.PodCondition{
+				{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue, LastTransitionTime: ts},
+				{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: ts},
+				{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: ts},
+				{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: ts},
+				{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: ts},
+			}},
+		}
+		data, err := p.Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw[i] = data
+	}
+	kept := make([]any, b.N)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := range b.N {
+		pod := &v1.Pod{}
+		if err := pod.Unmarshal(raw[i%len(raw)]); err != nil {
+			b.Fatal(err)
+		}
+		obj, err := Transform(pod)
+		if err != nil {
+			b.Fatal(err)
+		}
+		kept[i] = obj
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/pod-kept")
+	runtime.KeepAlive(kept)
 }

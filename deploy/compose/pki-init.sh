@@ -7,9 +7,11 @@
 #                            it in <data-dir>/pki and issue their serving and
 #                            admin certificates from it; the controllers sign
 #                            CSRs with it (--cluster-signing-*).
-#   pki/sa.key               the RSA key that signs ServiceAccount tokens on
-#                            every API server (--service-account-*-key-file),
-#                            so that a token from one is accepted by all.
+#   pki/sa.key               the key (ECDSA P-256: ES256 tokens, cheap to sign
+#                            for every pod) that signs ServiceAccount tokens
+#                            on every API server (--service-account-*-key-file),
+#                            so that a token from one is accepted by all. An
+#                            existing RSA sa.key is kept and keeps working.
 #   <name>.kubeconfig        a client certificate from the CA for each
 #                            component, pointing at $COREKUBE_SERVER (the
 #                            load balancer): admin (kubernetes-admin,
@@ -56,7 +58,7 @@ if [ ! -s "$pki/ca.key" ]; then
 	chmod 0644 "$pki/ca.crt"
 fi
 if [ ! -s "$pki/sa.key" ]; then
-	openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+	openssl ecparam -name prime256v1 -genkey -noout -out "$pki/sa.key" 2>/dev/null
 fi
 
 b64() { openssl base64 -A -in "$1"; }

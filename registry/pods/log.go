@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/corekube/corekube/registry"
@@ -23,19 +25,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// KubeletEndpointAnnotation on a Node holds the base URL of its node
-// agent's kubelet-style API (e.g. "http://127.0.0.1:41234"). Without it the
-// agent is reached as kube-apiserver reaches a kubelet: the node's
-// preferred address and status.daemonEndpoints.kubeletEndpoint.port.
-const KubeletEndpointAnnotation = "node.corekube.io/kubelet-endpoint"
-
 // defaultKubeletPort is kube-apiserver's --kubelet-port, for nodes that
 // report no kubelet port.
 const defaultKubeletPort = 10250
 
-// preferredAddressTypes is kube-apiserver's default
+// DefaultPreferredAddressTypes is kube-apiserver's default
 // --kubelet-preferred-address-types.
-var preferredAddressTypes = []v1.NodeAddressType{
+var DefaultPreferredAddressTypes = []v1.NodeAddressType{
 	v1.NodeHostName, v1.NodeInternalDNS, v1.NodeInternalIP, v1.NodeExternalDNS, v1.NodeExternalIP,
 }
 
@@ -51,24 +47,62 @@ var (
 // LogREST serves GET pods/{name}/log as kube-apiserver v1.32 does
 // (pkg/registry/core/pod/rest/log.go and LogLocation): the options are
 // validated, the container chosen, and the node agent's
-// /containerLogs/{namespace}/{pod}/{container} is streamed back.
+// /containerLogs/{namespace}/{pod}/{container} is streamed back, fetched
+// over HTTPS from the node's preferred address and kubelet port.
 type LogREST struct {
 	pods  *registry.Store // the pod, read from etcd: a pod bound an instant ago must show its node
 	nodes *registry.Store // the node, from the watch cache
+
+	mu sync.RWMutex
 	// client reaches agents; insecureClient is the one a request with
-	// insecureSkipTLSVerifyBackend uses (it only matters for https).
+	// insecureSkipTLSVerifyBackend uses; addressTypes is the preference
+	// order of the node's addresses.
 	client, insecureClient *http.Client
+	addressTypes           []v1.NodeAddressType
+}
+
+// KubeletClientConfig is how the API server reaches kubelets, as
+// kube-apiserver's --kubelet-* flags.
+type KubeletClientConfig struct {
+	// TLS has the client certificate the API server presents to the
+	// kubelet (--kubelet-client-certificate, --kubelet-client-key) and the
+	// CAs that verify the kubelet's serving certificate
+	// (--kubelet-certificate-authority); with no RootCAs the certificate
+	// is not verified, as kube-apiserver without that flag.
+	TLS *tls.Config
+	// PreferredAddressTypes is --kubelet-preferred-address-types; empty
+	// means DefaultPreferredAddressTypes.
+	PreferredAddressTypes []v1.NodeAddressType
 }
 
 // NewLogREST returns the log subresource of podStore, which finds the
-// agents through the Nodes in nodeStore.
+// agents through the Nodes in nodeStore. Until SetKubeletClient it reaches
+// them with no client certificate.
 func NewLogREST(podStore, nodeStore *registry.Store) *LogREST {
-	return &LogREST{
-		pods:           podStore,
-		nodes:          nodeStore,
-		client:         agentClient(nil),
-		insecureClient: agentClient(&tls.Config{InsecureSkipVerify: true}), //nolint:gosec // what the client asked for
+	r := &LogREST{pods: podStore, nodes: nodeStore}
+	r.SetKubeletClient(KubeletClientConfig{})
+	return r
+}
+
+// SetKubeletClient sets how kubelets are reached (the server knows its
+// certificates only after it built its resources).
+func (r *LogREST) SetKubeletClient(c KubeletClientConfig) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.TLS != nil {
+		tlsConfig = c.TLS.Clone()
 	}
+	if tlsConfig.RootCAs == nil {
+		tlsConfig.InsecureSkipVerify = true //nolint:gosec // kube-apiserver without --kubelet-certificate-authority
+	}
+	insecure := tlsConfig.Clone()
+	insecure.InsecureSkipVerify = true //nolint:gosec // what the client asked for
+	types := c.PreferredAddressTypes
+	if len(types) == 0 {
+		types = DefaultPreferredAddressTypes
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.client, r.insecureClient, r.addressTypes = agentClient(tlsConfig), agentClient(insecure), slices.Clone(types)
 }
 
 // agentClient returns an HTTP client for node agents. It has no overall
@@ -113,10 +147,12 @@ func (r *LogREST) Get(ctx context.Context, namespace, name string, query url.Val
 	if err != nil {
 		return nil, err
 	}
+	r.mu.RLock()
 	client := r.client
 	if opts.InsecureSkipTLSVerifyBackend {
 		client = r.insecureClient
 	}
+	r.mu.RUnlock()
 	return &logStream{location: location, client: client, flush: opts.Follow, name: name}, nil
 }
 
@@ -201,7 +237,7 @@ func (r *LogREST) logLocation(ctx context.Context, namespace, name string, opts 
 	if err != nil {
 		return nil, err
 	}
-	loc, err := agentURL(obj.(*v1.Node))
+	loc, err := r.agentURL(obj.(*v1.Node))
 	if err != nil {
 		return nil, err
 	}
@@ -234,20 +270,15 @@ func logContainer(pod *v1.Pod, name string) (string, error) {
 	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, pod.Name))
 }
 
-// agentURL is the base URL of the node's agent: the annotation, else the
-// node's preferred address and kubelet port over plain HTTP.
-func agentURL(node *v1.Node) (*url.URL, error) {
-	if ep := node.Annotations[KubeletEndpointAnnotation]; ep != "" {
-		u, err := url.Parse(ep)
-		if err == nil && (u.Scheme != "http" && u.Scheme != "https" || u.Host == "") {
-			err = errors.New("not an http(s) URL")
-		}
-		if err != nil {
-			return nil, unknownError(fmt.Errorf("node %s: annotation %s=%q: %w", node.Name, KubeletEndpointAnnotation, ep, err))
-		}
-		return u, nil
-	}
-	host, err := preferredAddress(node)
+// agentURL is the base URL of the node's agent: https, the node's
+// preferred address and its kubelet port, as kube's node connection info
+// (never anything a Node's metadata says: whoever may patch a Node must
+// not point the API server elsewhere).
+func (r *LogREST) agentURL(node *v1.Node) (*url.URL, error) {
+	r.mu.RLock()
+	types := r.addressTypes
+	r.mu.RUnlock()
+	host, err := preferredAddress(node, types)
 	if err != nil {
 		return nil, err
 	}
@@ -255,14 +286,13 @@ func agentURL(node *v1.Node) (*url.URL, error) {
 	if port <= 0 {
 		port = defaultKubeletPort
 	}
-	return &url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
+	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
 }
 
-// preferredAddress is kube's GetPreferredNodeAddress with the default
-// preference order. kube answers its failure as a plain error: a 500
-// without a reason.
-func preferredAddress(node *v1.Node) (string, error) {
-	for _, t := range preferredAddressTypes {
+// preferredAddress is kube's GetPreferredNodeAddress. kube answers its
+// failure as a plain error: a 500 without a reason.
+func preferredAddress(node *v1.Node, types []v1.NodeAddressType) (string, error) {
+	for _, t := range types {
 		for _, a := range node.Status.Addresses {
 			if a.Type == t {
 				return a.Address, nil

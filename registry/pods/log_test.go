@@ -126,7 +126,7 @@ func TestAgentURL(t *testing.T) {
 	node := func(annotation string, port int32, addrs ...v1.NodeAddress) *v1.Node {
 		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}
 		if annotation != "" {
-			n.Annotations = map[string]string{KubeletEndpointAnnotation: annotation}
+			n.Annotations = map[string]string{"node.corekube.io/kubelet-endpoint": annotation}
 		}
 		n.Status.DaemonEndpoints.KubeletEndpoint.Port = port
 		n.Status.Addresses = addrs
@@ -141,16 +141,16 @@ func TestAgentURL(t *testing.T) {
 		want    string
 		wantErr string
 	}{
-		{"annotation wins", node("http://127.0.0.1:41234", 10250, internal), "http://127.0.0.1:41234", ""},
-		{"hostname first", node("", 10255, external, internal, hostname), "http://node-1:10255", ""},
-		{"internal before external", node("", 10255, external, internal), "http://10.0.0.1:10255", ""},
-		{"default port", node("", 0, internal), "http://10.0.0.1:10250", ""},
-		{"ipv6", node("", 1, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "::1"}), "http://[::1]:1", ""},
+		// The annotation earlier agents set is never followed.
+		{"annotation ignored", node("http://192.0.2.9:41234", 10250, internal), "https://10.0.0.1:10250", ""},
+		{"hostname first", node("", 10255, external, internal, hostname), "https://node-1:10255", ""},
+		{"internal before external", node("", 10255, external, internal), "https://10.0.0.1:10255", ""},
+		{"default port", node("", 0, internal), "https://10.0.0.1:10250", ""},
+		{"ipv6", node("", 1, v1.NodeAddress{Type: v1.NodeInternalIP, Address: "::1"}), "https://[::1]:1", ""},
 		{"no address", node("", 1), "", "no preferred addresses found; known addresses: []"},
 		{"unpreferred address", node("", 1, v1.NodeAddress{Type: "Other", Address: "x"}), "", "no preferred addresses found; known addresses: [{Other x}]"},
-		{"bad annotation", node("127.0.0.1:1", 1, internal), "", `node n1: annotation node.corekube.io/kubelet-endpoint="127.0.0.1:1"`},
 	} {
-		got, err := agentURL(tc.node)
+		got, err := NewLogREST(nil, nil).agentURL(tc.node)
 		if tc.wantErr != "" {
 			status, ok := err.(apierrors.APIStatus)
 			if !ok || status.Status().Code != http.StatusInternalServerError || status.Status().Reason != "" || !strings.HasPrefix(err.Error(), tc.wantErr) {
@@ -161,6 +161,12 @@ func TestAgentURL(t *testing.T) {
 		if err != nil || got.String() != tc.want {
 			t.Errorf("%s: %v, %v; want %s", tc.name, got, err, tc.want)
 		}
+	}
+	// --kubelet-preferred-address-types as kubeadm sets it.
+	r := NewLogREST(nil, nil)
+	r.SetKubeletClient(KubeletClientConfig{PreferredAddressTypes: []v1.NodeAddressType{v1.NodeInternalIP, v1.NodeExternalIP, v1.NodeHostName}})
+	if got, err := r.agentURL(node("", 10250, hostname, external, internal)); err != nil || got.String() != "https://10.0.0.1:10250" {
+		t.Errorf("InternalIP first: %v %v", got, err)
 	}
 }
 

@@ -24,13 +24,16 @@ type EmbeddedConfig struct {
 	// Dir is the data directory. It is created if missing; an existing one
 	// is reopened with its data.
 	Dir string
-	// ClientURL is where etcd serves clients. The default,
-	// "http://127.0.0.1:0", picks a free port; Endpoints reports the one
-	// actually bound.
+	// ClientURL is where etcd serves clients. The default (empty) is a
+	// unix socket, etcd.sock in Dir (mode 0600 in a 0700 directory), so
+	// that only the user running corekube can reach the keys: etcd's
+	// client port has no authentication of its own. "http://127.0.0.1:0"
+	// serves plaintext TCP on a free port instead (any local process can
+	// then read and write every key); Endpoints reports the one bound.
 	ClientURL string
 	// PeerURL is where etcd listens for peers. A single member never dials
-	// it, so the default "http://127.0.0.1:0" only exists because etcd
-	// insists on having one.
+	// it, but etcd insists on having one: the default is a unix socket,
+	// etcd-peer.sock in Dir, reachable by nobody else either.
 	PeerURL string
 	// UnsafeNoFsync skips fsync: fast, and loses data on power failure.
 	// Tests only.
@@ -45,6 +48,7 @@ type EmbeddedConfig struct {
 // Embedded is a running in-process etcd and a client connected to it.
 type Embedded struct {
 	etcd      *embed.Etcd
+	sockDir   string // a private directory for the sockets when Dir's path is too long; removed by Close
 	client    *clientv3.Client
 	endpoints []string
 	lock      *fileutil.LockedFile
@@ -54,7 +58,6 @@ type Embedded struct {
 }
 
 const (
-	defaultLocalURL = "http://127.0.0.1:0"
 	// quotaBytes is the backend size above which etcd refuses writes. etcd's
 	// default (2 GiB) is small for a cluster's worth of objects; 8 GiB is
 	// etcd's recommended maximum.
@@ -79,13 +82,23 @@ func startEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	if cfg.Dir == "" {
 		return nil, errors.New("no data directory")
 	}
-	ecfg, err := embedConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, err
 	}
+	// The directory holds the keys' files and the sockets: nobody else may
+	// enter it, even when it existed before with a looser mode.
+	if err := os.Chmod(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("restrict data directory: %w", err)
+	}
+	sockDir, private, err := socketDir(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil && private {
+			os.RemoveAll(sockDir)
+		}
+	}()
 	// etcd waits forever for a data directory another etcd has open; fail
 	// fast instead.
 	lock, err := fileutil.TryLockFile(filepath.Join(cfg.Dir, "corekube.lock"), os.O_WRONLY|os.O_CREATE, fileutil.PrivateFileMode)
@@ -98,6 +111,11 @@ func startEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 		}
 	}()
 
+	// After the lock: a socket in the directory is then a stale one.
+	ecfg, err := embedConfig(cfg, sockDir)
+	if err != nil {
+		return nil, err
+	}
 	e, err := embed.StartEtcd(ecfg)
 	if err != nil {
 		return nil, err
@@ -118,21 +136,69 @@ func startEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	// The listeners know the ports the kernel picked for ":0" URLs.
 	endpoints := make([]string, len(e.Clients))
 	for i, l := range e.Clients {
+		if l.Addr().Network() == "unix" {
+			// etcd creates the socket with the umask's mode; only the
+			// owner may connect (the 0700 directory already says so).
+			if err := os.Chmod(l.Addr().String(), 0o600); err != nil {
+				return nil, fmt.Errorf("restrict etcd socket: %w", err)
+			}
+			endpoints[i] = "unix://" + l.Addr().String()
+			continue
+		}
 		endpoints[i] = "http://" + l.Addr().String()
+	}
+	for _, p := range e.Peers {
+		if p.Addr().Network() == "unix" {
+			if err := os.Chmod(p.Addr().String(), 0o600); err != nil {
+				return nil, fmt.Errorf("restrict etcd peer socket: %w", err)
+			}
+		}
 	}
 	client, err := newClient(endpoints, nil, zapLogger(cfg.Logger))
 	if err != nil {
 		return nil, err
 	}
-	return &Embedded{etcd: e, client: client, endpoints: endpoints, lock: lock}, nil
+	emb := &Embedded{etcd: e, client: client, endpoints: endpoints, lock: lock}
+	if private {
+		emb.sockDir = sockDir
+	}
+	return emb, nil
 }
 
-func embedConfig(cfg EmbeddedConfig) (*embed.Config, error) {
-	clientURL, err := parseURL(cfg.ClientURL)
+// maxSocketPath is the longest unix socket path Linux takes (108 bytes
+// with the terminating NUL), less a margin.
+const maxSocketPath = 100
+
+// socketDir is where the unix sockets go: Dir, unless a socket's path
+// there would be too long for the kernel (deep test directories), then a
+// new private (0700) directory under the system's temporary one.
+func socketDir(cfg EmbeddedConfig) (dir string, private bool, err error) {
+	dir, err = filepath.Abs(cfg.Dir)
+	if err != nil {
+		return "", false, fmt.Errorf("data directory: %w", err)
+	}
+	if len(filepath.Join(dir, peerSocket)) <= maxSocketPath {
+		return dir, false, nil
+	}
+	// MkdirTemp makes it 0700.
+	if dir, err = os.MkdirTemp("", "corekube-etcd-"); err != nil {
+		return "", false, fmt.Errorf("etcd socket directory: %w", err)
+	}
+	return dir, true, nil
+}
+
+// The sockets' names in the data directory.
+const (
+	clientSocket = "etcd.sock"
+	peerSocket   = "etcd-peer.sock"
+)
+
+func embedConfig(cfg EmbeddedConfig, sockDir string) (*embed.Config, error) {
+	clientURL, err := parseURL(cfg.ClientURL, filepath.Join(sockDir, clientSocket))
 	if err != nil {
 		return nil, fmt.Errorf("client URL: %w", err)
 	}
-	peerURL, err := parseURL(cfg.PeerURL)
+	peerURL, err := parseURL(cfg.PeerURL, filepath.Join(sockDir, peerSocket))
 	if err != nil {
 		return nil, fmt.Errorf("peer URL: %w", err)
 	}
@@ -142,10 +208,12 @@ func embedConfig(cfg EmbeddedConfig) (*embed.Config, error) {
 	ecfg.Dir = cfg.Dir
 	// With port 0 the advertised URLs name no real port. Nothing dials
 	// them: clients use Endpoints, and a lone member has no peers.
+	// etcd wants host:port in advertised URLs, which a socket's path is
+	// not: a unix listener advertises a placeholder no one dials.
 	ecfg.ListenClientUrls = []url.URL{*clientURL}
-	ecfg.AdvertiseClientUrls = []url.URL{*clientURL}
+	ecfg.AdvertiseClientUrls = []url.URL{advertised(clientURL)}
 	ecfg.ListenPeerUrls = []url.URL{*peerURL}
-	ecfg.AdvertisePeerUrls = []url.URL{*peerURL}
+	ecfg.AdvertisePeerUrls = []url.URL{advertised(peerURL)}
 	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
 	// Only read for a fresh Dir; an existing member ignores it.
 	ecfg.ClusterState = embed.ClusterStateFlagNew
@@ -189,9 +257,28 @@ func embedConfig(cfg EmbeddedConfig) (*embed.Config, error) {
 	return ecfg, nil
 }
 
-func parseURL(s string) (*url.URL, error) {
+// advertised is what etcd advertises for a listen URL: the URL itself,
+// or for a unix socket "unix://localhost:0", which etcd's validation
+// takes and nothing dials (a lone member has no peers; its clients use
+// Endpoints).
+func advertised(u *url.URL) url.URL {
+	if u.Scheme == "unix" {
+		return url.URL{Scheme: "unix", Host: "localhost:0"}
+	}
+	return *u
+}
+
+// parseURL parses a listen URL; empty means a unix socket at sock. etcd
+// reads a unix URL's path from its Host (the peer listener reads nothing
+// else), so the path goes there.
+func parseURL(s, sock string) (*url.URL, error) {
 	if s == "" {
-		s = defaultLocalURL
+		// A stale socket of a previous run would make the listen fail;
+		// the data directory's lock says no etcd is using it.
+		if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+		return &url.URL{Scheme: "unix", Host: sock}, nil
 	}
 	u, err := url.Parse(s)
 	if err != nil {
@@ -222,6 +309,9 @@ func (e *Embedded) Close() error {
 		err := e.client.Close()
 		e.etcd.Close() // not idempotent: it closes the Err channel
 		e.lock.Close()
+		if e.sockDir != "" {
+			os.RemoveAll(e.sockDir)
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			e.closeErr = fmt.Errorf("close embedded etcd client: %w", err)
 		}

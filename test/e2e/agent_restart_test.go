@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/corekube/corekube/agent"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -277,7 +276,7 @@ func TestAgentSIGKILLAdoptsPods(t *testing.T) {
 		if n.Status.NodeInfo.BootID != bootIDs[n.Name] {
 			t.Errorf("node %s: bootID %s → %s (a restarted agent is not a rebooted node)", n.Name, bootIDs[n.Name], n.Status.NodeInfo.BootID)
 		}
-		if n.Annotations[agent.KubeletEndpointAnnotation] == "" {
+		if n.Status.DaemonEndpoints.KubeletEndpoint.Port == 0 {
 			t.Errorf("node %s lost its kubelet endpoint", n.Name)
 		}
 	}

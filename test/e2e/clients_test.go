@@ -158,8 +158,12 @@ func testGeneratedSDK(t *testing.T, p *process) {
 	}
 	gen := filepath.Join(work, "sdk")
 	start := time.Now()
+	// One module per API group version path segment (api.v1, api.policy,
+	// ...): with every path kube documents (its deprecated /watch/ ones
+	// too) a single module's inferred type grows past what TypeScript
+	// will write to the .d.ts the generator needs for --js.
 	runClient(t, filepath.Join(dir, "node_modules", ".bin", "swagger-typescript-api"),
-		"generate", "--path", specFile, "--output", gen, "--name", "api.js", "--js", "--silent")
+		"generate", "--path", specFile, "--output", gen, "--name", "api.js", "--js", "--silent", "--module-name-index", "1")
 	t.Logf("client generated in %v", time.Since(start))
 	api := filepath.Join(gen, "api.js")
 	src, err := os.ReadFile(api)

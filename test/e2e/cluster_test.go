@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"crypto/tls"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,8 +73,9 @@ func TestUpWithNodes(t *testing.T) {
 
 // checkUpKubeletMetrics: the in-process agents' kubelet metrics are on the
 // API server's /metrics, one series per node, counting the two pods the
-// agents started; the kubelet port serves the kubelet metrics, not the
-// API server's (it authenticates no one).
+// agents started; the kubelet port (the node's Hostname address and
+// kubelet port, over HTTPS) serves the kubelet metrics, not the API
+// server's, and only to callers who authenticate.
 func checkUpKubeletMetrics(t *testing.T, p *process) {
 	api := metricstest.Scrape(t, p.http, p.url+"/metrics")
 	for _, node := range []string{"node-1", "node-2"} {
@@ -92,8 +96,25 @@ func checkUpKubeletMetrics(t *testing.T, p *process) {
 		t.Errorf("kubelet_started_containers_total{container_type=container} = %v, want 2", v)
 	}
 
-	endpoint := p.mustKubectl("get", "node", "node-1", "-o", `jsonpath={.metadata.annotations.node\.corekube\.io/kubelet-endpoint}`)
-	kubelet := metricstest.Scrape(t, http.DefaultClient, endpoint+"/metrics")
+	host := p.mustKubectl("get", "node", "node-1", "-o", `jsonpath={.status.addresses[?(@.type=="Hostname")].address}`)
+	port := p.mustKubectl("get", "node", "node-1", "-o", `jsonpath={.status.daemonEndpoints.kubeletEndpoint.Port}`)
+	endpoint := "https://" + net.JoinHostPort(host, port)
+	client, err := kubeletHTTPClient(filepath.Join(p.dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	anonymous := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed
+	for _, path := range []string{"/metrics", "/debug/pprof/"} {
+		resp, err := anonymous.Get(endpoint + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("anonymous GET %s%s: %d, want 401", endpoint, path, resp.StatusCode)
+		}
+	}
+	kubelet := metricstest.Scrape(t, client, endpoint+"/metrics")
 	for name := range api {
 		if strings.HasPrefix(name, "kubelet_") && kubelet[name] == nil {
 			t.Errorf("%s on the API server's /metrics, not on the kubelet port's", name)

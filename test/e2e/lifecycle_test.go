@@ -327,7 +327,7 @@ func testDescribe(t *testing.T, k *kc) {
 			`  DiskPressure +False +.* +KubeletHasNoDiskPressure +kubelet has no disk pressure\n` +
 			`  PIDPressure +False +.* +KubeletHasSufficientPID +kubelet has sufficient PID available\n` +
 			`  Ready +True +.* +KubeletReady +kubelet is posting ready status\n`,
-		`(?m)^Addresses:\n  InternalIP: +172\.20\.0\.1\n  Hostname: +node-1\n`,
+		`(?m)^Addresses:\n  InternalIP: +172\.20\.0\.1\n  Hostname: +127\.0\.0\.1\n`,
 		`(?m)^Capacity:\n  cpu: +4\n  ephemeral-storage: +100Gi\n  hugepages-1Gi: +0\n  hugepages-2Mi: +0\n  memory: +16Gi\n  pods: +110\n`,
 		`(?m)^Allocatable:\n  cpu: +4\n  ephemeral-storage: +90Gi\n  hugepages-1Gi: +0\n  hugepages-2Mi: +0\n  memory: +16284Mi\n  pods: +110\n`,
 		`(?m)^System Info:\n  Machine ID: +[0-9a-f]{32}\n  System UUID: +[0-9a-f-]{36}\n  Boot ID: +[0-9a-f-]{36}\n  Kernel Version: +\S+\n  OS Image: +.+\n  Operating System: +linux\n  Architecture: +amd64\n  Container Runtime Version: +sim://1\.0\.0\n  Kubelet Version: +v1\.32\.3\n`,

@@ -187,6 +187,19 @@ func kubeconfigHTTPClient(path string) (*http.Client, error) {
 	return rest.HTTPClientFor(cfg)
 }
 
+// kubeletHTTPClient is a client for the agents' kubelet APIs with the
+// kubeconfig's client certificate (the admin's) that, as kube-apiserver
+// without --kubelet-certificate-authority, does not verify their
+// self-signed serving certificates.
+func kubeletHTTPClient(path string) (*http.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Insecure, cfg.CAData, cfg.CAFile = true, nil, ""
+	return rest.HTTPClientFor(cfg)
+}
+
 // kubectl runs kubectl against the process's kubeconfig.
 func (p *process) kubectl(args ...string) (string, error) {
 	p.t.Helper()

@@ -3,12 +3,19 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/corekube/corekube/test/testserver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
 
 // hostileMemoryCap bounds what one hostile request may allocate in this
@@ -27,7 +34,10 @@ type hostileCase struct {
 	method      string
 	path        string // below /api/v1/namespaces/<ns>
 	contentType string
-	body        []byte
+	headers     []string // more name, value pairs
+	// watchPath sends it below kube's deprecated /api/v1/watch/namespaces/<ns>.
+	watchPath bool
+	body      []byte
 	// code is kube's status code; 0 means any 4xx (kube's code not
 	// pinned down).
 	code int
@@ -173,6 +183,19 @@ func TestHostileInputs(t *testing.T) {
 		{name: "dryRun unknown", method: "POST", path: "/pods?dryRun=Sometimes", body: podJSON("dry"), code: 422},
 		{name: "gracePeriodSeconds garbage", method: "DELETE", path: "/pods/sentinel?gracePeriodSeconds=abc", code: 400},
 		{name: "propagationPolicy unknown", method: "DELETE", path: "/pods/sentinel?propagationPolicy=Sideways", code: 422},
+
+		// Wrong answers kube does not give (issue 18).
+		{name: "merge patch duplicate field strict", method: "PATCH", path: "/pods/target?fieldValidation=Strict", contentType: mergePatch, body: []byte(`{"metadata":{"labels":{"a":"1","a":"2"}}}`), code: 422},
+		{name: "strategic patch duplicate field strict", method: "PATCH", path: "/pods/target?fieldValidation=Strict", contentType: smPatch, body: []byte(`{"metadata":{"labels":{"a":"1","a":"2"}}}`), code: 422},
+		{name: "json patch duplicate field strict", method: "PATCH", path: "/pods/target?fieldValidation=Strict", contentType: jPatch, body: jsonPatch(`{"op":"add","op":"add","path":"/metadata/labels/x","value":"1"}`), code: 422},
+		{name: "body typed */*", method: "POST", path: "/pods", contentType: "*/*", body: podJSON("star"), code: 415},
+		{name: "update typed */*", method: "PUT", path: "/pods/target", contentType: "*/*", body: podJSON("target"), code: 415},
+		{name: "get at a resourceVersion far ahead", method: "GET", path: "/pods/sentinel?resourceVersion=999999999999", code: 504},
+		{name: "get at a resourceVersion garbage", method: "GET", path: "/pods/sentinel?resourceVersion=abc", code: 400},
+		{name: "exec of an unbound pod", method: "POST", path: "/pods/target/exec?command=sh", code: 400},
+		{name: "portforward of an unbound pod", method: "GET", path: "/pods/target/portforward?ports=80", code: 400},
+		{name: "attach of a missing pod", method: "POST", path: "/pods/nope/attach", code: 404},
+		{name: "deprecated watch path of a subresource", method: "GET", path: "/pods/target/status", watchPath: true, code: 404},
 	}
 
 	for _, tc := range cases {
@@ -185,7 +208,12 @@ func TestHostileInputs(t *testing.T) {
 			if tc.contentType != "" {
 				headers = []string{"Content-Type", tc.contentType}
 			}
-			resp := doRaw(t, tc.method, "/api/v1/namespaces/"+ns+tc.path, tc.body, headers...)
+			headers = append(headers, tc.headers...)
+			path := "/api/v1/namespaces/" + ns + tc.path
+			if tc.watchPath {
+				path = "/api/v1/watch/namespaces/" + ns + tc.path
+			}
+			resp := doRaw(t, tc.method, path, tc.body, headers...)
 			took := time.Since(start)
 			runtime.ReadMemStats(&m1)
 			allocated := m1.TotalAlloc - m0.TotalAlloc
@@ -200,7 +228,7 @@ func TestHostileInputs(t *testing.T) {
 			switch {
 			case tc.code != 0 && resp.Code != tc.code:
 				t.Errorf("status %d, want %d", resp.Code, tc.code)
-			case resp.Code < 400 || resp.Code >= 500:
+			case tc.code == 0 && (resp.Code < 400 || resp.Code >= 500):
 				t.Errorf("status %d, want a 4xx", resp.Code)
 			}
 			if resp.Code >= 400 && resp.Header.Get("Content-Type") == "application/json" {
@@ -236,4 +264,214 @@ func TestHostileInputs(t *testing.T) {
 			t.Errorf("pod %s changed:\n before %s\n after  %s", name, b, after[name])
 		}
 	}
+}
+
+// TestHostileSlowBody: a body trickled a byte at a time is cut off at the
+// request's deadline with kube's 504, and the server goes on answering.
+func TestHostileSlowBody(t *testing.T) {
+	ns := newNamespace(t)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() {
+		// Owned by this test: ends when the pipe is closed (the
+		// server gave up on the body, or the test returns).
+		body := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"slow"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`)
+		for _, b := range body {
+			if _, err := pw.Write([]byte{b}); err != nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond) // the trickle itself, not synchronisation
+		}
+	}()
+	req, err := http.NewRequest("POST", srv.URL()+"/api/v1/namespaces/"+ns+"/pods?timeout=1s", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	// HTTP/1.1, where net/http would read the rest of a small body
+	// before answering.
+	resp, err := http1Client(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	pw.CloseWithError(errors.New("test over"))
+	took := time.Since(start)
+	t.Logf("%d after %v: %s", resp.StatusCode, took.Round(time.Millisecond), bytes.TrimSpace(data))
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("status %d, want 504", resp.StatusCode)
+	}
+	if took > hostileDeadline {
+		t.Errorf("answered after %v", took)
+	}
+	if got := doRaw(t, "GET", "/api/v1/namespaces/"+ns+"/pods/slow", nil); got.Code != 404 {
+		t.Errorf("the slow pod: %d, want 404", got.Code)
+	}
+}
+
+// TestHostileDeleteSlashName: DELETE of pods/%2F (or pods/) is routed as
+// deletecollection, as in kube, so a user allowed to delete pods but not
+// to deletecollection them is refused, and nothing is deleted.
+func TestHostileDeleteSlashName(t *testing.T) {
+	ns := newNamespace(t)
+	if resp := doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"keep"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`)); resp.Code != 201 {
+		t.Fatalf("create: %d %s", resp.Code, resp.Body)
+	}
+	role := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"deleter"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get","delete"]}]}`
+	binding := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"deleter"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"deleter"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"mallory"}]}`
+	for path, body := range map[string]string{"roles": role, "rolebindings": binding} {
+		if resp := doRaw(t, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/"+ns+"/"+path, []byte(body)); resp.Code != 201 {
+			t.Fatalf("create %s: %d %s", path, resp.Code, resp.Body)
+		}
+	}
+	as := []string{"Impersonate-User", "mallory"}
+	// RBAC reads a watch-fed cache: wait until mallory may delete.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp := doRaw(t, "DELETE", "/api/v1/namespaces/"+ns+"/pods/nope", nil, as...)
+		if resp.Code == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mallory's delete: %d %s", resp.Code, resp.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, path := range []string{"/pods/%2F", "/pods/", "/pods//"} {
+		resp := doRaw(t, "DELETE", "/api/v1/namespaces/"+ns+path, nil, as...)
+		if resp.Code != 403 || !strings.Contains(string(resp.Body), `cannot deletecollection resource \"pods\"`) {
+			t.Errorf("DELETE %s as mallory: %d %s, want 403 for deletecollection", path, resp.Code, resp.Body)
+		}
+	}
+	if resp := doRaw(t, "GET", "/api/v1/namespaces/"+ns+"/pods/keep", nil); resp.Code != 200 {
+		t.Errorf("the pod after the refused deletes: %d %s", resp.Code, resp.Body)
+	}
+}
+
+// TestPodConnectSubresources: pods/exec, attach and portforward answer as
+// kube's do up to the kubelet (discovery lists them; 400 "Upgrade request
+// required" without an upgrade), and an upgrade is refused with why.
+func TestPodConnectSubresources(t *testing.T) {
+	ns := newNamespace(t)
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bound"},"spec":{"nodeName":"connect-node","containers":[{"name":"a","image":"busybox"},{"name":"b","image":"busybox"}]}}`
+	if resp := doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods", []byte(pod)); resp.Code != 201 {
+		t.Fatalf("create: %d %s", resp.Code, resp.Body)
+	}
+	upgrade := []string{"Connection", "Upgrade", "Upgrade", "SPDY/3.1"}
+	for _, tc := range []struct {
+		method, path string
+		headers      []string
+		code         int
+		message      string
+	}{
+		{"POST", "/exec?command=ls&container=a", nil, 400, "Upgrade request required"},
+		{"GET", "/exec?command=ls&container=b", nil, 400, "Upgrade request required"},
+		{"POST", "/exec?command=ls", nil, 400, "a container name must be specified for pod bound, choose one of: [a b]"},
+		{"POST", "/exec?command=ls&container=zz", nil, 400, "container zz is not valid for pod bound"},
+		{"POST", "/attach?container=a", nil, 400, "Upgrade request required"},
+		{"POST", "/portforward?ports=80", nil, 400, "Upgrade request required"},
+		{"PUT", "/exec", nil, 405, ""},
+		{"POST", "/exec?command=ls&container=a", upgrade, 400, "corekube's node agents simulate containers and run no processes"},
+	} {
+		var resp rawResponse
+		if tc.headers == nil {
+			resp = doRaw(t, tc.method, "/api/v1/namespaces/"+ns+"/pods/bound"+tc.path, nil)
+		} else {
+			// An upgrade is HTTP/1.1's (Go's HTTP/2 client refuses it).
+			req, err := http.NewRequest(tc.method, srv.URL()+"/api/v1/namespaces/"+ns+"/pods/bound"+tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i+1 < len(tc.headers); i += 2 {
+				req.Header.Set(tc.headers[i], tc.headers[i+1])
+			}
+			r, err := http1Client(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Code = r.StatusCode
+			resp.Body, _ = io.ReadAll(r.Body)
+			r.Body.Close()
+		}
+		var st metav1.Status
+		_ = json.Unmarshal(resp.Body, &st)
+		if resp.Code != tc.code || !strings.Contains(st.Message, tc.message) {
+			t.Errorf("%s %s: %d %q, want %d %q", tc.method, tc.path, resp.Code, st.Message, tc.code, tc.message)
+		}
+	}
+	resp := doRaw(t, "GET", "/api/v1", nil)
+	var list metav1.APIResourceList
+	if err := json.Unmarshal(resp.Body, &list); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"pods/exec": "PodExecOptions", "pods/attach": "PodAttachOptions", "pods/portforward": "PodPortForwardOptions"}
+	for _, r := range list.APIResources {
+		if kind, ok := want[r.Name]; ok {
+			if r.Kind != kind || strings.Join(r.Verbs, ",") != "create,get" {
+				t.Errorf("discovery %s: %s %v", r.Name, r.Kind, r.Verbs)
+			}
+			delete(want, r.Name)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("discovery lacks %v", want)
+	}
+}
+
+// TestDeprecatedWatchPaths: kube's /watch/ paths are watches, of a
+// collection or of one object.
+func TestDeprecatedWatchPaths(t *testing.T) {
+	ns := newNamespace(t)
+	for _, name := range []string{"one", "two"} {
+		if resp := doRaw(t, "POST", "/api/v1/namespaces/"+ns+"/pods", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"`+name+`"},"spec":{"containers":[{"name":"c","image":"busybox"}]}}`)); resp.Code != 201 {
+			t.Fatalf("create: %d %s", resp.Code, resp.Body)
+		}
+	}
+	// timeoutSeconds ends the watch after its initial events.
+	for path, want := range map[string]string{
+		"/api/v1/watch/namespaces/" + ns + "/pods?timeoutSeconds=1":     "one,two",
+		"/api/v1/watch/namespaces/" + ns + "/pods/two?timeoutSeconds=1": "two",
+		"/api/v1/watch/namespaces/" + ns + "?timeoutSeconds=1":          ns,
+	} {
+		resp := doRaw(t, "GET", path, nil)
+		var names []string
+		dec := json.NewDecoder(bytes.NewReader(resp.Body))
+		for {
+			var ev struct {
+				Type   string
+				Object metav1.PartialObjectMetadata
+			}
+			if err := dec.Decode(&ev); err != nil {
+				break
+			}
+			if ev.Type != "ADDED" {
+				t.Errorf("%s: event %s", path, ev.Type)
+			}
+			names = append(names, ev.Object.Name)
+		}
+		if resp.Code != 200 || strings.Join(names, ",") != want {
+			t.Errorf("GET %s: %d %v, want 200 and %s", path, resp.Code, names, want)
+		}
+	}
+	if resp := doRaw(t, "GET", "/api/v1/watch/namespaces/"+ns+"/pods/two?fieldSelector=metadata.name%3Done", nil); resp.Code != 400 {
+		t.Errorf("a watch of one pod selecting another: %d %s", resp.Code, resp.Body)
+	}
+	if resp := doRaw(t, "POST", "/api/v1/watch/namespaces/"+ns+"/pods", []byte(`{}`)); resp.Code != 405 {
+		t.Errorf("POST to a watch path: %d", resp.Code)
+	}
+}
+
+// http1Client is the admin's client over HTTP/1.1 only.
+func http1Client(t *testing.T) *http.Client {
+	t.Helper()
+	cfg, err := rest.TLSConfigFor(testserver.ClientConfig(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.NextProtos = []string{"http/1.1"}
+	tr := &http.Transport{TLSClientConfig: cfg}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
 }

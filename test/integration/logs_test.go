@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,18 +11,24 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/corekube/corekube/registry/pods"
+	"github.com/corekube/corekube/auth/pki"
+	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// fakeKubelet is a node agent's kubelet-style API: it records what it is
-// asked and answers with serve.
+// fakeKubelet is a node agent's kubelet-style API over HTTPS (a
+// self-signed certificate, as a kubelet's by default): it records what it
+// is asked and answers with serve.
 type fakeKubelet struct {
 	*httptest.Server
 	requests chan *http.Request
@@ -30,10 +37,13 @@ type fakeKubelet struct {
 func startFakeKubelet(t *testing.T, serve http.HandlerFunc) *fakeKubelet {
 	t.Helper()
 	k := &fakeKubelet{requests: make(chan *http.Request, 16)}
-	k.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	k.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k.requests <- r.Clone(r.Context())
 		serve(w, r)
 	}))
+	// The API server's client certificate is recorded, not verified.
+	k.TLS = &tls.Config{ClientAuth: tls.RequestClientCert}
+	k.StartTLS()
 	t.Cleanup(k.Close)
 	return k
 }
@@ -50,13 +60,20 @@ func (k *fakeKubelet) request(t *testing.T) *http.Request {
 	}
 }
 
-// logNode registers a Node whose agent is at endpoint (the annotation)
-// when it is not "", with status, and returns its name.
+// logNode registers a Node whose agent is at endpoint (an https URL: its
+// InternalIP address and kubelet port) when it is not "", with status,
+// and returns its name.
 func logNode(t *testing.T, endpoint string, status v1.NodeStatus) string {
 	t.Helper()
 	node := newNode(uniqueName(t, "n"), nil)
 	if endpoint != "" {
-		node.Annotations = map[string]string{pods.KubeletEndpointAnnotation: endpoint}
+		u, err := url.Parse(endpoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(u.Port())
+		status.Addresses = append(status.Addresses, v1.NodeAddress{Type: v1.NodeInternalIP, Address: u.Hostname()})
+		status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
 	}
 	// Nodes keep their status on create: the node is complete from its
 	// first version, whichever one the server's cache holds.
@@ -203,7 +220,7 @@ func TestPodLogErrors(t *testing.T) {
 	logPod(t, ns, "unbound", "", nil, "c")
 	logPod(t, ns, "lost", "no-such-node-"+ns, nil, "c")
 	logPod(t, ns, "noaddr", logNode(t, "", v1.NodeStatus{}), nil, "c")
-	gone := httptest.NewServer(http.NotFoundHandler())
+	gone := httptest.NewTLSServer(http.NotFoundHandler())
 	gone.Close()
 	logPod(t, ns, "unreachable", logNode(t, gone.URL, v1.NodeStatus{}), nil, "c")
 
@@ -272,12 +289,15 @@ func TestPodLogErrors(t *testing.T) {
 	}
 }
 
-// TestPodLogNodeAddress: without the annotation the agent is reached at
-// the node's preferred address (Hostname, InternalDNS, InternalIP, ...)
-// and its kubelet port, over HTTP.
+// TestPodLogNodeAddress: the agent is reached at the node's preferred
+// address (Hostname, InternalDNS, InternalIP, ...) and its kubelet port,
+// over HTTPS, with the API server's kubelet client certificate; the
+// kubelet-endpoint annotation earlier agents set, which anyone who may
+// patch a Node could point anywhere, is not followed.
 func TestPodLogNodeAddress(t *testing.T) {
 	ns := newNamespace(t)
 	kubelet := startFakeKubelet(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello\n") })
+	elsewhere := startFakeKubelet(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "proxied elsewhere\n") })
 	u, err := url.Parse(kubelet.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -290,13 +310,27 @@ func TestPodLogNodeAddress(t *testing.T) {
 	var status v1.NodeStatus
 	status.Addresses = []v1.NodeAddress{{Type: v1.NodeExternalIP, Address: "192.0.2.1"}, {Type: v1.NodeInternalIP, Address: host}}
 	status.DaemonEndpoints.KubeletEndpoint.Port = int32(portNum)
-	logPod(t, ns, "p", logNode(t, "", status), nil, "c")
+	node := logNode(t, "", status)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"node.corekube.io/kubelet-endpoint":%q}}}`, elsewhere.URL)
+	if _, err := cs.CoreV1().Nodes().Patch(t.Context(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	logPod(t, ns, "p", node, nil, "c")
 	resp := doRaw(t, "GET", logPath(ns, "p", ""), nil)
 	if resp.Code != http.StatusOK || string(resp.Body) != "hello\n" {
 		t.Errorf("%d %q, want the agent's answer", resp.Code, resp.Body)
 	}
-	if r := kubelet.request(t); r.URL.Path != "/containerLogs/"+ns+"/p/c" {
+	r := kubelet.request(t)
+	if r.URL.Path != "/containerLogs/"+ns+"/p/c" {
 		t.Errorf("agent got %s", r.URL.Path)
+	}
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || r.TLS.PeerCertificates[0].Subject.CommonName != server.KubeletClientUser {
+		t.Errorf("the API server presented no kubelet client certificate: %+v", r.TLS)
+	}
+	select {
+	case r := <-elsewhere.requests:
+		t.Errorf("the annotation was followed: %s", r.URL)
+	default:
 	}
 }
 
@@ -350,5 +384,69 @@ func TestPodLogOpenAPI(t *testing.T) {
 	}
 	if err := json.Unmarshal(v2.Paths["/api/v1/namespaces/{namespace}/pods/{name}/log"]["get"], &get); err != nil || len(get.Produces) == 0 || get.Produces[0] != "text/plain" {
 		t.Errorf("v2 produces %v (%v)", get.Produces, err)
+	}
+}
+
+// TestPodLogKubeletCertificateAuthority: with --kubelet-certificate-authority
+// the API server verifies the kubelet's serving certificate, as kube: a
+// kubelet whose certificate that CA signed is read, one with another
+// certificate is refused (500, the TLS error) unless the request says
+// insecureSkipTLSVerifyBackend=true.
+func TestPodLogKubeletCertificateAuthority(t *testing.T) {
+	ca, err := pki.NewCA("kubelet-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "kubelet-ca.crt")
+	if err := os.WriteFile(caFile, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) { c.KubeletCertificateAuthority = caFile })
+	ctx := t.Context()
+
+	// One kubelet with a certificate of the CA, one self-signed.
+	pair, err := ca.Serving(pki.ServingRequest{CommonName: "kubelet", Hosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pair.TLSCertificate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "trusted\n") }))
+	trusted.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	trusted.StartTLS()
+	t.Cleanup(trusted.Close)
+	selfSigned := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "self-signed\n") }))
+	t.Cleanup(selfSigned.Close)
+
+	for _, k := range []struct{ name, url string }{{"trusted", trusted.URL}, {"self-signed", selfSigned.URL}} {
+		u, err := url.Parse(k.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ := strconv.Atoi(u.Port())
+		node := newNode(k.name, nil)
+		node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: u.Hostname()}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(port)
+		if _, err := s.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: k.name}, Spec: v1.PodSpec{NodeName: k.name, Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+		if _, err := s.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(pod, query string) rawResponse {
+		return doRawURL(t, s.URL(), "GET", logPath("default", pod, query), nil)
+	}
+	if resp := get("trusted", ""); resp.Code != http.StatusOK || string(resp.Body) != "trusted\n" {
+		t.Errorf("kubelet with a certificate of the CA: %d %q", resp.Code, resp.Body)
+	}
+	if resp := get("self-signed", ""); resp.Code != http.StatusInternalServerError || !strings.Contains(string(resp.Body), "certificate") {
+		t.Errorf("self-signed kubelet: %d %q, want 500 with the TLS error", resp.Code, resp.Body)
+	}
+	if resp := get("self-signed", "insecureSkipTLSVerifyBackend=true"); resp.Code != http.StatusOK || string(resp.Body) != "self-signed\n" {
+		t.Errorf("self-signed kubelet, insecureSkipTLSVerifyBackend: %d %q", resp.Code, resp.Body)
 	}
 }

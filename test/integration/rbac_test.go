@@ -124,6 +124,8 @@ func TestRBACDenials(t *testing.T) {
 		{"DELETE", "/api/v1/namespaces/ns/pods/%2F", forbiddenStatus(`pods is forbidden: `+who+` cannot deletecollection resource "pods" in API group "" in the namespace "ns"`, "", "pods", "")},
 		{"GET", "/apis/apps/v1/namespaces/ns/deployments/d", forbiddenStatus(`deployments.apps "d" is forbidden: `+who+` cannot get resource "deployments" in API group "apps" in the namespace "ns"`, "apps", "deployments", "d")},
 		{"GET", "/metrics", forbiddenStatus(`forbidden: `+who+` cannot get path "/metrics"`, "", "", "")},
+		{"GET", "/debug/pprof/", forbiddenStatus(`forbidden: `+who+` cannot get path "/debug/pprof/"`, "", "", "")},
+		{"GET", "/debug/pprof/heap", forbiddenStatus(`forbidden: `+who+` cannot get path "/debug/pprof/heap"`, "", "", "")},
 	} {
 		code, body := getBody(t, hc, tt.method, tt.path)
 		if code != http.StatusForbidden {
@@ -149,7 +151,7 @@ func TestRBACDenials(t *testing.T) {
 	if code != http.StatusForbidden || body != strings.TrimSpace(string(goldenBody(t, "403-anonymous-no-token"))) {
 		t.Errorf("anonymous list: %d %s, want kube's reference body", code, body)
 	}
-	for _, path := range []string{"/api", "/metrics", "/debug/pprof/"} {
+	for _, path := range []string{"/api", "/metrics", "/metrics/slis", "/debug/pprof/", "/debug/pprof/profile?seconds=1"} {
 		if code, _ := getBody(t, anon, "GET", path); code != http.StatusForbidden {
 			t.Errorf("anonymous GET %s: %d, want 403", path, code)
 		}

@@ -2,7 +2,8 @@ package integration
 
 import (
 	"context"
-	"crypto/rsa"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -305,7 +306,7 @@ func TestServiceAccountIssuerDiscovery(t *testing.T) {
 		t.Fatalf("openid-configuration: %d %v %s", resp.Code, resp.Header, resp.Body)
 	}
 	want := `{"issuer":"https://kubernetes.default.svc.cluster.local","jwks_uri":"https://` + srv.Addr().String() +
-		`/openid/v1/jwks","response_types_supported":["id_token"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["RS256"]}`
+		`/openid/v1/jwks","response_types_supported":["id_token"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256"]}`
 	if string(resp.Body) != want {
 		t.Errorf("openid-configuration\n got  %s\n want %s", resp.Body, want)
 	}
@@ -320,14 +321,17 @@ func TestServiceAccountIssuerDiscovery(t *testing.T) {
 		t.Fatalf("jwks %s: %v", resp.Body, err)
 	}
 	k := set.Keys[0]
-	if len(k) != 6 || k["use"] != "sig" || k["kty"] != "RSA" || k["alg"] != "RS256" || k["e"] != "AQAB" || k["kid"] == "" {
+	// The server without a key file signs with an ECDSA P-256 key
+	// (ES256), published as go-jose writes an EC JWK.
+	if len(k) != 7 || k["use"] != "sig" || k["kty"] != "EC" || k["crv"] != "P-256" || k["alg"] != "ES256" || k["kid"] == "" {
 		t.Errorf("jwk %v", k)
 	}
-	n, err := base64.RawURLEncoding.DecodeString(k["n"])
-	if err != nil {
-		t.Fatal(err)
+	x, errX := base64.RawURLEncoding.DecodeString(k["x"])
+	y, errY := base64.RawURLEncoding.DecodeString(k["y"])
+	if errX != nil || errY != nil || len(x) != 32 || len(y) != 32 {
+		t.Fatalf("jwk x %q y %q: %v %v", k["x"], k["y"], errX, errY)
 	}
-	pub := &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: 65537}
+	pub := &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
 
 	ns := newNamespace(t)
 	createSA(t, ns, "relying")
@@ -338,7 +342,7 @@ func TestServiceAccountIssuerDiscovery(t *testing.T) {
 			t.Errorf("token kid %v, JWKS kid %s", tok.Header["kid"], k["kid"])
 		}
 		return pub, nil
-	}, jwt.WithIssuer(defaultIssuer), jwt.WithAudience("sts.example.com"), jwt.WithValidMethods([]string{"RS256"}))
+	}, jwt.WithIssuer(defaultIssuer), jwt.WithAudience("sts.example.com"), jwt.WithValidMethods([]string{"ES256"}))
 	if err != nil || !tok.Valid || claims.Subject != "system:serviceaccount:"+ns+":relying" {
 		t.Errorf("verifying the token with the JWKS: %v %+v", err, claims)
 	}
@@ -511,7 +515,7 @@ func TestServiceAccountKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The old key's public half alone, as a verifier would be given it.
-	der, err := x509.MarshalPKIXPublicKey(&oldKey.PublicKey)
+	der, err := x509.MarshalPKIXPublicKey(oldKey.Public())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ package testserver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -290,4 +291,34 @@ func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// KubeletHTTPClient is an HTTP client for node agents' kubelet APIs: it
+// presents a client certificate of the test CA for user name in groups
+// (the CA the agents of test servers trust) and, as kube-apiserver without
+// --kubelet-certificate-authority, does not verify the agents'
+// self-signed serving certificates. No name: no client certificate.
+func KubeletHTTPClient(name string, groups ...string) (*http.Client, error) {
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true} //nolint:gosec // the agents' certificates are self-signed
+	if name != "" {
+		pair, err := IssueClient(name, groups...)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := pair.TLSCertificate()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}, nil
+}
+
+// AdminKubeletHTTPClient is KubeletHTTPClient as the admin (system:masters).
+func AdminKubeletHTTPClient() *http.Client {
+	c, err := KubeletHTTPClient(server.AdminUser, "system:masters")
+	if err != nil {
+		panic(fmt.Errorf("kubelet HTTP client: %w", err))
+	}
+	return c
 }

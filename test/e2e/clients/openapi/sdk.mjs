@@ -14,6 +14,7 @@ if (!apiFile || !baseUrl || !namespace || !podName) {
 
 const { Api } = await import(pathToFileURL(apiFile).href);
 const api = new Api({ baseUrl });
+// Generated with --module-name-index 1: the core group's routes are api.v1.
 // kube's OpenAPI document declares request bodies as */* (as
 // kube-apiserver's does), so the generator cannot know the body is JSON:
 // callers say so, as with any SDK generated from kube's document.
@@ -29,13 +30,13 @@ async function call(name, promise) {
 }
 
 const result = {};
-const before = await call('list', api.api.listCoreV1NamespacedPod(namespace));
+const before = await call('list', api.v1.listCoreV1NamespacedPod(namespace));
 result.listKind = before.kind;
 result.before = before.items.map((p) => p.metadata.name);
 
 const created = await call(
   'create',
-  api.api.createCoreV1NamespacedPod(
+  api.v1.createCoreV1NamespacedPod(
     namespace,
     {
       apiVersion: 'v1',
@@ -49,13 +50,13 @@ const created = await call(
 );
 result.created = { name: created.metadata.name, uid: created.metadata.uid };
 
-const read = await call('read', api.api.readCoreV1NamespacedPod(podName, namespace));
+const read = await call('read', api.v1.readCoreV1NamespacedPod(podName, namespace));
 result.read = { name: read.metadata.name, uid: read.metadata.uid, image: read.spec.containers[0].image };
 
-const after = await call('list', api.api.listCoreV1NamespacedPod(namespace, { labelSelector: 'client=generated' }));
+const after = await call('list', api.v1.listCoreV1NamespacedPod(namespace, { labelSelector: 'client=generated' }));
 result.after = after.items.map((p) => p.metadata.name);
 
-const deleted = await call('delete', api.api.deleteCoreV1NamespacedPod(podName, namespace, undefined, undefined, json));
+const deleted = await call('delete', api.v1.deleteCoreV1NamespacedPod(podName, namespace, undefined, undefined, json));
 result.deleted = { kind: deleted.kind, name: deleted.metadata?.name };
 
 console.log(JSON.stringify(result));
