@@ -222,3 +222,64 @@ func accessorOf(t *testing.T, obj runtime.Object) metav1.Object {
 	}
 	return m
 }
+
+// BenchmarkFieldsTrustedLive: a lease renewal and a pods/status update
+// with the live object's typed form validated (as before) and trusted.
+func BenchmarkFieldsTrustedLive(b *testing.B) {
+	if _, err := podTypes(); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := leaseTypes(); err != nil {
+		b.Fatal(err)
+	}
+	st := newFieldsEtcd(b)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	podStore, statusStore := newPodStores(st, true, registry.Options{})
+	leaseStore := registry.NewStore(st, leases.NewStrategy(), registry.Options{TypeConverter: leaseTypes, Logger: quiet})
+	ctx := context.Background()
+	for _, mode := range []struct {
+		name    string
+		trusted bool
+	}{{"validated", false}, {"trusted", true}} {
+		b.Run("lease-renewal/"+mode.name, func(b *testing.B) {
+			defer registry.SetSkipLiveValidation(mode.trusted)()
+			name := benchPodName("lease")
+			holder, d := "node-1", int32(40)
+			if _, err := leaseStore.Create(ctx, "bench", &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "bench"},
+				Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &d}}, registry.CreateOptions{FieldManager: "kubelet"}); err != nil {
+				b.Fatal(err)
+			}
+			i := int64(0)
+			renew := func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+				i++
+				cur.(*coordinationv1.Lease).Spec.RenewTime = &metav1.MicroTime{Time: time.Unix(1_700_000_000+i, 0)}
+				return cur, nil
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := leaseStore.Update(ctx, "bench", name, renew, registry.UpdateOptions{FieldManager: "kubelet"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("pods-status/"+mode.name, func(b *testing.B) {
+			defer registry.SetSkipLiveValidation(mode.trusted)()
+			name := benchPodName("status")
+			if _, err := podStore.Create(ctx, "bench", benchPod(name), registry.CreateOptions{FieldManager: "bench"}); err != nil {
+				b.Fatal(err)
+			}
+			i := 0
+			change := func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+				i++
+				conditions([]string{"True", "False"}[i%2], fmt.Sprint("probe ", i))(cur.(*v1.Pod))
+				return cur, nil
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := statusStore.Update(ctx, "bench", name, change, registry.UpdateOptions{FieldManager: "kubelet"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
