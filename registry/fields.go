@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/corekube/corekube/registry/quantity"
 
@@ -20,7 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
+	smdschema "sigs.k8s.io/structured-merge-diff/v4/schema"
 	"sigs.k8s.io/structured-merge-diff/v4/typed"
+	"sigs.k8s.io/structured-merge-diff/v4/value"
 )
 
 // TypeConverterSource returns structured-merge-diff's view of the served
@@ -44,7 +47,29 @@ type fieldTracker struct {
 	once sync.Once
 	fm   *managedfields.FieldManager
 	err  error
+	// trusted holds the live objects of the updates under way that need
+	// no validating walk when converted to typed form (trustedLive).
+	trusted sync.Map // runtime.Object -> *trustedType
+	// converter is the type converter fm was built with; liveType the
+	// Store's kind in it, looked up once.
+	converter managedfields.TypeConverter
+	liveOnce  sync.Once
+	liveType  *trustedType
 }
+
+// trustedType is the schema and type of one kind, looked up once.
+type trustedType struct {
+	schema  *smdschema.Schema
+	typeRef smdschema.TypeRef
+}
+
+// skipLiveValidation turns the trusted-live conversion off; the tests
+// compare managedFields with it on and off.
+var skipLiveValidation = true
+
+// trustedConversions counts the live objects converted without
+// validation, for the tests to see that the fast path runs.
+var trustedConversions atomic.Int64
 
 // fieldManager returns the field manager of the Store's resource or
 // subresource: it records managedFields on every write and merges
@@ -60,7 +85,8 @@ func (s *Store) fieldManager() (*managedfields.FieldManager, error) {
 			s.fields.err = fmt.Errorf("managed fields of %s: %w", s.info.Resource, err)
 			return
 		}
-		tc := lazyObjects{converter}
+		s.fields.converter = converter
+		tc := lazyObjects{TypeConverter: converter, trusted: &s.fields.trusted}
 		gvk := s.info.GroupVersion().WithKind(s.info.Kind)
 		objects := objectInterfaces{store: s, gvk: gvk}
 		resetSets := map[fieldpath.APIVersion]*fieldpath.Set{}
@@ -114,7 +140,46 @@ func (s *Store) trackUpdate(live, obj runtime.Object, manager string) (runtime.O
 		return obj, nil
 	}
 	s.setTypeMeta(obj)
+	if t := s.trustedLive(live); t != nil {
+		s.fields.trusted.Store(live, t)
+		defer s.fields.trusted.Delete(live)
+	}
 	return fm.UpdateNoErrors(live, obj, manager), nil
+}
+
+// trustedLive returns the type of live when its conversion to typed form
+// may skip structured-merge-diff's validating walk (the field manager
+// validates the new object of every write, and the stored object of the
+// last one again as the live object of the next: a tenth of a lease
+// renewal's CPU). It may when a validation of live is known to succeed:
+// live is a built-in Go type, whose schema is generated from that very
+// type, and it has managedFields, which only a write whose new object
+// passed this validation leaves (a failed one drops them all, as
+// UpdateNoErrors). Unstructured objects are always validated: their
+// schema can change after they are stored.
+func (s *Store) trustedLive(live runtime.Object) *trustedType {
+	if !skipLiveValidation || live == nil || len(accessor(live).GetManagedFields()) == 0 {
+		return nil
+	}
+	if _, ok := live.(*unstructured.Unstructured); ok {
+		return nil
+	}
+	if _, ok := live.(runtime.Unstructured); ok {
+		return nil
+	}
+	// The converter finds the type by the object's kind: one without it
+	// fails there, and must keep failing.
+	if live.GetObjectKind().GroupVersionKind() != s.info.GroupVersion().WithKind(s.info.Kind) {
+		return nil
+	}
+	s.fields.liveOnce.Do(func() {
+		tv, err := s.fields.converter.ObjectToTyped(s.newObject(), typed.AllowDuplicates)
+		if err != nil {
+			return // validated as ever
+		}
+		s.fields.liveType = &trustedType{schema: tv.Schema(), typeRef: tv.TypeRef()}
+	})
+	return s.fields.liveType
 }
 
 // keepValidManagedFields undoes a mutating admission plugin's or
@@ -324,7 +389,28 @@ func (o objectInterfaces) ConvertToVersion(in runtime.Object, target runtime.Gro
 // value to an unstructured map for that was a third of a status update.
 // The one reader of the whole object, objectInterfaces.ConvertToVersion,
 // converts it then.
-type lazyObjects struct{ managedfields.TypeConverter }
+type lazyObjects struct {
+	managedfields.TypeConverter
+	trusted *sync.Map
+}
+
+// ObjectToTyped converts a trusted live object (trustedLive) without the
+// validating walk: the same typed value as FromStructured's, which
+// validates it and returns it unchanged.
+func (c lazyObjects) ObjectToTyped(obj runtime.Object, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
+	if c.trusted != nil {
+		if t, ok := c.trusted.Load(obj); ok {
+			tt := t.(*trustedType)
+			v, err := value.NewValueReflect(obj)
+			if err != nil {
+				return nil, fmt.Errorf("typed live object: %w", err)
+			}
+			trustedConversions.Add(1)
+			return typed.AsTypedUnvalidated(v, tt.schema, tt.typeRef), nil
+		}
+	}
+	return c.TypeConverter.ObjectToTyped(obj, opts...)
+}
 
 func (c lazyObjects) TypedToObject(v *typed.TypedValue) (runtime.Object, error) {
 	if v == nil || !v.AsValue().IsMap() {
