@@ -85,7 +85,9 @@ bench: build
 ## controllers (separate processes of bin/corekube): ClusterLoader2's SLIs
 ## (API call latency, pod startup) while creating, at steady state and in a
 ## churn phase, and each process's CPU and memory. Minutes at full size: run
-## it on a quiet machine. The run stops itself after $(TIMEOUT).
+## it on a quiet machine. Each phase is printed as it ends; the run stops
+## itself after $(TIMEOUT), the last minute of it kept to print the phase
+## under way (marked partial), each process's RSS and a summary.
 NODES  ?= 1000
 PODS   ?= 30000
 AGENTS ?=

@@ -24,7 +24,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 )
 
 // The node-simulator comparison (issue 17): the same cluster of corekube
@@ -97,7 +96,9 @@ func BenchmarkKwokVsAgent(b *testing.B) {
 		b.ReportMetric(r.rssPerPodKiB(cfg), r.mode+"-rss-KiB/pod")
 		b.ReportMetric(r.cpuPerNodeMilli(), r.mode+"-mCPU/node")
 		b.ReportMetric(r.cpuPerPodMilli(cfg), r.mode+"-mCPU/pod")
-		b.ReportMetric(r.latency.e2e.pct(0.99).Seconds()*1000, r.mode+"-startup-p99-ms")
+		// The bench's clock (create's return -> watched Running): the
+		// server's timestamps have whole seconds only.
+		b.ReportMetric(r.latency.ClientPodStartup.P99ms, r.mode+"-startup-p99-ms")
 	}
 }
 
@@ -157,7 +158,7 @@ type simResult struct {
 	// nodesOnly and withPods are the steady states without and with the
 	// pods: the simulator processes summed under the name "sim".
 	nodesOnly, withPods simWindow
-	bulk, latency       latencyStats
+	bulk, latency       startupSLI
 	kwokLog             []string // kwok's warnings and errors, deduplicated
 }
 
@@ -265,8 +266,14 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 	}
 
 	// The bulk create: every pod at once from 16 clients, as bench-scale.
-	pods := newWatchedStartup(client)
-	pods.start(ctx)
+	// Pod startup as bench-scale measures it (podStartup): one pod
+	// informer for the run, armed again for the latency pods.
+	pods, err := startStartupWatch(ctx, client)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pods.stop()
+	pods.arm()
 	start = time.Now()
 	if err := createPodsFunc(ctx, client, cfg.pods, cfg.createWorkers, 0, func(i int) *v1.Pod {
 		return simPod(fmt.Sprintf("scale-%05d", i), mode, cfg)
@@ -278,8 +285,7 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 		b.Fatal(kwokFailure(mode, sims, err))
 	}
 	res.allRunning = time.Since(start)
-	res.bulk = pods.stats("scale-")
-	pods.stop()
+	res.bulk = pods.result()
 	fmt.Fprintf(os.Stderr, "%s: %d pods created in %v, all Running after %v; settling %v, then measuring %v\n",
 		mode, cfg.pods, res.created.Round(time.Millisecond), res.allRunning.Round(time.Millisecond), cfg.settle, cfg.window)
 	if err := settleAndMeasure(ctx, &res.withPods, procs, check, cfg); err != nil {
@@ -289,8 +295,7 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 
 	// The latency pods: created at a steady rate on the loaded cluster.
 	if kc.latencyPods > 0 {
-		pods = newWatchedStartup(client)
-		pods.start(ctx)
+		pods.arm()
 		interval := time.Duration(float64(time.Second) / kc.latencyQPS)
 		if err := createPodsFunc(ctx, client, kc.latencyPods, 1, interval, func(i int) *v1.Pod {
 			return simPod(fmt.Sprintf("latency-%05d", i), mode, cfg)
@@ -300,8 +305,7 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 		if err := waitCount(ctx, pods.running, check, "Running pods", cfg.pods+kc.latencyPods, cfg.progressLogStep); err != nil {
 			b.Fatal(kwokFailure(mode, sims, err))
 		}
-		res.latency = pods.stats("latency-")
-		pods.stop()
+		res.latency = pods.result()
 	}
 	if err := check(); err != nil {
 		b.Fatal(err)
@@ -521,8 +525,9 @@ func simPod(name, mode string, cfg scaleConfig) *v1.Pod {
 }
 
 // createPodsFunc creates n pods (pod(i)) with workers clients, one every
-// interval if interval > 0, calling sent just before each create.
-func createPodsFunc(ctx context.Context, client kubernetes.Interface, n, workers int, interval time.Duration, pod func(int) *v1.Pod, sent func(name string)) error {
+// interval if interval > 0, calling created with the pod's
+// namespace/name and the time each create returned.
+func createPodsFunc(ctx context.Context, client kubernetes.Interface, n, workers int, interval time.Duration, pod func(int) *v1.Pod, created func(key string, at time.Time)) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var tick *time.Ticker
@@ -549,8 +554,11 @@ func createPodsFunc(ctx context.Context, client kubernetes.Interface, n, workers
 					}
 				}
 				p := pod(i)
-				sent(p.Name)
-				if _, err := client.CoreV1().Pods(scaleNamespace).Create(ctx, p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				_, err := client.CoreV1().Pods(scaleNamespace).Create(ctx, p, metav1.CreateOptions{})
+				switch {
+				case err == nil:
+					created(scaleNamespace+"/"+p.Name, time.Now())
+				case !apierrors.IsAlreadyExists(err):
 					cancel(fmt.Errorf("create pod %s: %w", p.Name, err))
 					return
 				}
@@ -561,120 +569,36 @@ func createPodsFunc(ctx context.Context, client kubernetes.Interface, n, workers
 	return context.Cause(ctx)
 }
 
-// watchedStartup records, per pod, when its create was sent and when a watch saw
-// it scheduled (spec.nodeName set) and Running: ClusterLoader2's pod
-// startup phases as the client observes them (the objects' own timestamps
-// have whole seconds only).
-type watchedStartup struct {
-	mu                        sync.Mutex
-	sent, scheduled, runningT map[string]time.Time
-	running                   *counter
-	factory                   informers.SharedInformerFactory
-	cancel                    context.CancelFunc
+// startupWatch is a pod informer on the bench's namespace feeding a
+// podStartup (the tracker bench-scale uses, ClusterLoader2's definitions)
+// and counting the Running pods, for a harness without informers of its
+// own.
+type startupWatch struct {
+	*podStartup
+	running *counter
+	factory informers.SharedInformerFactory
+	cancel  context.CancelFunc
 }
 
-func newWatchedStartup(client kubernetes.Interface) *watchedStartup {
-	t := &watchedStartup{sent: map[string]time.Time{}, scheduled: map[string]time.Time{}, runningT: map[string]time.Time{}}
+// startStartupWatch starts the informer and waits for its initial list,
+// so that every later change is seen as it happens; stop ends it.
+func startStartupWatch(ctx context.Context, client kubernetes.Interface) (*startupWatch, error) {
+	t := &startupWatch{podStartup: newPodStartup()}
 	t.factory = informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(scaleNamespace))
-	inf := t.factory.Core().V1().Pods().Informer()
-	// The Running count is kept by the handler that records the times, so
-	// that the count never runs ahead of them.
-	t.running = &counter{matches: map[string]bool{}, changed: make(chan struct{}, 1)}
-	see := func(obj any) {
-		p, ok := obj.(*v1.Pod)
-		if !ok {
-			return
-		}
-		now := time.Now()
-		running := p.Status.Phase == v1.PodRunning
-		t.mu.Lock()
-		if _, seen := t.scheduled[p.Name]; !seen && p.Spec.NodeName != "" {
-			t.scheduled[p.Name] = now
-		}
-		if _, seen := t.runningT[p.Name]; !seen && running {
-			t.runningT[p.Name] = now
-		}
-		t.mu.Unlock()
-		t.running.set(p.Namespace+"/"+p.Name, running)
+	running, err := watchStartup(t.factory.Core().V1().Pods().Informer(), t.podStartup)
+	if err != nil {
+		return nil, err
 	}
-	// AddEventHandler fails only on a stopped informer; this one is new.
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }})
-	return t
-}
-
-// start runs the informer until stop (or ctx's end) and waits for its
-// initial list, so that every later change is seen as it happens.
-func (t *watchedStartup) start(ctx context.Context) {
+	t.running = running
 	ctx, t.cancel = context.WithCancel(ctx)
 	t.factory.Start(ctx.Done())
 	t.factory.WaitForCacheSync(ctx.Done())
+	return t, nil
 }
 
-func (t *watchedStartup) stop() {
+func (t *startupWatch) stop() {
 	t.cancel()
 	t.factory.Shutdown()
-}
-
-func (t *watchedStartup) created(name string) {
-	now := time.Now()
-	t.mu.Lock()
-	t.sent[name] = now
-	t.mu.Unlock()
-}
-
-// stats computes the phases of the pods named prefix*.
-func (t *watchedStartup) stats(prefix string) latencyStats {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var s latencyStats
-	for name, sent := range t.sent {
-		if !strings.HasPrefix(name, prefix) {
-			continue
-		}
-		sched, ok1 := t.scheduled[name]
-		run, ok2 := t.runningT[name]
-		if !ok1 || !ok2 {
-			s.missing++
-			continue
-		}
-		s.schedule = append(s.schedule, sched.Sub(sent))
-		s.run = append(s.run, run.Sub(sched))
-		s.e2e = append(s.e2e, run.Sub(sent))
-	}
-	s.schedule.sort()
-	s.run.sort()
-	s.e2e.sort()
-	return s
-}
-
-// latencyStats are pod startup phases: create sent -> scheduled (watched),
-// scheduled -> Running (watched), and the whole.
-type latencyStats struct {
-	schedule, run, e2e durations
-	missing            int
-}
-
-type durations []time.Duration
-
-func (d durations) sort() { slices.Sort(d) }
-
-// pct is the q-quantile (nearest rank) of sorted d.
-func (d durations) pct(q float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(d)) + 0.5)
-	return d[min(max(i-1, 0), len(d)-1)]
-}
-
-func (d durations) String() string {
-	if len(d) == 0 {
-		return "-"
-	}
-	r := func(x time.Duration) string {
-		return x.Round(time.Millisecond).String()
-	}
-	return fmt.Sprintf("%s / %s / %s / %s", r(d.pct(0.5)), r(d.pct(0.9)), r(d.pct(0.99)), r(d[len(d)-1]))
 }
 
 // print writes one run as a table.
@@ -699,17 +623,8 @@ func (r simResult) print(w io.Writer, cfg scaleConfig, kc kwokConfig) {
 		r.rssPerNodeKiB(), r.cpuPerNodeMilli(), r.rssPerPodKiB(cfg), r.cpuPerPodMilli(cfg))
 	fmt.Fprintf(w, "  machine busy %.1f%% / %.1f%% of all CPUs, of which not ours %.1f%% / %.1f%%; etcd db file %.0f MiB\n",
 		r.nodesOnly.MachineBusyPercent, r.withPods.MachineBusyPercent, r.nodesOnly.ForeignPercent, r.withPods.ForeignPercent, r.withPods.etcdMiB)
-	fmt.Fprintf(w, "  pod startup, p50 / p90 / p99 / max (create sent -> watched)\n")
-	for _, l := range []struct {
-		name string
-		s    latencyStats
-	}{{fmt.Sprintf("bulk %d", cfg.pods), r.bulk}, {fmt.Sprintf("latency %d at %.0f/s", kc.latencyPods, kc.latencyQPS), r.latency}} {
-		fmt.Fprintf(w, "    %-22s scheduled %s; scheduled->Running %s; created->Running %s", l.name, l.s.schedule, l.s.run, l.s.e2e)
-		if l.s.missing > 0 {
-			fmt.Fprintf(w, " (%d pods not seen through both)", l.s.missing)
-		}
-		fmt.Fprintln(w)
-	}
+	printStartup(w, fmt.Sprintf("pod startup latency, bulk %d", cfg.pods), r.bulk)
+	printStartup(w, fmt.Sprintf("pod startup latency, %d latency pods at %.0f/s", kc.latencyPods, kc.latencyQPS), r.latency)
 	if r.mode == "kwok" {
 		fmt.Fprintf(w, "  kwok warnings and errors against corekube: %d\n", len(r.kwokLog))
 		for _, l := range r.kwokLog {

@@ -355,7 +355,10 @@ func (s *podStartup) saw(pod *v1.Pod, now time.Time) {
 // ClusterLoader2's (server timestamps, except watched); the last three
 // use the bench's millisecond times.
 type startupSLI struct {
-	Pods             int            `json:"pods"`
+	Pods int `json:"pods"`
+	// NotRunning counts the phase's pods created but not yet seen Running
+	// (a phase cut by the deadline has some).
+	NotRunning       int            `json:"not_running,omitempty"`
 	CreateToSchedule latencySummary `json:"create_to_schedule"`
 	ScheduleToRun    latencySummary `json:"schedule_to_run"`
 	RunToWatch       latencySummary `json:"run_to_watch"`
@@ -373,7 +376,7 @@ func (s *podStartup) result() startupSLI {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var c2s, s2r, r2w, s2w, startup, cc2s, cs2w, cstartup []float64
-	n := 0
+	n, notRunning := 0, 0
 	sec := func(from, to time.Time, into *[]float64) {
 		if !from.IsZero() && !to.IsZero() {
 			*into = append(*into, to.Sub(from).Seconds())
@@ -381,6 +384,7 @@ func (s *podStartup) result() startupSLI {
 	}
 	for _, t := range s.pods {
 		if t.watched.IsZero() {
+			notRunning++
 			continue
 		}
 		n++
@@ -394,7 +398,7 @@ func (s *podStartup) result() startupSLI {
 		sec(t.createReturned, t.watched, &cstartup)
 	}
 	return startupSLI{
-		Pods:             n,
+		Pods: n, NotRunning: notRunning,
 		CreateToSchedule: summarizeLatency(c2s), ScheduleToRun: summarizeLatency(s2r), RunToWatch: summarizeLatency(r2w),
 		ScheduleToWatch: summarizeLatency(s2w), PodStartup: summarizeLatency(startup),
 		ClientCreateToWatchedSchedule: summarizeLatency(cc2s), ClientWatchedScheduleToWatch: summarizeLatency(cs2w),
@@ -402,18 +406,34 @@ func (s *podStartup) result() startupSLI {
 	}
 }
 
-// watchStartup feeds every pod event of inf to s.
-func watchStartup(inf cache.SharedIndexInformer, s *podStartup) error {
+// watchStartup feeds every pod event of inf to s, and counts the pods
+// Running (not being deleted) in the counter it returns. The count is kept
+// by the handler that records the times, after them, so that a wait for
+// the count never returns before the times of the pods it counted are
+// recorded (two handlers of one informer run apart).
+func watchStartup(inf cache.SharedIndexInformer, s *podStartup) (*counter, error) {
+	running := newBareCounter()
 	saw := func(obj any) {
-		if p, ok := obj.(*v1.Pod); ok {
-			s.saw(p, time.Now())
+		p, ok := obj.(*v1.Pod)
+		if !ok {
+			return
 		}
+		s.saw(p, time.Now())
+		running.set(p.Namespace+"/"+p.Name, p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil)
 	}
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    saw,
 		UpdateFunc: func(_, obj any) { saw(obj) },
+		DeleteFunc: func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				running.set(key, false)
+			}
+		},
 	})
-	return err
+	if err != nil {
+		return nil, fmt.Errorf("pod startup handler: %w", err)
+	}
+	return running, nil
 }
 
 // printLatencies writes rows as a compact table under title.
@@ -430,10 +450,14 @@ func printLatencies(w io.Writer, title string, rows []apiLatency) {
 
 // printStartup writes a phase's pod startup latencies.
 func printStartup(w io.Writer, title string, s startupSLI) {
-	if s.Pods == 0 {
+	if s.Pods == 0 && s.NotRunning == 0 {
 		return
 	}
-	fmt.Fprintf(w, "  %s (%d pods; server timestamps have 1 s resolution, client_* use the bench's clock)\n", title, s.Pods)
+	fmt.Fprintf(w, "  %s (%d pods Running", title, s.Pods)
+	if s.NotRunning > 0 {
+		fmt.Fprintf(w, ", %d created but not seen Running", s.NotRunning)
+	}
+	fmt.Fprintf(w, "; server timestamps have 1 s resolution, client_* use the bench's clock)\n")
 	fmt.Fprintf(w, "    %-32s %8s %9s %9s %9s\n", "", "count", "p50 ms", "p90 ms", "p99 ms")
 	row := func(name string, l latencySummary) {
 		fmt.Fprintf(w, "    %-32s %8d %9.0f %9.0f %9.0f\n", name, l.Count, l.P50ms, l.P90ms, l.P99ms)

@@ -1,9 +1,16 @@
 package bench
 
 import (
+	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
 
 	"github.com/corekube/corekube/test/metricstest"
 )
@@ -75,5 +82,56 @@ func TestSummarizeLatencyNearestRank(t *testing.T) {
 	}
 	if (summarizeLatency(nil) != latencySummary{}) {
 		t.Error("no calls should summarize to zero")
+	}
+}
+
+// A run stopped in the middle of a phase reports that phase as partial,
+// the parts before it, and the summary, on the writer and in the JSON.
+func TestScaleReportStoppedMidPhase(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "scale.json")
+	cfg := scaleConfig{nodes: 10, pods: 100, agents: 1, churn: 0.1, jsonPath: jsonPath}
+	res := scaleResult{Nodes: 10, Pods: 100, Agents: 1, NodesReadyS: 1.5}
+	var out strings.Builder
+	rep := &scaleReport{w: &out, cfg: cfg, res: &res, procs: func() []*proc { return nil }}
+	rep.nodesDone(nil, nil)
+	rep.phaseDone(phaseResult{Name: "create", DurationS: 3, Client: []apiLatency{
+		{Verb: "POST", Resource: "pods", Scope: "resource", latencySummary: latencySummary{Count: 100, P50ms: 5, P90ms: 9, P99ms: 12}},
+	}})
+	startup := newPodStartup()
+	startup.arm()
+	startup.created("ns/a", time.Now())
+	rep.begin(func() phaseResult {
+		return phaseResult{Name: "churn", DurationS: 7, Startup: ptr.To(startup.result())}
+	})
+	rep.stopped("the deadline passed")
+
+	text := out.String()
+	for _, want := range []string{
+		"[nodes] 10 nodes Ready after 1.5s",
+		"[create] over 3.0s",
+		"[churn] PARTIAL (stopped before its end) over 7.0s",
+		"0 pods Running, 1 created but not seen Running",
+		"scale run STOPPED: the deadline passed",
+		"[summary] 10 nodes, 100 pods: stopped early; done: nodes, create",
+		"churn (partial) 7.0s",
+		"worst client p99 mutating 12 ms (POST pods)",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got scaleResult
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Phases) != 2 || got.Phases[1].Name != "churn" || !got.Phases[1].Partial || got.Phases[0].Partial {
+		t.Errorf("JSON phases %+v, want create then a partial churn", got.Phases)
+	}
+	if got.Stopped != "the deadline passed" || !slices.Equal(got.Done, []string{"nodes", "create"}) {
+		t.Errorf("JSON stopped %q done %v", got.Stopped, got.Done)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -31,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 
 	"github.com/corekube/corekube/test/informertest"
 )
@@ -162,13 +162,8 @@ func BenchmarkScaleSteadyState(b *testing.B) {
 	bin := corekubeBinary(b)
 	var res scaleResult
 	for i := range b.N {
-		res = runScale(b, bin, cfg)
-		res.print(os.Stdout, cfg, i+1)
-		if cfg.jsonPath != "" {
-			if err := res.writeJSON(cfg.jsonPath); err != nil {
-				b.Fatal(err)
-			}
-		}
+		// runScale prints each phase as it ends, and writes the JSON.
+		res = runScale(b, bin, cfg, i+1)
 		// The checks fail the run once its figures are out.
 		for _, p := range res.Checks.Problems {
 			b.Errorf("check at the end: %s", p)
@@ -352,6 +347,15 @@ func (c *cluster) kill() {
 	}
 }
 
+// killAndWait kills every process and waits for their exits: the stop
+// of a run whose deadline passed.
+func (c *cluster) killAndWait() {
+	c.kill()
+	for _, p := range c.all() {
+		<-p.done
+	}
+}
+
 // check returns an error if any process has exited.
 func (c *cluster) check() error {
 	for _, p := range c.all() {
@@ -390,6 +394,14 @@ type scaleResult struct {
 	InformerPods    int     `json:"informer_pods"`
 	EtcdMiB         float64 `json:"etcd_db_mib"`
 	Checks          checks  `json:"checks"`
+	// Done lists the parts of the run that completed ("nodes", "create",
+	// "steady", "churn", "checks"); Stopped says why the run ended early
+	// (its deadline, a failure), empty if it did not.
+	Done    []string `json:"done"`
+	Stopped string   `json:"stopped,omitempty"`
+	// RSSAtEnd is each process's VmRSS and VmHWM when the run ended,
+	// completed or not.
+	RSSAtEnd []procResult `json:"rss_at_end,omitempty"`
 }
 
 // phaseResult is one phase's SLIs.
@@ -399,6 +411,9 @@ type phaseResult struct {
 	Client    []apiLatency `json:"client_api_latency"`
 	Server    []apiLatency `json:"server_api_latency"`
 	Startup   *startupSLI  `json:"pod_startup,omitempty"`
+	// Partial: the run stopped (its deadline) before the phase ended;
+	// the figures are what it measured until then.
+	Partial bool `json:"partial,omitempty"`
 }
 
 // procsWindow is every process's CPU and memory over a window, and the
@@ -484,7 +499,7 @@ func (w *watchErrors) handler(what string) cache.WatchErrorHandler {
 	}
 }
 
-func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
+func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 	b.Helper()
 	// Every run cleans up after itself, so that with -benchtime Nx no
 	// cluster runs beside the next one.
@@ -496,29 +511,46 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	dataDir := filepath.Join(dir, "etcd")
 	var c cluster
-	defer c.stop(b) // agents, controllers, scheduler, then the server
-	// The run's deadline: every wait below ends with ctx. Should anything
-	// not return, the watchdog kills every process and exits a few
-	// minutes later, so that a run never outlives its deadline by much.
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	// The run's deadline: every wait below ends with ctx, which ends
+	// scaleReserve(cfg.timeout) before cfg.timeout, so that what was
+	// measured is printed and the processes stopped in time. Should
+	// anything not return, the watchdog kills every process and exits at
+	// cfg.timeout: a run never outlives it.
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout-scaleReserve(cfg.timeout))
 	defer cancel()
-	watchdog := time.AfterFunc(cfg.timeout+5*time.Minute, func() {
-		fmt.Fprintf(os.Stderr, "scale: %v past the deadline of %v: killing every process and exiting\n", 5*time.Minute, cfg.timeout)
+	watchdog := time.AfterFunc(cfg.timeout, func() {
+		fmt.Fprintf(os.Stderr, "scale: the deadline of %v passed: killing every process and exiting\n", cfg.timeout)
 		c.kill()
 		os.Exit(2)
 	})
 	defer watchdog.Stop()
+	// Agents, controllers, scheduler, then the server; past the deadline
+	// there is no time for their graceful stops.
+	defer func() {
+		if ctx.Err() != nil {
+			c.killAndWait()
+			return
+		}
+		c.stop(b)
+	}()
+	res := scaleResult{Nodes: cfg.nodes, Pods: cfg.pods, Agents: cfg.agents}
+	rep := &scaleReport{w: os.Stdout, cfg: cfg, res: &res, procs: c.all}
+	rep.header(run)
+	// fail reports what the run measured (the phase under way as
+	// partial, each process's RSS, the summary), then fails.
 	fail := func(format string, args ...any) {
 		b.Helper()
 		if ctx.Err() != nil {
-			format += " (the run's deadline %s=%v passed: stopping every process)"
-			args = append(args, scaleTimeoutEnv, cfg.timeout)
+			format += " (the run's deadline %s=%v less %v for the report passed: stopping every process)"
+			args = append(args, scaleTimeoutEnv, cfg.timeout, scaleReserve(cfg.timeout))
 		}
+		rep.stopped(fmt.Sprintf(format, args...))
 		b.Fatalf(format, args...)
 	}
 
 	c.apiserver = c.start(b, dir, "apiserver", bin, "apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--profiling")
 	client := waitServer(b, &c, kubeconfig)
+	rep.client = client
 	// No secure ports: other runs on the machine may hold kube's.
 	c.start(b, dir, "scheduler", bin, "scheduler", "--kubeconfig", kubeconfig, "--secure-port=0")
 	c.start(b, dir, "controllers", bin, "controllers", "--kubeconfig", kubeconfig, "--secure-port=0")
@@ -547,12 +579,11 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 	podFactory := informers.NewSharedInformerFactoryWithOptions(pclient, 0, informers.WithNamespace(scaleNamespace))
 	podInf := podFactory.Core().V1().Pods().Informer()
 	_ = podInf.SetWatchErrorHandler(werrs.handler("pods"))
-	runningPods := newCounter(podInf, func(obj any) bool {
-		p, ok := obj.(*v1.Pod)
-		return ok && p.Status.Phase == v1.PodRunning && p.DeletionTimestamp == nil
-	})
+	// The Running count is kept by the handler that records the startup
+	// times, so that it never runs ahead of them.
 	startup := newPodStartup()
-	if err := watchStartup(podInf, startup); err != nil {
+	runningPods, err := watchStartup(podInf, startup)
+	if err != nil {
 		b.Fatal(err)
 	}
 	factory.Start(infCtx.Done())
@@ -563,7 +594,6 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		podFactory.Shutdown()
 	}()
 
-	res := scaleResult{Nodes: cfg.nodes, Pods: cfg.pods, Agents: cfg.agents}
 	base := rssOf(c.all())
 
 	// The agents: node numbers first..first+n-1 each, the pod CIDRs from
@@ -584,6 +614,7 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 	}
 	res.NodesReadyS = time.Since(start).Seconds()
 	idle := rssOf(c.all())
+	rep.nodesDone(base, idle)
 
 	// Phase create: the pods, as fast as 16 clients go.
 	m0, err := scrapeMetrics(ctx, client)
@@ -593,6 +624,10 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 	startup.arm()
 	createRec := newLatencyRecorder()
 	start = time.Now()
+	rep.begin(func() phaseResult {
+		return phaseResult{Name: "create", DurationS: time.Since(start).Seconds(), Client: createRec.summaries(),
+			Server: rep.serverSince(m0), Startup: ptr.To(startup.result())}
+	})
 	if err := createPods(ctx, pclient, cfg, createRec, startup); err != nil {
 		fail("%v", err)
 	}
@@ -606,9 +641,8 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 	if err != nil {
 		fail("%v", err)
 	}
-	createStartup := startup.result()
-	res.Phases = append(res.Phases, phaseResult{Name: "create", DurationS: res.AllRunningS, Client: createRec.summaries(),
-		Server: serverLatencies(diffHistograms(requestHistograms(m0), requestHistograms(m1))), Startup: &createStartup})
+	rep.phaseDone(phaseResult{Name: "create", DurationS: res.AllRunningS, Client: createRec.summaries(),
+		Server: serverLatencies(diffHistograms(requestHistograms(m0), requestHistograms(m1))), Startup: ptr.To(startup.result())})
 
 	fmt.Fprintf(os.Stderr, "scale: %d nodes Ready in %.1fs, %d pods created in %.1fs, all Running after %.1fs; settling %v, then measuring %v\n",
 		cfg.nodes, res.NodesReadyS, cfg.pods, res.CreatedS, res.AllRunningS, cfg.settle, cfg.window)
@@ -618,7 +652,7 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		fail("settle: %v", ctx.Err())
 	}
 	if err := c.check(); err != nil {
-		b.Fatal(err)
+		fail("%v", err)
 	}
 
 	// The convergence sample: one label group's informer, from now on.
@@ -660,6 +694,10 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		}()
 		return func() { <-done }
 	}
+	start = time.Now()
+	rep.begin(func() phaseResult {
+		return phaseResult{Name: "steady", DurationS: time.Since(start).Seconds(), Client: steadyRec.summaries(), Server: rep.serverSince(m2)}
+	})
 	stopProbe := runProbe(steadyRec)
 	waitProfiles := profiles("steady")
 	res.Steady, err = measure(ctx, c.all(), cfg.window)
@@ -669,15 +707,34 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		fail("steady state: %v", err)
 	}
 	if err := c.check(); err != nil {
-		b.Fatal(err)
+		fail("%v", err)
 	}
 	m3, err := scrapeMetrics(ctx, client)
 	if err != nil {
 		fail("%v", err)
 	}
-	res.Phases = append(res.Phases, phaseResult{Name: "steady", DurationS: res.Steady.WindowS, Client: steadyRec.summaries(),
-		Server: serverLatencies(diffHistograms(requestHistograms(m2), requestHistograms(m3)))})
 	res.Memory = memoryFigures(cfg, c.all(), base, idle, res.Steady)
+	steady := phaseResult{Name: "steady", DurationS: res.Steady.WindowS, Client: steadyRec.summaries(),
+		Server: serverLatencies(diffHistograms(requestHistograms(m2), requestHistograms(m3)))}
+
+	// At full size, after the window: what a user's kubectl and a new
+	// controller's informer pay to read every pod.
+	d, err := timeKubectl(ctx, kubeconfig)
+	if err != nil {
+		fail("%v", err)
+	}
+	res.KubectlGetPodsS = d.Seconds()
+	d, err = timeKubectl(ctx, kubeconfig, "--chunk-size=0")
+	if err != nil {
+		fail("%v", err)
+	}
+	res.KubectlUnpagedS = d.Seconds()
+	d, n, err := timeInformerSync(ctx, kubeconfig)
+	if err != nil {
+		fail("%v", err)
+	}
+	res.InformerSyncS, res.InformerPods = d.Seconds(), n
+	rep.phaseDone(steady)
 
 	// Phase churn: replace a share of the pods, paced, as ClusterLoader2's
 	// load test does, measuring meanwhile; then wait for all Running.
@@ -695,10 +752,15 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		}
 		startup.arm()
 		start = time.Now()
+		rep.begin(func() phaseResult {
+			return phaseResult{Name: "churn", DurationS: time.Since(start).Seconds(), Client: churnRec.summaries(),
+				Server: rep.serverSince(m4), Startup: ptr.To(startup.result())}
+		})
 		stopProbe := runProbe(churnRec)
 		waitProfiles := profiles("churn")
 		churnErr := make(chan error, 1)
 		go func() { churnErr <- churn(ctx, pclient, cfg, victims, cfg.pods, cfg.churnDuration, churnRec, startup) }()
+		// A window cut by the deadline still holds what it sampled.
 		w, merr := measure(ctx, c.all(), cfg.churnDuration)
 		res.Churn = &w
 		if err := <-churnErr; err != nil {
@@ -723,28 +785,9 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 		if err != nil {
 			fail("%v", err)
 		}
-		churnStartup := startup.result()
-		res.Phases = append(res.Phases, phaseResult{Name: "churn", DurationS: time.Since(start).Seconds(), Client: churnRec.summaries(),
-			Server: serverLatencies(diffHistograms(requestHistograms(m4), requestHistograms(m5))), Startup: &churnStartup})
+		rep.phaseDone(phaseResult{Name: "churn", DurationS: time.Since(start).Seconds(), Client: churnRec.summaries(),
+			Server: serverLatencies(diffHistograms(requestHistograms(m4), requestHistograms(m5))), Startup: ptr.To(startup.result())})
 	}
-
-	// At full size: what a user's kubectl and a new controller's informer
-	// pay to read every pod.
-	d, err := timeKubectl(ctx, kubeconfig)
-	if err != nil {
-		fail("%v", err)
-	}
-	res.KubectlGetPodsS = d.Seconds()
-	d, err = timeKubectl(ctx, kubeconfig, "--chunk-size=0")
-	if err != nil {
-		fail("%v", err)
-	}
-	res.KubectlUnpagedS = d.Seconds()
-	d, n, err := timeInformerSync(ctx, kubeconfig)
-	if err != nil {
-		fail("%v", err)
-	}
-	res.InformerSyncS, res.InformerPods = d.Seconds(), n
 
 	// Correctness: every pod Running, every node Ready, no watcher closed
 	// for falling behind, the sample informer converged.
@@ -778,13 +821,14 @@ func runScale(b *testing.B, bin string, cfg scaleConfig) scaleResult {
 	sample.CheckMonotonic(b)
 
 	if err := c.check(); err != nil {
-		b.Fatal(err)
+		fail("%v", err)
 	}
 	res.EtcdMiB = float64(etcdDBSize(dataDir)) / (1 << 20)
 	for _, a := range c.agents() {
 		fmt.Fprintf(os.Stderr, "scale: node identities %q; %s: %d sockets open, %d threads\n",
 			os.Getenv(scaleNodeIdentitiesEnv), a.name, countSockets(a.pid()), countThreads(a.pid()))
 	}
+	rep.checksDone()
 	return res
 }
 
@@ -921,8 +965,14 @@ type counter struct {
 	changed chan struct{}
 }
 
+// newBareCounter is a counter its owner feeds with set.
+func newBareCounter() *counter {
+	return &counter{matches: map[string]bool{}, changed: make(chan struct{}, 1)}
+}
+
 func newCounter(inf cache.SharedIndexInformer, pred func(obj any) bool) *counter {
-	c := &counter{pred: pred, matches: map[string]bool{}, changed: make(chan struct{}, 1)}
+	c := newBareCounter()
+	c.pred = pred
 	set := func(obj any) {
 		key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 		if err != nil {
@@ -1043,7 +1093,8 @@ func scalePod(i int, cfg scaleConfig) *v1.Pod {
 // measure samples procs over window: CPU from the utime+stime delta, RSS
 // every second, VmHWM at the end; and the machine's busy time, to tell how
 // much of it was someone else's. It is reusable by any harness that runs
-// processes (proc).
+// processes (proc). Should ctx end first, it returns the figures of the
+// shorter window (WindowS says how long) with ctx's error.
 func measure(ctx context.Context, procs []*proc, window time.Duration) (procsWindow, error) {
 	var res procsWindow
 	type sample struct {
@@ -1071,11 +1122,14 @@ func measure(ctx context.Context, procs []*proc, window time.Duration) (procsWin
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var cut error
+sampling:
 	for time.Since(start) < window {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			return res, ctx.Err()
+			cut = ctx.Err()
+			break sampling
 		}
 		for i, p := range procs {
 			rss, _, err := procMemory(p.pid())
@@ -1130,7 +1184,7 @@ func measure(ctx context.Context, procs []*proc, window time.Duration) (procsWin
 		res.MachineBusyPercent = busy / total * 100
 		res.ForeignPercent = (busy - ours) / total * 100
 	}
-	return res, nil
+	return res, cut
 }
 
 // procTicks returns utime+stime of pid, in clock ticks.
@@ -1223,48 +1277,7 @@ func etcdDBSize(dataDir string) int64 {
 	return n
 }
 
-// print writes the run as compact tables.
-func (r scaleResult) print(w io.Writer, cfg scaleConfig, run int) {
-	fmt.Fprintf(w, "\nscale run %d: %d nodes (%d agent processes), %d pods (%s cpu, %s memory each), %d create clients\n",
-		run, cfg.nodes, cfg.agents, cfg.pods, cfg.cpuRequest, cfg.memoryRequest, cfg.createWorkers)
-	fmt.Fprintf(w, "  nodes Ready after %.1fs; pods created in %.1fs (%.0f/s); all Running %.1fs after the first create\n",
-		r.NodesReadyS, r.CreatedS, r.CreatePerSecond, r.AllRunningS)
-	printWindow := func(title string, pw procsWindow) {
-		fmt.Fprintf(w, "  %s over %.0fs; CPU %% of one CPU\n", title, pw.WindowS)
-		fmt.Fprintf(w, "    %-12s %8s %14s %13s %14s %9s %9s\n", "process", "CPU %", "RSS mean MiB", "RSS max MiB", "peak RSS MiB", "anon MiB", "file MiB")
-		for _, p := range pw.Procs {
-			fmt.Fprintf(w, "    %-12s %8.1f %14.0f %13.0f %14.0f %9.0f %9.0f\n", p.Name, p.CPUPercent, p.RSSMeanMiB, p.RSSMaxMiB, p.HWMMiB, p.AnonMiB, p.FileMiB)
-		}
-		fmt.Fprintf(w, "    machine busy %.1f%% of all CPUs, of which not ours %.1f%%\n", pw.MachineBusyPercent, pw.ForeignPercent)
-	}
-	printWindow(fmt.Sprintf("steady state (%v after all Running, probe running)", cfg.settle), r.Steady)
-	if r.Churn != nil {
-		printWindow(fmt.Sprintf("churn (%.0f%% of the pods replaced)", cfg.churn*100), *r.Churn)
-	}
-	fmt.Fprintf(w, "  memory: RSS before the agents (base), all nodes Ready without pods (idle), at full size (steady mean)\n")
-	fmt.Fprintf(w, "    %-12s %9s %9s %9s %13s %12s\n", "process", "base MiB", "idle MiB", "full MiB", "KiB per node", "KiB per pod")
-	for _, m := range r.Memory {
-		fmt.Fprintf(w, "    %-12s %9.0f %9.0f %9.0f %13.1f %12.2f\n", m.Name, m.BaseMiB, m.IdleMiB, m.FullMiB, m.PerNodeKiB, m.PerPodKiB)
-	}
-	for _, ph := range r.Phases {
-		fmt.Fprintf(w, "  phase %s (%.0fs)\n", ph.Name, ph.DurationS)
-		printLatencies(w, "API call latency, client side", ph.Client)
-		printLatencies(w, "API call latency, server side (apiserver_request_duration_seconds, histogram_quantile)", ph.Server)
-		if ph.Startup != nil {
-			printStartup(w, "pod startup latency", *ph.Startup)
-		}
-	}
-	fmt.Fprintf(w, "  at full size: kubectl get pods -A %.2fs (--chunk-size=0: %.2fs); a protobuf pod informer's LIST+sync %.2fs (%d pods); etcd db file %.0f MiB\n",
-		r.KubectlGetPodsS, r.KubectlUnpagedS, r.InformerSyncS, r.InformerPods, r.EtcdMiB)
-	ch := r.Checks
-	fmt.Fprintf(w, "  checks: %d/%d pods Running, %d nodes Ready, terminated watchers %v, bench watch errors %d, sample informer converged %v\n",
-		ch.PodsRunning, ch.PodsTotal, ch.NodesReady, ch.TerminatedWatchers, ch.BenchWatchErrors, ch.SampleConverged)
-	for _, p := range ch.Problems {
-		fmt.Fprintf(w, "  PROBLEM: %s\n", p)
-	}
-	fmt.Fprintln(w)
-}
-
+// countSockets is how many sockets pid holds open (its connections to the
 // API server, and its listeners).
 func countSockets(pid int) int {
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
