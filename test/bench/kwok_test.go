@@ -266,13 +266,17 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 	}
 
 	// The bulk create: every pod at once from 16 clients, as bench-scale.
-	// Pod startup as bench-scale measures it (podStartup): one pod
-	// informer for the run, armed again for the latency pods.
+	// Pod startup as bench-scale measures it (podStartup), with a pod
+	// informer of the phase's own: none runs in the steady states.
 	pods, err := startStartupWatch(ctx, client)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer pods.stop()
+	defer func() {
+		if pods != nil {
+			pods.stop()
+		}
+	}()
 	pods.arm()
 	start = time.Now()
 	if err := createPodsFunc(ctx, client, cfg.pods, cfg.createWorkers, 0, func(i int) *v1.Pod {
@@ -286,6 +290,8 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 	}
 	res.allRunning = time.Since(start)
 	res.bulk = pods.result()
+	pods.stop()
+	pods = nil
 	fmt.Fprintf(os.Stderr, "%s: %d pods created in %v, all Running after %v; settling %v, then measuring %v\n",
 		mode, cfg.pods, res.created.Round(time.Millisecond), res.allRunning.Round(time.Millisecond), cfg.settle, cfg.window)
 	if err := settleAndMeasure(ctx, &res.withPods, procs, check, cfg); err != nil {
@@ -295,6 +301,9 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 
 	// The latency pods: created at a steady rate on the loaded cluster.
 	if kc.latencyPods > 0 {
+		if pods, err = startStartupWatch(ctx, client); err != nil {
+			b.Fatal(err)
+		}
 		pods.arm()
 		interval := time.Duration(float64(time.Second) / kc.latencyQPS)
 		if err := createPodsFunc(ctx, client, kc.latencyPods, 1, interval, func(i int) *v1.Pod {
@@ -306,6 +315,8 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 			b.Fatal(kwokFailure(mode, sims, err))
 		}
 		res.latency = pods.result()
+		pods.stop()
+		pods = nil
 	}
 	if err := check(); err != nil {
 		b.Fatal(err)

@@ -765,7 +765,7 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		res.Churn = &w
 		if err := <-churnErr; err != nil {
 			stopProbe()
-			fail("%v", err)
+			fail("churn: %v", err)
 		}
 		if merr != nil {
 			stopProbe()
