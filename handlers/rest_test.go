@@ -26,10 +26,10 @@ const (
 
 func TestGet(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		call   call
-		err    error
-		check  func(t *testing.T, st *fakeStore, w *httptest.ResponseRecorder)
+		name  string
+		call  call
+		err   error
+		check func(t *testing.T, st *fakeStore, w *httptest.ResponseRecorder)
 	}{
 		{name: "json", call: call{method: "GET", target: cmPath + "/a"}, check: func(t *testing.T, st *fakeStore, w *httptest.ResponseRecorder) {
 			wantCode(t, w, http.StatusOK, "application/json")
