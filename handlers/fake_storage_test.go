@@ -406,3 +406,5 @@ func newRequest(method, target, body, contentType string) *http.Request {
 }
 
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func schemaGroupKind(kind string) schema.GroupKind { return schema.GroupKind{Kind: kind} }
