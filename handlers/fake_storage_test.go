@@ -66,19 +66,21 @@ type fakeStore struct {
 	events []registry.WatchEvent
 
 	// What the verbs were given.
-	getOpts     *metav1.GetOptions
-	listOpts    *metainternalversion.ListOptions
-	listVia     string // "json", "protobuf" or the ObjectFor view
-	createOpts  *registry.CreateOptions
-	updateOpts  *registry.UpdateOptions
-	applyOpts   *registry.ApplyOptions
-	applyPatch  *unstructured.Unstructured
-	deleteOpts  *metav1.DeleteOptions
-	collOpts    *metainternalversion.ListOptions
-	watchOpts   *metainternalversion.ListOptions
-	watch       *fakeWatch
-	namespace   string
-	writtenName string
+	getOpts    *metav1.GetOptions
+	listOpts   *metainternalversion.ListOptions
+	listVia    string // "json", "protobuf" or the ObjectFor view
+	createOpts *registry.CreateOptions
+	updateOpts *registry.UpdateOptions
+	applyOpts  *registry.ApplyOptions
+	applyPatch *unstructured.Unstructured
+	deleteOpts *metav1.DeleteOptions
+	collOpts   *metainternalversion.ListOptions
+	watchOpts  *metainternalversion.ListOptions
+	watch      *fakeWatch
+	// watchTimeout is what was left of the watch's context.
+	watchTimeout time.Duration
+	namespace    string
+	writtenName  string
 }
 
 func newFakeStore(objs ...*v1.ConfigMap) *fakeStore {
@@ -303,10 +305,13 @@ func (w *fakeWatch) Stop() {
 	w.stopped = true
 }
 
-func (s *fakeStore) Watch(_ context.Context, namespace string, opts *metainternalversion.ListOptions) (watchStream, error) {
+func (s *fakeStore) Watch(ctx context.Context, namespace string, opts *metainternalversion.ListOptions) (watchStream, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.watchOpts, s.namespace = opts, namespace
+	if deadline, ok := ctx.Deadline(); ok {
+		s.watchTimeout = time.Until(deadline)
+	}
 	if s.err != nil {
 		return nil, s.err
 	}
