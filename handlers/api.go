@@ -214,7 +214,14 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// 404 of an unknown resource).
 		trace.From(r.Context()).Served()
 	}
-	info := res.Store.Info()
+	a.serveResource(w, r, ri, storeREST{res.Store}, res)
+}
+
+// serveResource serves a request to store, the storage of res (nil in the
+// handlers' unit tests, which have no subresources), after the checks of
+// the path's namespace and name.
+func (a *API) serveResource(w http.ResponseWriter, r *http.Request, ri requestInfo, store restResource, res *Resource) {
+	info := store.Info()
 	if !info.Namespaced && ri.Namespace != "" {
 		WriteError(w, r, errNotFound)
 		return
@@ -232,7 +239,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	req := &request{w: w, r: r, info: ri, store: res.Store}
+	req := &request{w: w, r: r, info: ri, store: store}
 	if ri.WatchPath {
 		// kube serves only GET on the /watch/ paths, of a collection or
 		// of one object, never of a subresource.
@@ -247,24 +254,35 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ri.Subresource != "" {
+		if res == nil {
+			WriteError(w, r, errNotFound)
+			return
+		}
 		a.serveSubresource(req, res)
 		return
 	}
+	req.serveVerb()
+}
+
+// serveVerb dispatches a request to a resource (not a subresource) to its
+// verb.
+func (q *request) serveVerb() {
+	w, r, ri, info := q.w, q.r, q.info, q.store.Info()
 	switch {
 	case r.Method == http.MethodGet && ri.Name != "":
-		req.get()
+		q.get()
 	case r.Method == http.MethodGet:
-		req.list()
+		q.list()
 	case r.Method == http.MethodPost && ri.Name == "":
-		req.create()
+		q.create()
 	case r.Method == http.MethodPut && ri.Name != "":
-		req.update()
+		q.update()
 	case r.Method == http.MethodPatch && ri.Name != "":
-		req.patch()
+		q.patch()
 	case r.Method == http.MethodDelete && ri.Name != "":
-		req.delete()
+		q.delete()
 	case r.Method == http.MethodDelete && info.HasVerb("deletecollection"):
-		req.deleteCollection()
+		q.deleteCollection()
 	default:
 		WriteError(w, r, errMethodNotAllowed)
 	}
@@ -310,16 +328,22 @@ func (a *API) serveSubresource(req *request, res *Resource) {
 		req.getSubresource(sub.Getter)
 		return
 	}
-	req.store = sub.Store
+	req.store = storeREST{sub.Store}
+	req.serveStoreSubresource(sub.UpdateOnly)
+}
+
+// serveStoreSubresource dispatches a request to a subresource that updates
+// part of the object (status; finalize, which is updateOnly) to its verb.
+func (q *request) serveStoreSubresource(updateOnly bool) {
 	switch {
-	case req.r.Method == http.MethodPut:
-		req.update()
-	case req.r.Method == http.MethodGet && !sub.UpdateOnly:
-		req.get()
-	case req.r.Method == http.MethodPatch && !sub.UpdateOnly:
-		req.patch()
+	case q.r.Method == http.MethodPut:
+		q.update()
+	case q.r.Method == http.MethodGet && !updateOnly:
+		q.get()
+	case q.r.Method == http.MethodPatch && !updateOnly:
+		q.patch()
 	default:
-		WriteError(req.w, req.r, errMethodNotAllowed)
+		WriteError(q.w, q.r, errMethodNotAllowed)
 	}
 }
 

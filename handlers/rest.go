@@ -23,7 +23,7 @@ type request struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	info  requestInfo
-	store *registry.Store
+	store restResource
 }
 
 // ctx is the request's context, in which what the registry and admission

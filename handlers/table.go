@@ -35,7 +35,7 @@ import (
 type transformer struct {
 	target  *schema.GroupVersionKind
 	options *metav1.TableOptions // for a Table
-	store   *registry.Store
+	store   restStorage
 	now     func() time.Time
 }
 
