@@ -14,10 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/corekube/corekube/watch/rawjson"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // A Transcoder turns the JSON encoding/json writes for one k8s.io/api type
@@ -122,9 +125,10 @@ type field struct {
 	slot   int
 	inline *message
 
-	msg *message     // kindMessage
-	typ reflect.Type // kindOwnCodec: the value type
-	val *field       // isMap: the entry's value (num 2)
+	msg   *message     // kindMessage
+	typ   reflect.Type // kindOwnCodec: the value type
+	cache *codecCache  // kindOwnCodec: encodings of repeated values
+	val   *field       // isMap: the entry's value (num 2)
 
 	zero []byte // the encoding of a zero value (non-pointer messages and own codecs)
 }
@@ -150,13 +154,33 @@ type planner struct {
 	messages map[reflect.Type]*message
 }
 
+// codecCaches holds, per type, the encodings of values that repeat across
+// objects (a pod's "100m" of CPU, a port 8080), which would otherwise be
+// parsed and marshalled again each time.
+var codecCaches sync.Map // reflect.Type -> *codecCache
+
+func (p *planner) cache(t reflect.Type) *codecCache {
+	c, _ := codecCaches.LoadOrStore(t, &codecCache{})
+	return c.(*codecCache)
+}
+
+// codecCache maps a value's JSON to its message body. It stops growing at
+// codecCacheMax entries: the values that repeat are in it by then.
+type codecCache struct {
+	m sync.Map // string -> []byte
+	n atomic.Int32
+}
+
+const codecCacheMax = 4096
+
 var (
 	timeType        = reflect.TypeFor[metav1.Time]()
+	quantityType    = reflect.TypeFor[resource.Quantity]()
+	intOrStringType = reflect.TypeFor[intstr.IntOrString]()
 	fieldsV1Type    = reflect.TypeFor[metav1.FieldsV1]()
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 	protoMarshalerT = reflect.TypeFor[interface{ Marshal() ([]byte, error) }]()
-	bytesType       = reflect.TypeFor[[]byte]()
 )
 
 func (p *planner) message(t reflect.Type) (*message, error) {
@@ -334,6 +358,9 @@ func (p *planner) scalar(f *field, t reflect.Type) error {
 			return fmt.Errorf("%w: %v has its own JSON but no protobuf Marshal", ErrUnsupported, t)
 		}
 		f.kind, f.typ = kindOwnCodec, t
+		if t == quantityType || t == intOrStringType {
+			f.cache = p.cache(t)
+		}
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
 		return fmt.Errorf("%w: %v reads its JSON as text", ErrUnsupported, t)
 	case t.Kind() == reflect.Struct:
@@ -732,6 +759,11 @@ func (st *state) appendValue(dst []byte, f *field, sc *rawjson.Scanner) ([]byte,
 // appendOwnCodec appends a value of a type with its own JSON form: read
 // by its UnmarshalJSON (or encoding/json), written by its Marshal.
 func appendOwnCodec(dst []byte, f *field, v []byte) ([]byte, error) {
+	if f.cache != nil {
+		if data, ok := f.cache.m.Load(string(v)); ok {
+			return appendBytesField(dst, f.num, data.([]byte)), nil
+		}
+	}
 	pv := reflect.New(f.typ).Interface()
 	if u, ok := pv.(json.Unmarshaler); ok {
 		if err := u.UnmarshalJSON(v); err != nil {
@@ -744,9 +776,19 @@ func appendOwnCodec(dst []byte, f *field, v []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	dst = appendKey(dst, f.num, wireBytes)
+	if f.cache != nil && len(v) <= 64 && f.cache.n.Load() < codecCacheMax {
+		if _, loaded := f.cache.m.LoadOrStore(string(v), data); !loaded {
+			f.cache.n.Add(1)
+		}
+	}
+	return appendBytesField(dst, f.num, data), nil
+}
+
+// appendBytesField appends a length-delimited field.
+func appendBytesField(dst []byte, num int, data []byte) []byte {
+	dst = appendKey(dst, num, wireBytes)
 	dst = binary.AppendUvarint(dst, uint64(len(data)))
-	return append(dst, data...), nil
+	return append(dst, data...)
 }
 
 // number returns the JSON number token at sc (empty if there is none).
