@@ -3,14 +3,16 @@ package registry
 import (
 	"context"
 	"fmt"
-	"github.com/corekube/corekube/storage/trace"
 	"log/slog"
+	"reflect"
 	"strconv"
 	"time"
 
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/storage/trace"
 	"github.com/corekube/corekube/watch"
+	"github.com/corekube/corekube/watch/rawproto"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,6 +118,10 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 	}
 	if ix, ok := strategy.(WatchIndexStrategy); ok {
 		cacheCfg.IndexField = ix.WatchIndexField()
+	}
+	if t := reflect.TypeOf(strategy.New()); t.Kind() == reflect.Pointer {
+		// Types without a protobuf form (custom resources) have none.
+		cacheCfg.Transcoder, _ = rawproto.NewTranscoder(t.Elem())
 	}
 	s.cache = watch.New(cacheCfg)
 	return s

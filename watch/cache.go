@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"weak"
 
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/watch/rawproto"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +41,9 @@ type Object struct {
 
 	json   []byte
 	decode ObjectDecodeFunc // nil for bookmarks
+	// transcoder writes the protobuf encoding from the JSON; nil when the
+	// type has none (the object is then decoded and marshalled).
+	transcoder *rawproto.Transcoder
 
 	// shared is the decoded object, once Shared has been asked for it.
 	sharedOnce sync.Once
@@ -128,8 +133,24 @@ func (o *Object) Protobuf() ([]byte, error) {
 	return enc.data, enc.err
 }
 
-// encodeProtobuf decodes the object's JSON and encodes it as protobuf.
+// encodeProtobuf computes the protobuf encoding: transcoded from the JSON
+// when the type has a transcoder (several times faster than decoding), or
+// decoded and marshalled, which is also how JSON the transcoder does not
+// expect is handled.
 func (o *Object) encodeProtobuf() *encoding {
+	if o.transcoder != nil {
+		buf := transcodeBuffers.Get().(*[]byte)
+		data, err := o.transcoder.Append((*buf)[:0], o.json)
+		if err == nil {
+			enc := &encoding{data: slices.Clone(data)}
+			*buf = data
+			if cap(data) <= 1<<20 {
+				transcodeBuffers.Put(buf)
+			}
+			return enc
+		}
+		transcodeBuffers.Put(buf)
+	}
 	enc := &encoding{}
 	obj, err := o.Decode()
 	if err != nil {
@@ -146,6 +167,11 @@ func (o *Object) encodeProtobuf() *encoding {
 	}
 	return enc
 }
+
+// transcodeBuffers are scratch buffers for encodeProtobuf: the encoding is
+// written in one and copied out at its exact size (it is kept), which
+// costs less than growing it from nothing.
+var transcodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // setRecent marks the object as one of the window's events, or no longer
 // one: only then is its protobuf memo held strongly.
@@ -217,6 +243,9 @@ type Config struct {
 	// the attributes Decode computes, which a reader of the object does
 	// not need; nil means Decode.
 	DecodeObject ObjectDecodeFunc
+	// Transcoder turns the objects' JSON into protobuf without decoding
+	// them (Object.Protobuf); nil decodes and marshals.
+	Transcoder *rawproto.Transcoder
 	// WindowSize is how many recent events are kept for watches that start
 	// from a past resourceVersion.
 	WindowSize int
@@ -449,7 +478,7 @@ func (c *Cache) decode(kv storage.KV) (*Object, error) {
 			return nil, fmt.Errorf("encode %s: %w", kv.Key, err)
 		}
 	}
-	return &Object{Key: kv.Key, Revision: kv.Revision, Labels: NewAttrs(l), Fields: NewAttrs(f), json: data, decode: c.cfg.DecodeObject}, nil
+	return &Object{Key: kv.Key, Revision: kv.Revision, Labels: NewAttrs(l), Fields: NewAttrs(f), json: data, decode: c.cfg.DecodeObject, transcoder: c.cfg.Transcoder}, nil
 }
 
 // attrs returns an Object carrying only o's attributes, for event.prev.

@@ -2,13 +2,16 @@ package watch
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
 	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/watch/rawproto"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -144,5 +147,50 @@ func TestWindowPinsProtobuf(t *testing.T) {
 	c.clearWindowLocked()
 	if pinned(objs[1]) || pinned(objs[2]) || c.n != 0 {
 		t.Fatalf("after clearing the window: pinned %v %v, %d events", pinned(objs[1]), pinned(objs[2]), c.n)
+	}
+}
+
+// TestObjectProtobufTranscoded: with a transcoder the encoding comes from
+// the JSON without a decode, the same bytes; JSON the transcoder does not
+// expect goes the decoding way and still gets its encoding.
+func TestObjectProtobufTranscoded(t *testing.T) {
+	tc, err := rawproto.NewTranscoder(reflect.TypeFor[v1.Pod]())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7", Labels: map[string]string{"app": "x"}},
+		Spec: v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "c", Image: "i"}}}}
+	want, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name        string
+		json        string
+		wantDecodes int64
+	}{
+		{"transcoded", `{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"7","labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"i"}],"nodeName":"n1"}}`, 0},
+		{"unexpected member: decoded", `{"metadata":{"name":"a","resourceVersion":"7","labels":{"app":"x"}},"spec":{"containers":[{"name":"c","image":"i"}],"nodeName":"n1"},"extra":1}`, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var decodes atomic.Int64
+			o := &Object{Key: "/pods/ns/a", Revision: 7, json: []byte(c.json), transcoder: tc,
+				decode: func(kv storage.KV) (runtime.Object, error) {
+					decodes.Add(1)
+					p := &v1.Pod{}
+					err := json.Unmarshal(kv.Value, p)
+					return p, err
+				}}
+			got, err := o.Protobuf()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Protobuf() = %x, want %x", got, want)
+			}
+			if n := decodes.Load(); n != c.wantDecodes {
+				t.Errorf("decoded %d times, want %d", n, c.wantDecodes)
+			}
+		})
 	}
 }

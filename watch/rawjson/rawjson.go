@@ -269,6 +269,18 @@ func (s *Scanner) Str() ([]byte, bool) {
 		return nil, false
 	}
 	start := s.I
+	// Most strings are short keys and names: a plain loop finds their end
+	// sooner than a call to the vectorized IndexByte, which takes over for
+	// long ones.
+	for i := s.I; i < len(s.B) && i < start+16; i++ {
+		switch s.B[i] {
+		case '"':
+			s.I = i + 1
+			return s.B[start:i], true
+		case '\\':
+			i = len(s.B) // escapes: the general loop below
+		}
+	}
 	for {
 		// IndexByte is vectorized: strings are most of what is skipped.
 		n := bytes.IndexByte(s.B[s.I:], '"')
