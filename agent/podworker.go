@@ -290,8 +290,9 @@ func (a *Agent) statusFor(w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now 
 	})
 }
 
-// syncRunning: probes, status, then the actions (sandbox, init containers
-// in order, then the containers, restarts with back-off, liveness kills).
+// syncRunning: probes, status, then the actions computePodActions decides
+// (sandbox, init containers in order, then the containers, restarts with
+// back-off, liveness kills), applied in order.
 func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus, now, deadline time.Time) (time.Time, error) {
 	rs, err := a.replaceChanged(ctx, w, pod, rs)
 	if err != nil {
@@ -309,9 +310,13 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 	if err != nil {
 		return time.Time{}, err
 	}
+	actions := computePodActions(podActionsInput{
+		pod: pod, rs: rs, now: now, probes: w.probes,
+		stopping: w.stopping, backoff: w.backoff, backoffReset: a.cfg.BackoffReset,
+	})
 
 	n := w.node
-	if !rs.SandboxReady {
+	if actions.createSandbox {
 		ip := n.ip
 		if !pod.Spec.HostNetwork {
 			if ip, err = n.addresses().allocate(w.uid); err != nil {
@@ -338,116 +343,11 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 	next = earliest(next, refreshTokens)
 
 	reasonsBefore := len(w.reasons)
-	changedReasons := false
-	// probeKill stops a running container whose liveness or startup probe
-	// failed.
-	probeKill := func(c *v1.Container, latest *runtime.ContainerStatus) error {
-		if latest.Hash != containerHash(c) {
-			// The kubelet restarts a container whose definition changed
-			// (kubectl set image) whatever the restart policy.
-			msg := fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
-			if isRestartableInit(c) {
-				msg = fmt.Sprintf("Init container %s definition changed", c.Name)
-			}
-			if err := a.stopContainer(ctx, w, pod, c, latest.ID, podGracePeriod(pod), msg); err != nil {
-				return err
-			}
-			setIn(&w.replacing, c.Name, latest.ID)
-			next = earliest(next, n.runtime.NextChange(w.uid))
-			return nil
-		}
-		msg, kill := w.probes.killReason(c.Name, latest.ID)
-		if !kill {
-			return nil
-		}
-		if _, sent := w.stopping[latest.ID]; !sent {
-			if err := a.stopContainer(ctx, w, pod, c, latest.ID, killGracePeriod(pod, c), msg); err != nil {
-				return err
-			}
-		}
-		next = earliest(next, n.runtime.NextChange(w.uid))
-		return nil
+	wake, changedReasons, err := a.applyContainerActions(ctx, w, pod, actions.containers, now)
+	if err != nil {
+		return time.Time{}, err
 	}
-	restart := func(c *v1.Container, latest *runtime.ContainerStatus) {
-		wake, changed := a.restartContainer(ctx, w, pod, c, latest, now)
-		next, changedReasons = earliest(next, wake), changedReasons || changed
-	}
-
-	// Once the regular containers have started, init containers do not run
-	// again; sidecars (restartable init containers) keep running beside
-	// them until no regular container is left to run.
-	podInitialized := hasAnyRegularContainerStarted(pod, rs)
-	regularDone := podInitialized && pod.Spec.RestartPolicy != v1.RestartPolicyAlways && !anyRegularToRun(pod, rs)
-	initialized := true
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		latest := findRuntimeStatus(rs, c.Name)
-		if isRestartableInit(c) {
-			switch {
-			case regularDone:
-				if latest != nil && latest.State == runtime.ContainerStateRunning {
-					if err := a.stopContainer(ctx, w, pod, c, latest.ID, podGracePeriod(pod), ""); err != nil {
-						return time.Time{}, err
-					}
-				}
-				continue
-			case latest == nil:
-				changedReasons = a.startContainer(ctx, w, pod, c, firstAttempt(pod.Status.InitContainerStatuses, c.Name)) || changedReasons
-			case latest.State == runtime.ContainerStateRunning:
-				if err := probeKill(c, latest); err != nil {
-					return time.Time{}, err
-				}
-				if podInitialized || w.probes.started(c, latest.ID) {
-					continue
-				}
-			case latest.State == runtime.ContainerStateExited:
-				restart(c, latest)
-			}
-			if podInitialized {
-				continue
-			}
-			initialized = false
-			break
-		}
-		if podInitialized {
-			continue
-		}
-		if latest == nil {
-			changedReasons = a.startContainer(ctx, w, pod, c, firstAttempt(pod.Status.InitContainerStatuses, c.Name)) || changedReasons
-			initialized = false
-			break
-		}
-		if latest.State != runtime.ContainerStateExited {
-			initialized = false
-			break
-		}
-		if latest.ExitCode == 0 {
-			continue
-		}
-		initialized = false
-		if pod.Spec.RestartPolicy != v1.RestartPolicyNever {
-			restart(c, latest)
-		}
-		break
-	}
-	if initialized {
-		for i := range pod.Spec.Containers {
-			c := &pod.Spec.Containers[i]
-			latest := findRuntimeStatus(rs, c.Name)
-			switch {
-			case latest == nil:
-				changedReasons = a.startContainer(ctx, w, pod, c, firstAttempt(pod.Status.ContainerStatuses, c.Name)) || changedReasons
-			case latest.State == runtime.ContainerStateRunning:
-				if err := probeKill(c, latest); err != nil {
-					return time.Time{}, err
-				}
-			case latest.State == runtime.ContainerStateExited:
-				if shouldContainerBeRestarted(c, pod, rs) {
-					restart(c, latest)
-				}
-			}
-		}
-	}
+	next = earliest(next, wake)
 	a.collectGarbage(ctx, w, pod, rs)
 	if changedReasons || len(w.reasons) != reasonsBefore {
 		// The status shows the new waiting reasons at the next sync.
@@ -459,6 +359,43 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 	return earliest(next, now.Add(a.resyncInterval())), nil
 }
 
+// applyContainerActions does the containers' actions in order, stopping at
+// the first error. It returns when the pod wants its next sync for them
+// (zero: no wish) and whether a container's waiting reason changed.
+func (a *Agent) applyContainerActions(ctx context.Context, w *podWorker, pod *v1.Pod, actions []containerAction, now time.Time) (time.Time, bool, error) {
+	var next time.Time
+	changed := false
+	for _, act := range actions {
+		c := act.container
+		switch act.kind {
+		case actStart:
+			changed = a.startContainer(ctx, w, pod, c, act.attempt) || changed
+		case actRestart:
+			w.nextBackOff(c.Name, act.latest.FinishedAt, now, a.cfg)
+			changed = a.startContainer(ctx, w, pod, c, act.attempt) || changed
+		case actBackOff:
+			next = earliest(next, act.until)
+			changed = a.backOff(w, pod, c, act.latest, act.backoff) || changed
+		case actStop:
+			if err := a.stopContainer(ctx, w, pod, c, act.latest.ID, act.grace, act.message); err != nil {
+				return time.Time{}, false, err
+			}
+			if act.wake {
+				next = earliest(next, w.node.runtime.NextChange(w.uid))
+			}
+		case actAwaitStop:
+			next = earliest(next, w.node.runtime.NextChange(w.uid))
+		case actReplace:
+			if err := a.stopContainer(ctx, w, pod, c, act.latest.ID, act.grace, act.message); err != nil {
+				return time.Time{}, false, err
+			}
+			setIn(&w.replacing, c.Name, act.latest.ID)
+			next = earliest(next, w.node.runtime.NextChange(w.uid))
+		}
+	}
+	return next, changed, nil
+}
+
 // replaceChanged starts the successors of the containers stopped because
 // their definition changed once they have exited, before the pod's status
 // is computed (the kubelet kills and starts within one sync: its status
@@ -466,22 +403,15 @@ func (a *Agent) syncRunning(ctx context.Context, w *podWorker, pod *v1.Pod, rs *
 // restartPolicy Never would fail the pod). It returns the runtime's status
 // as it then is.
 func (a *Agent) replaceChanged(ctx context.Context, w *podWorker, pod *v1.Pod, rs *runtime.PodStatus) (*runtime.PodStatus, error) {
-	started := false
-	for name, id := range w.replacing {
-		c, latest := containerSpec(pod, name), findRuntimeStatus(rs, name)
-		if c == nil || latest == nil || latest.ID != id {
-			delete(w.replacing, name)
-			continue
-		}
-		if latest.State != runtime.ContainerStateExited {
-			continue
-		}
+	starts, forget := replacements(pod, rs, w.replacing)
+	for _, name := range forget {
 		delete(w.replacing, name)
-		a.startContainer(ctx, w, pod, c, latest.Attempt+1)
-		started = true
 	}
-	if !started {
+	if len(starts) == 0 {
 		return rs, nil
+	}
+	for _, act := range starts {
+		a.startContainer(ctx, w, pod, act.container, act.attempt)
 	}
 	rs, err := w.node.runtime.GetPodStatus(ctx, w.uid)
 	if err != nil {
@@ -556,24 +486,20 @@ func (a *Agent) resyncInterval() time.Duration {
 	return a.cfg.SyncFrequency + time.Duration(rand.Float64()*0.5*float64(a.cfg.SyncFrequency))
 }
 
-// restartContainer restarts an exited container unless it is in back-off
-// (CrashLoopBackOff). It returns when the back-off ends and whether the
-// container's waiting reason changed.
-func (a *Agent) restartContainer(ctx context.Context, w *podWorker, pod *v1.Pod, c *v1.Container, latest *runtime.ContainerStatus, now time.Time) (time.Time, bool) {
-	if until, in := w.inBackOff(c.Name, latest.FinishedAt, now, a.cfg.BackoffReset); in {
-		d := w.backoff[c.Name].backoff
-		reason := waitingReason{reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", d, c.Name, podFormat(pod))}
-		changed := w.reasons[c.Name] != reason
-		setIn(&w.reasons, c.Name, reason)
-		if w.backOffEvents[c.Name] != latest.ID {
-			setIn(&w.backOffEvents, c.Name, latest.ID)
-			a.events.podEvent(pod, containerFieldPath(pod, c.Name), w.node, v1.EventTypeWarning, "BackOff",
-				fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.Name, podFormat(pod)))
-		}
-		return until, changed
+// backOff records that an exited container waits out its back-off
+// (CrashLoopBackOff, backoff the current step), with one BackOff event per
+// exited container. It returns whether the container's waiting reason
+// changed.
+func (a *Agent) backOff(w *podWorker, pod *v1.Pod, c *v1.Container, latest *runtime.ContainerStatus, backoff time.Duration) bool {
+	reason := waitingReason{reasonCrashLoopBackOff, fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", backoff, c.Name, podFormat(pod))}
+	changed := w.reasons[c.Name] != reason
+	setIn(&w.reasons, c.Name, reason)
+	if w.backOffEvents[c.Name] != latest.ID {
+		setIn(&w.backOffEvents, c.Name, latest.ID)
+		a.events.podEvent(pod, containerFieldPath(pod, c.Name), w.node, v1.EventTypeWarning, "BackOff",
+			fmt.Sprintf("Back-off restarting failed container %s in pod %s", c.Name, podFormat(pod)))
 	}
-	w.nextBackOff(c.Name, latest.FinishedAt, now, a.cfg)
-	return time.Time{}, a.startContainer(ctx, w, pod, c, latest.Attempt+1)
+	return changed
 }
 
 // firstAttempt is the restart count of a container the runtime has no
@@ -637,31 +563,12 @@ func (a *Agent) syncTerminating(ctx context.Context, w *podWorker, pod *v1.Pod, 
 	}
 	// The regular containers (and init containers) stop first; sidecars
 	// once they are gone, within what is left of the grace period.
-	running, regularRunning := false, false
+	running := false
 	for _, cs := range rs.ContainerStatuses {
-		if c := containerSpec(pod, cs.Name); cs.State == runtime.ContainerStateRunning && (c == nil || !isRestartableInit(c)) {
-			regularRunning = true
-		}
+		running = running || cs.State == runtime.ContainerStateRunning
 	}
-	for _, cs := range rs.ContainerStatuses {
-		if cs.State != runtime.ContainerStateRunning {
-			continue
-		}
-		running = true
-		c := containerSpec(pod, cs.Name)
-		if c == nil {
-			c = &v1.Container{Name: cs.Name}
-		}
-		g := grace
-		if isRestartableInit(c) {
-			if regularRunning {
-				continue
-			}
-			if pod.DeletionTimestamp != nil {
-				g = max(0, min(grace, pod.DeletionTimestamp.Sub(now)))
-			}
-		}
-		if err := a.stopContainer(ctx, w, pod, c, cs.ID, g, ""); err != nil {
+	for _, act := range terminationStops(pod, rs, grace, now) {
+		if err := a.stopContainer(ctx, w, pod, act.container, act.latest.ID, act.grace, act.message); err != nil {
 			return time.Time{}, err
 		}
 	}
@@ -809,12 +716,7 @@ type backoffEntry struct {
 // inBackOff: the container finished at finished and may not restart
 // before the returned time.
 func (w *podWorker) inBackOff(name string, finished, now time.Time, reset time.Duration) (time.Time, bool) {
-	e, ok := w.backoff[name]
-	if !ok || finished.Sub(e.lastUpdate) > reset {
-		return time.Time{}, false
-	}
-	until := finished.Add(e.backoff)
-	return until, now.Before(until)
+	return backOffUntil(w.backoff, name, finished, now, reset)
 }
 
 // nextBackOff records a restart: the first back-off is the base, each next
