@@ -2,14 +2,13 @@ package disruption
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/internal/events"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -34,7 +33,7 @@ type Controller struct {
 	cfg     Config
 	log     *slog.Logger
 	events  *events.Writer
-	started atomic.Bool
+	started worker.Once
 
 	pods       corelisters.PodLister
 	pdbs       policylisters.PodDisruptionBudgetLister
@@ -125,8 +124,8 @@ func (c *Controller) register(factory informers.SharedInformerFactory) error {
 // goroutine it starts has ended when it returns (the informers are the
 // factory owner's). A Controller runs once.
 func (c *Controller) Start(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return errors.New("disruption controller: already started")
+	if err := c.started.Start("disruption controller"); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -143,20 +142,18 @@ func (c *Controller) Start(ctx context.Context) error {
 		return nil // ctx ended first
 	}
 	c.log.Info("disruption controller started")
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processBudget(ctx) {
-			}
-		}()
+	budgets := &worker.Loop[string]{Name: "disruption", Queue: c.queue, Workers: c.cfg.Workers, Log: c.log,
+		Sync: worker.NoResult(c.sync), OnError: c.budgetFailed}
+	stale := &worker.Loop[string]{Name: "stale_pod_disruption", Queue: c.staleQueue, Workers: 1, Log: c.log,
+		Sync: worker.NoResult(c.syncStalePod), OnError: func(key string, err error) {
+			c.log.Warn("resetting a stale DisruptionTarget condition failed, requeuing", "pod", key, "err", err)
+		}}
+	if err := budgets.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("disruption controller: %w", err)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for c.processStalePod(ctx) {
-		}
-	}()
+	if err := stale.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("disruption controller: %w", err)
+	}
 	if c.cfg.ResyncPeriod > 0 {
 		wg.Add(1)
 		go func() {
@@ -262,26 +259,13 @@ func (c *Controller) budgetsFor(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, e
 	return out, nil
 }
 
-func (c *Controller) processBudget(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
+// budgetFailed logs a failed budget sync before its retry.
+func (c *Controller) budgetFailed(key string, err error) {
+	if apierrors.IsConflict(err) {
+		c.log.Debug("budget changed meanwhile, requeuing", "budget", key)
+	} else {
+		c.log.Warn("syncing budget failed, requeuing", "budget", key, "err", err)
 	}
-	defer c.queue.Done(key)
-	err := c.sync(ctx, key)
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case ctx.Err() != nil:
-	default:
-		if apierrors.IsConflict(err) {
-			c.log.Debug("budget changed meanwhile, requeuing", "budget", key)
-		} else {
-			c.log.Warn("syncing budget failed, requeuing", "budget", key, "err", err)
-		}
-		c.queue.AddRateLimited(key)
-	}
-	return true
 }
 
 // sync brings the status of the budget key up to date. A conflict is
