@@ -3,7 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/record"
 	"github.com/corekube/corekube/controllers/useragent"
 	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
@@ -32,7 +32,7 @@ type Controller struct {
 	client  kubernetes.Interface
 	cfg     Config
 	log     *slog.Logger
-	events  *events.Writer
+	events  *record.Recorder
 	started worker.Once
 
 	pods       corelisters.PodLister
@@ -78,7 +78,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		client: client,
 		cfg:    cfg,
 		log:    log,
-		events: events.NewWriter(client, cfg.Clock, log, cfg.EventQueueSize),
+		events: record.New(client, cfg.Clock, log, record.Options{QueueSize: cfg.EventQueueSize}),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "disruption", Clock: cfg.Clock, MetricsProvider: cfg.QueueMetrics}),
 		staleQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -234,7 +234,7 @@ func (c *Controller) enqueueBudgetsOf(pod *v1.Pod, warn bool) {
 	if len(pdbs) > 1 && warn {
 		msg := fmt.Sprintf("Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", pod.Namespace, pod.Name, pdbs[0].Name)
 		c.log.Info(msg)
-		c.events.Eventf(events.PodRef(pod), eventSource, v1.EventTypeWarning, "MultiplePodDisruptionBudgets", "%s", msg)
+		c.events.Eventf(record.PodRef(pod), eventSource, v1.EventTypeWarning, "MultiplePodDisruptionBudgets", "%s", msg)
 	}
 	for _, pdb := range pdbs {
 		c.queue.Add(pdb.Namespace + "/" + pdb.Name)
@@ -314,7 +314,7 @@ func (c *Controller) trySync(ctx context.Context, pdb *policyv1.PodDisruptionBud
 	disrupted, expired, recheck := disruptedPods(pods, pdb.Status.DisruptedPods, now, c.cfg.DeletionTimeout)
 	for _, pod := range expired {
 		c.log.Info("pod was expected to be deleted but it wasn't", "pod", pod.Namespace+"/"+pod.Name, "budget", pdb.Namespace+"/"+pdb.Name)
-		c.events.Eventf(events.PodRef(pod), eventSource, v1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
+		c.events.Eventf(record.PodRef(pod), eventSource, v1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
 	}
 	healthy := countHealthy(pods, disrupted, now, c.cfg.DeletionTimeout)
 	if st, changed := newStatus(pdb, healthy, desired, expected, disrupted, now); changed {

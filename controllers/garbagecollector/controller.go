@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/record"
 	"github.com/corekube/corekube/controllers/useragent"
 	"github.com/corekube/corekube/controllers/worker"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,7 +76,7 @@ type Controller struct {
 	log       *slog.Logger
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
-	events    *events.Writer
+	events    *record.Recorder
 
 	// mu guards the graph (uidToNode and every node's fields), the
 	// absent-owner cache and the resource mapping.
@@ -129,7 +129,7 @@ func New(md metadata.Interface, disc discovery.DiscoveryInterface, client kubern
 		log:          log,
 		metadata:     md,
 		discovery:    disc,
-		events:       events.NewWriter(client, clock.RealClock{}, log, 0),
+		events:       record.New(client, clock.RealClock{}, log, record.Options{}),
 		uidToNode:    map[types.UID]*node{},
 		absentOwners: newAbsentCache(absentOwnersSize),
 		kinds:        map[schema.GroupVersionKind]resourceInfo{},

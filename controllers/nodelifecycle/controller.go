@@ -3,7 +3,7 @@ package nodelifecycle
 import (
 	"context"
 	"fmt"
-	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/record"
 	"github.com/corekube/corekube/controllers/useragent"
 	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
@@ -35,7 +35,7 @@ type Controller struct {
 	client kubernetes.Interface
 	cfg    Config
 	log    *slog.Logger
-	events *events.Writer
+	events *record.Recorder
 
 	nodes      corelisters.NodeLister
 	leases     coordlisters.LeaseLister
@@ -73,7 +73,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		client:     client,
 		cfg:        cfg,
 		log:        log,
-		events:     events.NewWriter(client, cfg.Clock, log, 0),
+		events:     record.New(client, cfg.Clock, log, record.Options{}),
 		health:     map[string]*nodeHealth{},
 		known:      map[string]*v1.Node{},
 		zoneStates: map[string]zoneState{},

@@ -265,4 +265,3 @@ func TestEvery(t *testing.T) {
 		})
 	}
 }
-
