@@ -348,18 +348,11 @@ func (a *Agent) Run(ctx context.Context) error {
 // relistLoop relists every node's runtime each RelistPeriod, from one
 // goroutine for all nodes.
 func (a *Agent) relistLoop(ctx context.Context) {
-	t := a.clock.NewTicker(a.cfg.RelistPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			for _, n := range a.nodes {
-				n.pleg.Relist(ctx)
-			}
+	worker.Tick(ctx, a.clock, a.log, "relist", a.cfg.RelistPeriod, func(ctx context.Context) {
+		for _, n := range a.nodes {
+			n.pleg.Relist(ctx)
 		}
-	}
+	})
 }
 
 // dispatchPLEGEvents wakes the worker of each pod the PLEG reports on

@@ -170,22 +170,15 @@ func (c *Controller) Start(ctx context.Context) error {
 // a handler's own resync period only as often as its factory's default, so
 // AddEventHandlerWithResyncPeriod on it would never resync.
 func (c *Controller) resync(ctx context.Context) {
-	t := c.cfg.Clock.NewTicker(c.cfg.ResyncPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	worker.Tick(ctx, c.cfg.Clock, c.log, "disruption-resync", c.cfg.ResyncPeriod, func(context.Context) {
+		pdbs, err := c.pdbs.List(labels.Everything())
+		if err != nil {
 			return
-		case <-t.C():
-			pdbs, err := c.pdbs.List(labels.Everything())
-			if err != nil {
-				continue
-			}
-			for _, pdb := range pdbs {
-				c.queue.Add(pdb.Namespace + "/" + pdb.Name)
-			}
 		}
-	}
+		for _, pdb := range pdbs {
+			c.queue.Add(pdb.Namespace + "/" + pdb.Name)
+		}
+	})
 }
 
 func (c *Controller) enqueueBudget(obj any) {

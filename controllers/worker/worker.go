@@ -213,3 +213,25 @@ func (o *Once) Start(component string) error {
 func NoResult[T comparable](sync func(context.Context, T) error) func(context.Context, T) (Result, error) {
 	return func(ctx context.Context, item T) (Result, error) { return Result{}, sync(ctx, item) }
 }
+
+// Tick calls f each period on a ticker (fixed rate, the first call one
+// period after the start, no jitter) until ctx ends; it returns then. A
+// panic in f is logged (LogPanic) and the next tick calls it again.
+func Tick(ctx context.Context, clk clock.WithTicker, log *slog.Logger, name string, period time.Duration, f func(context.Context)) {
+	if log == nil {
+		log = slog.Default()
+	}
+	t := clk.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			func() {
+				defer Recover(log, name, nil, nil)
+				f(ctx)
+			}()
+		}
+	}
+}

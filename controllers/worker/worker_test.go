@@ -265,3 +265,45 @@ func TestEvery(t *testing.T) {
 		})
 	}
 }
+
+// TestTick: f runs once per period on the ticker, not at once; a panic
+// does not stop it; ctx ends it.
+func TestTick(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	calls := make(chan time.Time, 100)
+	var n atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Tick(ctx, clk, quiet(), "test", time.Minute, func(context.Context) {
+			calls <- clk.Now()
+			if n.Add(1) == 1 {
+				panic("first call panics")
+			}
+		})
+	}()
+	waitFor(t, "the ticker", clk.HasWaiters)
+	select {
+	case c := <-calls:
+		t.Fatalf("called at %v before a period passed", c)
+	default:
+	}
+	for i := 1; i <= 3; i++ {
+		clk.Step(time.Minute)
+		select {
+		case c := <-calls:
+			if want := time.Unix(0, 0).Add(time.Duration(i) * time.Minute); !c.Equal(want) {
+				t.Errorf("call %d at %v, want %v", i, c, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d not made", i)
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Tick did not return after ctx ended")
+	}
+}
