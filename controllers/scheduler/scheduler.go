@@ -268,15 +268,28 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		if shutdown {
 			return nil
 		}
-		s.attempt(ctx, key)
+		s.tryScheduleOne(ctx, key)
 	}
 }
 
-// attempt is scheduleOne surviving a panic: it is logged with the pod, and
-// the pod waits for its next event (an update, or the mover's flush).
-func (s *Scheduler) attempt(ctx context.Context, key string) {
-	defer worker.Recover(s.log, "scheduler", key, nil)
+// tryScheduleOne is scheduleOne surviving a panic: it is logged with the pod,
+// which is retried after its back-off as after a failed attempt.
+func (s *Scheduler) tryScheduleOne(ctx context.Context, key string) {
+	defer worker.Recover(s.log, "scheduler", key, func() { s.retryAfterPanic(key) })
 	s.scheduleOne(ctx, key)
+}
+
+// retryAfterPanic requeues the pod key, still queued, with back-off.
+func (s *Scheduler) retryAfterPanic(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.pending[key]
+	if e == nil || e.state != stateQueued {
+		return
+	}
+	e.attempts++
+	e.lastFailure = s.cfg.Clock.Now()
+	s.requeue(e, eventScheduleAttemptFailure)
 }
 
 // callAPI runs an API call of the workers, surviving a panic in it.

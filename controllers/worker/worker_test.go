@@ -307,3 +307,29 @@ func TestTick(t *testing.T) {
 		t.Fatal("Tick did not return after ctx ended")
 	}
 }
+
+// TestRecover: a panic is logged with the item and onPanic called; no
+// panic calls nothing.
+func TestRecover(t *testing.T) {
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	called := 0
+	func() {
+		defer Recover(log, "scheduler", "ns/pod", func() { called++ })
+	}()
+	if called != 0 || logs.String() != "" {
+		t.Fatalf("without a panic: called %d, logs %q", called, logs.String())
+	}
+	func() {
+		defer Recover(log, "scheduler", "ns/pod", func() { called++ })
+		panic("bad")
+	}()
+	if called != 1 {
+		t.Errorf("onPanic called %d times", called)
+	}
+	for _, want := range []string{"loop=scheduler", "item=ns/pod", "panic=bad", "stack="} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q: %s", want, logs.String())
+		}
+	}
+}
