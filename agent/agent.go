@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
 	"math/rand/v2"
 	"net/netip"
@@ -264,8 +265,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	for i := range a.nodes {
 		a.nodeQueue.Add(nodeTask{node: i, kind: taskRegister})
 	}
-	for i := 0; i < a.cfg.NodeWorkers; i++ {
-		goFn(func() { a.nodeWorker(ctx) })
+	nodeLoop := &worker.Loop[nodeTask]{Name: "nodes", Queue: a.nodeQueue, Workers: a.cfg.NodeWorkers, Log: a.log,
+		Sync: a.syncNodeTask, OnError: a.nodeTaskFailed}
+	if err := nodeLoop.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
 
 	// One pod informer for all nodes: every bound pod, kept when its node
@@ -332,8 +335,10 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.adoptPods(ctx, pods)
-	for i := 0; i < a.cfg.PodWorkers; i++ {
-		goFn(func() { a.podWorkerLoop(ctx) })
+	podLoop := &worker.Loop[types.UID]{Name: "pods", Queue: a.podQueue, Workers: a.cfg.PodWorkers, Log: a.log,
+		Sync: a.syncPodTask, OnError: podTaskFailed}
+	if err := podLoop.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("agent: %w", err)
 	}
 	a.log.Info("node agents running", "nodes", len(a.nodes), "first", a.nodes[0].name)
 	<-ctx.Done()
@@ -343,18 +348,11 @@ func (a *Agent) Run(ctx context.Context) error {
 // relistLoop relists every node's runtime each RelistPeriod, from one
 // goroutine for all nodes.
 func (a *Agent) relistLoop(ctx context.Context) {
-	t := a.clock.NewTicker(a.cfg.RelistPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-			for _, n := range a.nodes {
-				n.pleg.Relist(ctx)
-			}
+	worker.Tick(ctx, a.clock, a.log, "relist", a.cfg.RelistPeriod, func(ctx context.Context) {
+		for _, n := range a.nodes {
+			n.pleg.Relist(ctx)
 		}
-	}
+	})
 }
 
 // dispatchPLEGEvents wakes the worker of each pod the PLEG reports on
@@ -373,51 +371,41 @@ func (a *Agent) dispatchPLEGEvents(ctx context.Context) {
 	}
 }
 
-// nodeWorker runs node tasks: registration, then lease renewals and status
-// updates, each rescheduling itself.
-func (a *Agent) nodeWorker(ctx context.Context) {
-	for {
-		task, shutdown := a.nodeQueue.Get()
-		if shutdown {
-			return
+// syncNodeTask runs a node task: registration, then lease renewals and
+// status updates, each rescheduling itself.
+func (a *Agent) syncNodeTask(ctx context.Context, task nodeTask) (worker.Result, error) {
+	n := a.nodes[task.node]
+	var err error
+	var next time.Duration
+	switch task.kind {
+	case taskRegister:
+		if err = n.register(ctx); err == nil {
+			a.nodeQueue.Add(nodeTask{node: task.node, kind: taskLease})
+			// Spread the status checks of many nodes over one period.
+			a.nodeQueue.AddAfter(nodeTask{node: task.node, kind: taskStatus},
+				time.Duration(rand.Int64N(int64(a.cfg.NodeStatusUpdateFrequency))))
+			a.nodeQueue.AddAfter(nodeTask{node: task.node, kind: taskEviction},
+				time.Duration(rand.Int64N(int64(a.cfg.EvictionMonitoringPeriod))))
 		}
-		n := a.nodes[task.node]
-		var err error
-		var next time.Duration
-		switch task.kind {
-		case taskRegister:
-			if err = n.register(ctx); err == nil {
-				a.nodeQueue.Add(nodeTask{node: task.node, kind: taskLease})
-				// Spread the status checks of many nodes over one period.
-				a.nodeQueue.AddAfter(nodeTask{node: task.node, kind: taskStatus},
-					time.Duration(rand.Int64N(int64(a.cfg.NodeStatusUpdateFrequency))))
-				a.nodeQueue.AddAfter(nodeTask{node: task.node, kind: taskEviction},
-					time.Duration(rand.Int64N(int64(a.cfg.EvictionMonitoringPeriod))))
-			}
-		case taskLease:
-			err = n.renewLease(ctx)
-			// The kubelet's lease controller: renew interval with 4% jitter.
-			next = a.cfg.LeaseRenewInterval + time.Duration(rand.Float64()*0.04*float64(a.cfg.LeaseRenewInterval))
-		case taskStatus:
-			err = n.updateStatus(ctx)
-			next = a.cfg.NodeStatusUpdateFrequency
-		case taskEviction:
-			err = n.synchronize()
-			next = a.cfg.EvictionMonitoringPeriod
-		}
-		switch {
-		case ctx.Err() != nil:
-		case err != nil:
-			a.log.Warn("node task failed, retrying", "node", n.name, "task", task.kind, "err", err)
-			a.nodeQueue.AddRateLimited(task)
-		default:
-			a.nodeQueue.Forget(task)
-			if next > 0 {
-				a.nodeQueue.AddAfter(task, next)
-			}
-		}
-		a.nodeQueue.Done(task)
+	case taskLease:
+		err = n.renewLease(ctx)
+		// The kubelet's lease controller: renew interval with 4% jitter.
+		next = a.cfg.LeaseRenewInterval + time.Duration(rand.Float64()*0.04*float64(a.cfg.LeaseRenewInterval))
+	case taskStatus:
+		err = n.updateStatus(ctx)
+		next = a.cfg.NodeStatusUpdateFrequency
+	case taskEviction:
+		err = n.synchronize()
+		next = a.cfg.EvictionMonitoringPeriod
 	}
+	if err != nil || next <= 0 {
+		return worker.Result{}, err
+	}
+	return worker.After(next), nil
+}
+
+func (a *Agent) nodeTaskFailed(task nodeTask, err error) {
+	a.log.Warn("node task failed, retrying", "node", a.nodes[task.node].name, "task", task.kind, "err", err)
 }
 
 // podChanged records the newest state of a pod bound to one of our nodes
@@ -477,49 +465,38 @@ func (a *Agent) forget(uid types.UID) {
 	delete(a.workers, uid)
 }
 
-// podWorkerLoop syncs pods from the queue; the queue never hands the same
-// pod to two loops at once, so a pod's worker state needs no lock of its
-// own beyond what the informer handlers write.
-func (a *Agent) podWorkerLoop(ctx context.Context) {
-	for {
-		uid, shutdown := a.podQueue.Get()
-		if shutdown {
-			return
-		}
-		w := a.worker(uid)
-		if w == nil {
-			a.podQueue.Forget(uid)
-			a.podQueue.Done(uid)
-			continue
-		}
-		w.syncs.Add(1)
-		a.podSyncs.Add(1)
-		op := w.nextOp()
-		start := time.Now()
-		wake, err := a.syncPod(ctx, w)
-		if w.node != nil {
-			w.node.metrics.podWorker[op].get().Observe(time.Since(start).Seconds())
-		}
-		switch {
-		case ctx.Err() != nil:
-		case err != nil:
-			if !errors.Is(err, errRequeue) {
-				a.log.Warn("pod sync failed, retrying", "pod", w.key(), "err", err)
-			}
-			a.podQueue.AddRateLimited(uid)
-		default:
-			a.podQueue.Forget(uid)
-			if !wake.IsZero() {
-				d := wake.Sub(a.clock.Now())
-				if d < 0 {
-					d = 0
-				}
-				a.podQueue.AddAfter(uid, d)
-			}
-		}
-		a.podQueue.Done(uid)
+// syncPodTask syncs the pod uid from the queue; the queue never hands the
+// same pod to two workers at once, so a pod's worker state needs no lock
+// of its own beyond what the informer handlers write.
+func (a *Agent) syncPodTask(ctx context.Context, uid types.UID) (worker.Result, error) {
+	w := a.worker(uid)
+	if w == nil {
+		return worker.Result{}, nil
 	}
+	w.syncs.Add(1)
+	a.podSyncs.Add(1)
+	op := w.nextOp()
+	start := time.Now()
+	wake, err := a.syncPod(ctx, w)
+	if w.node != nil {
+		w.node.metrics.podWorker[op].get().Observe(time.Since(start).Seconds())
+	}
+	if err != nil {
+		// Logged here, where the pod's key is known; errRequeue asks for
+		// a retry without a failure.
+		if ctx.Err() == nil && !errors.Is(err, errRequeue) {
+			a.log.Warn("pod sync failed, retrying", "pod", w.key(), "err", err)
+		}
+		return worker.Result{}, err
+	}
+	if wake.IsZero() {
+		return worker.Result{}, nil
+	}
+	return worker.After(wake.Sub(a.clock.Now())), nil
 }
+
+// podTaskFailed: syncPodTask logged the failure already.
+func podTaskFailed(types.UID, error) {}
 
 // errRequeue asks for another sync soon without logging a failure.
 var errRequeue = errors.New("requeue")

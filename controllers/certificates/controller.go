@@ -20,7 +20,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	certlisters "k8s.io/client-go/listers/certificates/v1"
@@ -28,6 +27,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/corekube/corekube/auth/pki"
+	"github.com/corekube/corekube/controllers/worker"
 	"github.com/corekube/corekube/registry/certificatesigningrequests"
 )
 
@@ -103,28 +103,14 @@ func (c *Controller) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
 		return nil
 	}
-	for range c.cfg.Workers {
-		go wait.UntilWithContext(ctx, c.work, time.Second)
-	}
-	<-ctx.Done()
-	return nil
-}
-
-func (c *Controller) work(ctx context.Context) {
-	for {
-		name, quit := c.queue.Get()
-		if quit {
-			return
-		}
-		err := c.sync(ctx, name)
-		if err != nil && ctx.Err() == nil {
+	loop := &worker.Loop[string]{Name: "csr", Queue: c.queue, Workers: c.cfg.Workers, Log: c.log,
+		Sync: worker.NoResult(c.sync), OnError: func(name string, err error) {
 			c.log.Error("sync CSR", "name", name, "err", err)
-			c.queue.AddRateLimited(name)
-		} else {
-			c.queue.Forget(name)
-		}
-		c.queue.Done(name)
+		}}
+	if err := loop.Run(ctx); err != nil {
+		return fmt.Errorf("certificates controller: %w", err)
 	}
+	return nil
 }
 
 // sync approves a pending kubelet client CSR whose requester may have it,

@@ -2,14 +2,13 @@ package disruption
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/record"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,8 +32,8 @@ type Controller struct {
 	client  kubernetes.Interface
 	cfg     Config
 	log     *slog.Logger
-	events  *events.Writer
-	started atomic.Bool
+	events  *record.Recorder
+	started worker.Once
 
 	pods       corelisters.PodLister
 	pdbs       policylisters.PodDisruptionBudgetLister
@@ -79,7 +78,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		client: client,
 		cfg:    cfg,
 		log:    log,
-		events: events.NewWriter(client, cfg.Clock, log, cfg.EventQueueSize),
+		events: record.New(client, cfg.Clock, log, record.Options{QueueSize: cfg.EventQueueSize}),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "disruption", Clock: cfg.Clock, MetricsProvider: cfg.QueueMetrics}),
 		staleQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -125,8 +124,8 @@ func (c *Controller) register(factory informers.SharedInformerFactory) error {
 // goroutine it starts has ended when it returns (the informers are the
 // factory owner's). A Controller runs once.
 func (c *Controller) Start(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return errors.New("disruption controller: already started")
+	if err := c.started.Start("disruption controller"); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -143,20 +142,18 @@ func (c *Controller) Start(ctx context.Context) error {
 		return nil // ctx ended first
 	}
 	c.log.Info("disruption controller started")
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processBudget(ctx) {
-			}
-		}()
+	budgets := &worker.Loop[string]{Name: "disruption", Queue: c.queue, Workers: c.cfg.Workers, Log: c.log,
+		Sync: worker.NoResult(c.sync), OnError: c.budgetFailed}
+	stale := &worker.Loop[string]{Name: "stale_pod_disruption", Queue: c.staleQueue, Workers: 1, Log: c.log,
+		Sync: worker.NoResult(c.syncStalePod), OnError: func(key string, err error) {
+			c.log.Warn("resetting a stale DisruptionTarget condition failed, requeuing", "pod", key, "err", err)
+		}}
+	if err := budgets.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("disruption controller: %w", err)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for c.processStalePod(ctx) {
-		}
-	}()
+	if err := stale.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("disruption controller: %w", err)
+	}
 	if c.cfg.ResyncPeriod > 0 {
 		wg.Add(1)
 		go func() {
@@ -173,22 +170,15 @@ func (c *Controller) Start(ctx context.Context) error {
 // a handler's own resync period only as often as its factory's default, so
 // AddEventHandlerWithResyncPeriod on it would never resync.
 func (c *Controller) resync(ctx context.Context) {
-	t := c.cfg.Clock.NewTicker(c.cfg.ResyncPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	worker.Tick(ctx, c.cfg.Clock, c.log, "disruption-resync", c.cfg.ResyncPeriod, func(context.Context) {
+		pdbs, err := c.pdbs.List(labels.Everything())
+		if err != nil {
 			return
-		case <-t.C():
-			pdbs, err := c.pdbs.List(labels.Everything())
-			if err != nil {
-				continue
-			}
-			for _, pdb := range pdbs {
-				c.queue.Add(pdb.Namespace + "/" + pdb.Name)
-			}
 		}
-	}
+		for _, pdb := range pdbs {
+			c.queue.Add(pdb.Namespace + "/" + pdb.Name)
+		}
+	})
 }
 
 func (c *Controller) enqueueBudget(obj any) {
@@ -237,7 +227,7 @@ func (c *Controller) enqueueBudgetsOf(pod *v1.Pod, warn bool) {
 	if len(pdbs) > 1 && warn {
 		msg := fmt.Sprintf("Pod %q/%q matches multiple PodDisruptionBudgets.  Chose %q arbitrarily.", pod.Namespace, pod.Name, pdbs[0].Name)
 		c.log.Info(msg)
-		c.events.Eventf(events.PodRef(pod), eventSource, v1.EventTypeWarning, "MultiplePodDisruptionBudgets", "%s", msg)
+		c.events.Eventf(record.PodRef(pod), eventSource, v1.EventTypeWarning, "MultiplePodDisruptionBudgets", "%s", msg)
 	}
 	for _, pdb := range pdbs {
 		c.queue.Add(pdb.Namespace + "/" + pdb.Name)
@@ -262,26 +252,13 @@ func (c *Controller) budgetsFor(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, e
 	return out, nil
 }
 
-func (c *Controller) processBudget(ctx context.Context) bool {
-	key, shutdown := c.queue.Get()
-	if shutdown {
-		return false
+// budgetFailed logs a failed budget sync before its retry.
+func (c *Controller) budgetFailed(key string, err error) {
+	if apierrors.IsConflict(err) {
+		c.log.Debug("budget changed meanwhile, requeuing", "budget", key)
+	} else {
+		c.log.Warn("syncing budget failed, requeuing", "budget", key, "err", err)
 	}
-	defer c.queue.Done(key)
-	err := c.sync(ctx, key)
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-	case ctx.Err() != nil:
-	default:
-		if apierrors.IsConflict(err) {
-			c.log.Debug("budget changed meanwhile, requeuing", "budget", key)
-		} else {
-			c.log.Warn("syncing budget failed, requeuing", "budget", key, "err", err)
-		}
-		c.queue.AddRateLimited(key)
-	}
-	return true
 }
 
 // sync brings the status of the budget key up to date. A conflict is
@@ -330,7 +307,7 @@ func (c *Controller) trySync(ctx context.Context, pdb *policyv1.PodDisruptionBud
 	disrupted, expired, recheck := disruptedPods(pods, pdb.Status.DisruptedPods, now, c.cfg.DeletionTimeout)
 	for _, pod := range expired {
 		c.log.Info("pod was expected to be deleted but it wasn't", "pod", pod.Namespace+"/"+pod.Name, "budget", pdb.Namespace+"/"+pdb.Name)
-		c.events.Eventf(events.PodRef(pod), eventSource, v1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
+		c.events.Eventf(record.PodRef(pod), eventSource, v1.EventTypeWarning, "NotDeleted", "Pod was expected by PDB %s/%s to be deleted but it wasn't", pdb.Namespace, pdb.Name)
 	}
 	healthy := countHealthy(pods, disrupted, now, c.cfg.DeletionTimeout)
 	if st, changed := newStatus(pdb, healthy, desired, expected, disrupted, now); changed {

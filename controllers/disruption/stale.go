@@ -26,24 +26,6 @@ func (c *Controller) staleDisruptionCondition(pod *v1.Pod) (bool, time.Duration)
 	return true, max(c.cfg.StalePodDisruptionTimeout-c.cfg.Clock.Since(cond.LastTransitionTime.Time), 0)
 }
 
-func (c *Controller) processStalePod(ctx context.Context) bool {
-	key, shutdown := c.staleQueue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.staleQueue.Done(key)
-	err := c.syncStalePod(ctx, key)
-	switch {
-	case err == nil:
-		c.staleQueue.Forget(key)
-	case ctx.Err() != nil:
-	default:
-		c.log.Warn("resetting a stale DisruptionTarget condition failed, requeuing", "pod", key, "err", err)
-		c.staleQueue.AddRateLimited(key)
-	}
-	return true
-}
-
 // syncStalePod sets the pod's DisruptionTarget condition to False once it
 // has been True for StalePodDisruptionTimeout without the pod being
 // deleted (an eviction approved it, then the delete failed).

@@ -31,45 +31,46 @@ func (e *mappingError) Error() string {
 	return fmt.Sprintf("no resource serves %s %s", e.apiVersion, e.kind)
 }
 
-func (c *Controller) processNextAttemptToDelete(ctx context.Context) bool {
-	n, quit := c.attemptToDelete.Get()
-	if quit {
-		return false
-	}
-	defer c.attemptToDelete.Done(n)
+// errStillVirtual retries, without a log line, an owner not observed yet.
+var errStillVirtual = errors.New("owner not observed yet")
+
+// syncAttemptToDelete handles one item of attemptToDelete; an error
+// retries it with the queue's back-off (attemptToDeleteFailed logs it).
+func (c *Controller) syncAttemptToDelete(ctx context.Context, n *node) error {
 	c.mu.RLock()
 	current, inGraph := c.uidToNode[n.identity.UID]
 	c.mu.RUnlock()
 	if current != n || !inGraph {
 		// Replaced or removed meanwhile.
-		c.attemptToDelete.Forget(n)
-		return true
+		return nil
 	}
 	err := c.attemptToDeleteItem(ctx, n)
 	c.mu.RLock()
 	virtual := n.virtual
 	c.mu.RUnlock()
-	var me *mappingError
 	switch {
 	case errors.Is(err, errVirtualDelete), errors.Is(err, errNamespacedOwnerOfClusterScoped):
-		c.attemptToDelete.Forget(n)
-	case errors.As(err, &me):
-		c.log.Debug("garbage collector: cannot map reference, retrying", "item", n.identity.String(), "err", err)
-		c.attemptToDelete.AddRateLimited(n)
+		return nil
 	case err != nil:
-		if ctx.Err() == nil {
-			c.log.Warn("garbage collector: error syncing item", "item", n.identity.String(), "err", err)
-		}
-		c.attemptToDelete.AddRateLimited(n)
+		return err
 	case virtual:
 		// Not observed yet: look again until the informer reports it or
 		// a lookup finds it gone (an object added and removed while a
 		// watch reconnected would otherwise stay virtual forever).
-		c.attemptToDelete.AddRateLimited(n)
-	default:
-		c.attemptToDelete.Forget(n)
+		return errStillVirtual
 	}
-	return true
+	return nil
+}
+
+func (c *Controller) attemptToDeleteFailed(n *node, err error) {
+	var me *mappingError
+	switch {
+	case errors.Is(err, errStillVirtual):
+	case errors.As(err, &me):
+		c.log.Debug("garbage collector: cannot map reference, retrying", "item", n.identity.String(), "err", err)
+	default:
+		c.log.Warn("garbage collector: error syncing item", "item", n.identity.String(), "err", err)
+	}
 }
 
 // nodeState is a copy, taken under the lock, of what a worker reads of a
@@ -408,21 +409,8 @@ func (c *Controller) removeFinalizer(ctx context.Context, identity objectReferen
 	return nil
 }
 
-func (c *Controller) processNextAttemptToOrphan(ctx context.Context) bool {
-	owner, quit := c.attemptToOrphan.Get()
-	if quit {
-		return false
-	}
-	defer c.attemptToOrphan.Done(owner)
-	if err := c.orphanDependents(ctx, owner); err != nil {
-		if ctx.Err() == nil {
-			c.log.Warn("garbage collector: orphaning failed, retrying", "owner", owner.identity.String(), "err", err)
-		}
-		c.attemptToOrphan.AddRateLimited(owner)
-		return true
-	}
-	c.attemptToOrphan.Forget(owner)
-	return true
+func (c *Controller) attemptToOrphanFailed(owner *node, err error) {
+	c.log.Warn("garbage collector: orphaning failed, retrying", "owner", owner.identity.String(), "err", err)
 }
 
 // orphanDependents removes the references to owner from its dependents,

@@ -2,7 +2,6 @@ package garbagecollector
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -10,8 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/record"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -76,7 +76,7 @@ type Controller struct {
 	log       *slog.Logger
 	metadata  metadata.Interface
 	discovery discovery.DiscoveryInterface
-	events    *events.Writer
+	events    *record.Recorder
 
 	// mu guards the graph (uidToNode and every node's fields), the
 	// absent-owner cache and the resource mapping.
@@ -93,7 +93,7 @@ type Controller struct {
 	attemptToDelete workqueue.TypedRateLimitingInterface[*node]
 	attemptToOrphan workqueue.TypedRateLimitingInterface[*node]
 
-	started atomic.Bool
+	started worker.Once
 	synced  atomic.Bool
 }
 
@@ -129,7 +129,7 @@ func New(md metadata.Interface, disc discovery.DiscoveryInterface, client kubern
 		log:          log,
 		metadata:     md,
 		discovery:    disc,
-		events:       events.NewWriter(client, clock.RealClock{}, log, 0),
+		events:       record.New(client, clock.RealClock{}, log, record.Options{}),
 		uidToNode:    map[types.UID]*node{},
 		absentOwners: newAbsentCache(absentOwnersSize),
 		kinds:        map[schema.GroupVersionKind]resourceInfo{},
@@ -245,8 +245,8 @@ func (c *Controller) Synced() bool { return c.synced.Load() }
 // watches their metadata, and once every informer has synced runs the
 // workers. It returns nil when ctx ends; it runs once.
 func (c *Controller) Start(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return errors.New("garbage collector: already started")
+	if err := c.started.Start("garbage collector"); err != nil {
+		return err
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -259,12 +259,14 @@ func (c *Controller) Start(ctx context.Context) error {
 
 	// The graph is built from the first event on, workers wait for it to
 	// be complete.
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for c.processNextGraphChange() {
-		}
-	}()
+	graph := &worker.Loop[*event]{Name: "garbage_collector_graph_changes", Queue: c.graphChanges, Workers: 1, Log: c.log,
+		Sync: func(_ context.Context, e *event) (worker.Result, error) {
+			c.processGraphChange(e)
+			return worker.Result{}, nil
+		}}
+	if err := graph.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
+	}
 
 	var resources []resourceInfo
 	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
@@ -286,18 +288,15 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.synced.Store(true)
 	c.log.Info("garbage collector started", "resources", len(c.monitored), "workers", c.cfg.Workers)
 
-	for range c.cfg.Workers {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			for c.processNextAttemptToDelete(ctx) {
-			}
-		}()
-		go func() {
-			defer wg.Done()
-			for c.processNextAttemptToOrphan(ctx) {
-			}
-		}()
+	deleter := &worker.Loop[*node]{Name: "garbage_collector_attempt_to_delete", Queue: c.attemptToDelete, Workers: c.cfg.Workers,
+		Log: c.log, Sync: worker.NoResult(c.syncAttemptToDelete), OnError: c.attemptToDeleteFailed}
+	orphaner := &worker.Loop[*node]{Name: "garbage_collector_attempt_to_orphan", Queue: c.attemptToOrphan, Workers: c.cfg.Workers,
+		Log: c.log, Sync: worker.NoResult(c.orphanDependents), OnError: c.attemptToOrphanFailed}
+	if err := deleter.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
+	}
+	if err := orphaner.Start(ctx, &wg); err != nil {
+		return fmt.Errorf("garbage collector: %w", err)
 	}
 
 	// Resources served later (none in corekube today, but discovery is
@@ -422,14 +421,4 @@ func stripMetadata(obj any) (any, error) {
 		return obj, nil
 	}
 	return asMetadata(obj), nil
-}
-
-func (c *Controller) processNextGraphChange() bool {
-	e, quit := c.graphChanges.Get()
-	if quit {
-		return false
-	}
-	defer c.graphChanges.Done(e)
-	c.processGraphChange(e)
-	return true
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
 	"slices"
 	"time"
@@ -93,28 +94,23 @@ func (c *Controller) Start(ctx context.Context) error {
 		return ctx.Err()
 	}
 
-	go func() {
-		<-ctx.Done()
-		queue.ShutDown()
-	}()
-	for {
-		name, shutdown := queue.Get()
-		if shutdown {
-			return nil
-		}
-		done, err := c.sync(ctx, name)
-		switch {
-		case err != nil:
+	// One worker, as before: a namespace still being emptied comes back
+	// after retryDelay without counting as a failure.
+	loop := &worker.Loop[string]{Name: "namespace", Queue: queue, Workers: 1, Log: c.log,
+		Sync: func(ctx context.Context, name string) (worker.Result, error) {
+			done, err := c.sync(ctx, name)
+			if err != nil || done {
+				return worker.Result{}, err
+			}
+			return worker.After(c.retryDelay), nil
+		},
+		OnError: func(name string, err error) {
 			c.log.Warn("namespace deletion failed, retrying", "namespace", name, "err", err)
-			queue.AddRateLimited(name)
-		case !done:
-			queue.Forget(name)
-			queue.AddAfter(name, c.retryDelay)
-		default:
-			queue.Forget(name)
-		}
-		queue.Done(name)
+		}}
+	if err := loop.Run(ctx); err != nil {
+		return fmt.Errorf("namespace controller: %w", err)
 	}
+	return nil
 }
 
 // sync deletes what namespace name still contains; once it is empty it

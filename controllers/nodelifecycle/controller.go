@@ -2,17 +2,15 @@ package nodelifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/record"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
@@ -37,7 +35,7 @@ type Controller struct {
 	client kubernetes.Interface
 	cfg    Config
 	log    *slog.Logger
-	events *events.Writer
+	events *record.Recorder
 
 	nodes      corelisters.NodeLister
 	leases     coordlisters.LeaseLister
@@ -52,7 +50,7 @@ type Controller struct {
 	zoneStates map[string]zoneState
 	tainters   map[string]*zoneTainter
 	retryPods  map[string]bool // nodes whose pods still need marking not ready
-	started    atomic.Bool
+	started    worker.Once
 }
 
 // New returns a controller that reads nodes, node leases and pods from
@@ -75,7 +73,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 		client:     client,
 		cfg:        cfg,
 		log:        log,
-		events:     events.NewWriter(client, cfg.Clock, log, 0),
+		events:     record.New(client, cfg.Clock, log, record.Options{}),
 		health:     map[string]*nodeHealth{},
 		known:      map[string]*v1.Node{},
 		zoneStates: map[string]zoneState{},
@@ -167,8 +165,8 @@ func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFacto
 // and an error when it cannot start; it runs once. Every goroutine it
 // started has returned when it returns.
 func (c *Controller) Start(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return errors.New("node lifecycle controller: already started")
+	if err := c.started.Start("node lifecycle controller"); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -185,54 +183,33 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.log.Info("node lifecycle controller started", "gracePeriod", c.cfg.GracePeriod)
 
 	c.events.Run(ctx, &wg)
-	c.runWorkers(ctx, &wg, 2, c.noSchedule, c.syncNoScheduleTaints)
-	c.runWorkers(ctx, &wg, 2, c.evictor.queue, c.evictor.process)
-	c.every(ctx, &wg, noExecuteTaintingPeriod, c.noExecuteTaintingPass)
-	c.every(ctx, &wg, c.cfg.MonitorPeriod, c.monitor)
+	if err := c.runWorkers(ctx, &wg, "noschedule-taint-node", 2, c.noSchedule, c.syncNoScheduleTaints); err != nil {
+		return fmt.Errorf("node lifecycle controller: %w", err)
+	}
+	if err := c.runWorkers(ctx, &wg, "node-eviction", 2, c.evictor.queue, c.evictor.process); err != nil {
+		return fmt.Errorf("node lifecycle controller: %w", err)
+	}
+	c.every(ctx, &wg, "noexecute-tainting", noExecuteTaintingPeriod, c.noExecuteTaintingPass)
+	c.every(ctx, &wg, "node-monitor", c.cfg.MonitorPeriod, c.monitor)
 	<-ctx.Done()
 	return nil
 }
 
 // runWorkers drains queue with n goroutines; failures are retried with
 // the queue's back-off.
-func (c *Controller) runWorkers(ctx context.Context, wg *sync.WaitGroup, n int, queue workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				key, shutdown := queue.Get()
-				if shutdown {
-					return
-				}
-				if err := sync(ctx, key); err != nil && ctx.Err() == nil {
-					c.log.Info("retrying", "key", key, "err", err)
-					queue.AddRateLimited(key)
-				} else {
-					queue.Forget(key)
-				}
-				queue.Done(key)
-			}
-		}()
-	}
+func (c *Controller) runWorkers(ctx context.Context, wg *sync.WaitGroup, name string, n int, queue workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) error {
+	l := &worker.Loop[string]{Name: name, Queue: queue, Workers: n, Log: c.log, Sync: worker.NoResult(sync),
+		OnError: func(key string, err error) { c.log.Info("retrying", "key", key, "err", err) }}
+	return l.Start(ctx, wg)
 }
 
 // every runs f now and then every period (with up to 10% jitter) until
 // ctx ends, in one goroutine.
-func (c *Controller) every(ctx context.Context, wg *sync.WaitGroup, period time.Duration, f func(context.Context)) {
+func (c *Controller) every(ctx context.Context, wg *sync.WaitGroup, name string, period time.Duration, f func(context.Context)) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
-			f(ctx)
-			t := c.cfg.Clock.NewTimer(wait.Jitter(period, 0.1))
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C():
-			}
-		}
+		worker.Every(ctx, c.cfg.Clock, c.log, name, period, 0.1, f)
 	}()
 }
 

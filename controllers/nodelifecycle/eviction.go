@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/record"
 	"math"
 	"reflect"
 	"sync"
@@ -157,7 +157,7 @@ func (e *evictor) cancel(pod *v1.Pod, key string) {
 	delete(e.scheduled, key)
 	e.mu.Unlock()
 	if ev != nil && !ev.done {
-		e.c.events.Eventf(events.PodRef(pod), sourceEvictionController, v1.EventTypeNormal, "TaintManagerEviction", "Cancelling deletion of Pod %s", key)
+		e.c.events.Eventf(record.PodRef(pod), sourceEvictionController, v1.EventTypeNormal, "TaintManagerEviction", "Cancelling deletion of Pod %s", key)
 	}
 }
 
@@ -175,7 +175,7 @@ func (e *evictor) evict(ctx context.Context, pod *v1.Pod, key string, now time.T
 		return nil
 	}
 	e.mu.Unlock()
-	e.c.events.Eventf(events.PodRef(pod), sourceEvictionController, v1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s", key)
+	e.c.events.Eventf(record.PodRef(pod), sourceEvictionController, v1.EventTypeNormal, "TaintManagerEviction", "Marking for deletion Pod %s", key)
 	if !hasDisruptionTarget(pod) {
 		patch, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{"uid": pod.UID},

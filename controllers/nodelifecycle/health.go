@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/corekube/corekube/controllers/internal/events"
+	"github.com/corekube/corekube/controllers/record"
 	"sync"
 	"time"
 
@@ -88,7 +88,7 @@ func (c *Controller) monitor(ctx context.Context) {
 		c.mu.Unlock()
 		becameNotReady := current.Status != v1.ConditionTrue && observed.Status == v1.ConditionTrue
 		if becameNotReady {
-			c.events.Eventf(events.NodeRef(node), sourceNodeController, v1.EventTypeNormal, "NodeNotReady", "Node %s status is now: %s", node.Name, "NodeNotReady")
+			c.events.Eventf(record.NodeRef(node), sourceNodeController, v1.EventTypeNormal, "NodeNotReady", "Node %s status is now: %s", node.Name, "NodeNotReady")
 		}
 		if becameNotReady || (retry && current.Status != v1.ConditionTrue) {
 			if err := c.markPodsNotReady(ctx, node.Name); err != nil {
@@ -137,13 +137,13 @@ func (c *Controller) observeNodes(ctx context.Context, nodes []*v1.Node) {
 	}
 	c.mu.Unlock()
 	for _, node := range added {
-		c.events.Eventf(events.NodeRef(node), sourceNodeController, v1.EventTypeNormal, "RegisteredNode", "Node %s event: Registered Node %s in Controller", node.Name, node.Name)
+		c.events.Eventf(record.NodeRef(node), sourceNodeController, v1.EventTypeNormal, "RegisteredNode", "Node %s event: Registered Node %s in Controller", node.Name, node.Name)
 		if err := c.markNodeAsReachable(ctx, node); err != nil && ctx.Err() == nil {
 			c.log.Info("removing NoExecute taints failed", "node", node.Name, "err", err)
 		}
 	}
 	for _, node := range deleted {
-		c.events.Eventf(events.NodeRef(node), sourceNodeController, v1.EventTypeNormal, "RemovingNode", "Node %s event: Removing Node %s from Controller", node.Name, node.Name)
+		c.events.Eventf(record.NodeRef(node), sourceNodeController, v1.EventTypeNormal, "RemovingNode", "Node %s event: Removing Node %s from Controller", node.Name, node.Name)
 	}
 }
 
@@ -286,7 +286,7 @@ func (c *Controller) markPodsNotReady(ctx context.Context, nodeName string) erro
 			}
 			continue
 		}
-		c.events.Eventf(events.PodRef(pod), sourceNodeController, v1.EventTypeWarning, "NodeNotReady", "Node is not ready")
+		c.events.Eventf(record.PodRef(pod), sourceNodeController, v1.EventTypeWarning, "NodeNotReady", "Node is not ready")
 	}
 	return errors.Join(errs...)
 }

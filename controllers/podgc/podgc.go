@@ -3,9 +3,9 @@ package podgc
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
 	"sort"
 	"sync"
@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -89,7 +88,7 @@ type Controller struct {
 
 	// set by Start
 	nodeQueue workqueue.TypedDelayingInterface[string]
-	started   atomic.Bool
+	started   worker.Once
 }
 
 // New returns a controller that reads pods and nodes from factory's
@@ -130,8 +129,8 @@ func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFacto
 // synced (the factory's owner starts them). It returns nil when ctx ends
 // and an error when it cannot start; it runs once.
 func (c *Controller) Start(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return errors.New("pod GC: already started")
+	if err := c.started.Start("pod GC"); err != nil {
+		return err
 	}
 	c.nodeQueue = workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
 		Name: "orphaned_pods_nodes", Clock: c.cfg.Clock, MetricsProvider: c.cfg.QueueMetrics})
@@ -140,16 +139,8 @@ func (c *Controller) Start(ctx context.Context) error {
 		return nil
 	}
 	c.log.Info("pod GC started", "period", c.cfg.Period, "quarantine", c.cfg.Quarantine, "terminatedPodThreshold", c.cfg.TerminatedPodThreshold)
-	for {
-		c.gc(ctx)
-		t := c.cfg.Clock.NewTimer(wait.Jitter(c.cfg.Period, 0.1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C():
-		}
-	}
+	worker.Every(ctx, c.cfg.Clock, c.log, "podgc", c.cfg.Period, 0.1, c.gc)
+	return nil
 }
 
 // gc is one pass, in kube's order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -23,9 +24,13 @@ const (
 // workers.
 func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 	s.mu.Lock()
+	// A panic under the lock must not leave it held: tryScheduleOne recovers
+	// it and the scheduler goes on.
+	unlock := sync.OnceFunc(s.mu.Unlock)
+	defer unlock()
 	e := s.pending[key]
 	if e == nil || e.state != stateQueued {
-		s.mu.Unlock()
+		unlock()
 		return
 	}
 	pod := e.pod
@@ -42,7 +47,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 		s.cache.setPod(key, &assignedPod{pod: pod, priority: e.priority, node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true,
 			ns: pod.Namespace, labels: pod.Labels, owner: e.owner, affinity: e.affinity})
 		a := attempt{start: start, first: e.firstAttempt, n: e.attempts + 1}
-		s.mu.Unlock()
+		unlock()
 		s.submit(ctx, func(ctx context.Context) { s.bind(ctx, key, pod, node, a) })
 		return
 	}
@@ -56,7 +61,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 	e.state = stateFailing
 	e.missed = false
 	s.waiting[key] = e
-	s.mu.Unlock()
+	unlock()
 	// Kube reports an attempt without nodes as an error, not as a fit
 	// error.
 	result := idxUnschedulable

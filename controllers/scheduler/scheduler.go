@@ -2,14 +2,13 @@ package scheduler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
 	"maps"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -65,7 +64,7 @@ type Scheduler struct {
 	pdbs    policylisters.PodDisruptionBudgetLister
 	moveCh  chan struct{}
 	apiCh   chan func(context.Context)
-	started atomic.Bool
+	started worker.Once
 	// warmMu guards warmed: the informers Warm started (and their stop),
 	// which Start then uses instead of starting its own.
 	warmMu sync.Mutex
@@ -209,8 +208,8 @@ func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, erro
 // Start runs the scheduler until ctx ends. It returns nil when ctx ends
 // and an error when it cannot start; it runs once.
 func (s *Scheduler) Start(ctx context.Context) error {
-	if !s.started.CompareAndSwap(false, true) {
-		return errors.New("scheduler: already started")
+	if err := s.started.Start("scheduler"); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -248,7 +247,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 				case <-ctx.Done():
 					return
 				case call := <-s.apiCh:
-					call(ctx)
+					s.callAPI(ctx, call)
 				}
 			}
 		}()
@@ -269,8 +268,34 @@ func (s *Scheduler) Start(ctx context.Context) error {
 		if shutdown {
 			return nil
 		}
-		s.scheduleOne(ctx, key)
+		s.tryScheduleOne(ctx, key)
 	}
+}
+
+// tryScheduleOne is scheduleOne surviving a panic: it is logged with the pod,
+// which is retried after its back-off as after a failed attempt.
+func (s *Scheduler) tryScheduleOne(ctx context.Context, key string) {
+	defer worker.Recover(s.log, "scheduler", key, func() { s.retryAfterPanic(key) })
+	s.scheduleOne(ctx, key)
+}
+
+// retryAfterPanic requeues the pod key, still queued, with back-off.
+func (s *Scheduler) retryAfterPanic(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.pending[key]
+	if e == nil || e.state != stateQueued {
+		return
+	}
+	e.attempts++
+	e.lastFailure = s.cfg.Clock.Now()
+	s.requeue(e, eventScheduleAttemptFailure)
+}
+
+// callAPI runs an API call of the workers, surviving a panic in it.
+func (s *Scheduler) callAPI(ctx context.Context, call func(context.Context)) {
+	defer worker.Recover(s.log, "scheduler-api", nil, nil)
+	call(ctx)
 }
 
 // submit hands an API call to the workers.

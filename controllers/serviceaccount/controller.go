@@ -8,12 +8,10 @@ package serviceaccount
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/corekube/corekube/controllers/useragent"
+	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 
 	"github.com/corekube/corekube/controllers/sharedinformers"
 	v1 "k8s.io/api/core/v1"
@@ -70,7 +68,7 @@ type Controller struct {
 	saSynced        cache.InformerSynced
 
 	queue   workqueue.TypedRateLimitingInterface[string]
-	started atomic.Bool
+	started worker.Once
 }
 
 // New returns a controller that reads namespaces and ServiceAccounts from
@@ -147,44 +145,22 @@ func (c *Controller) enqueueNamespace(obj any) {
 // synced (the factory's owner starts them). It returns nil when ctx ends
 // and an error when it cannot start; it runs once.
 func (c *Controller) Start(ctx context.Context) error {
-	if !c.started.CompareAndSwap(false, true) {
-		return errors.New("service account controller: already started")
+	if err := c.started.Start("service account controller"); err != nil {
+		return err
 	}
 	defer c.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.nsSynced, c.saSynced) {
 		return nil
 	}
 	c.log.Info("service account controller started", "workers", c.cfg.Workers)
-	var wg sync.WaitGroup
-	for range c.cfg.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for c.processNext(ctx) {
-			}
-		}()
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
-	return nil
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	name, shutdown := c.queue.Get()
-	if shutdown {
-		return false
-	}
-	defer c.queue.Done(name)
-	if err := c.sync(ctx, name); err != nil {
-		if ctx.Err() == nil {
+	loop := &worker.Loop[string]{Name: "serviceaccount", Queue: c.queue, Workers: c.cfg.Workers, Log: c.log,
+		Sync: worker.NoResult(c.sync), OnError: func(name string, err error) {
 			c.log.Warn("cannot create the default service account, retrying", "namespace", name, "err", err)
-		}
-		c.queue.AddRateLimited(name)
-		return true
+		}}
+	if err := loop.Run(ctx); err != nil {
+		return fmt.Errorf("service account controller: %w", err)
 	}
-	c.queue.Forget(name)
-	return true
+	return nil
 }
 
 // sync creates the default ServiceAccount of namespace name when the
