@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/pods/validation"
 )
 
 // Strategy is the registry strategy of the pods resource.
@@ -98,7 +99,7 @@ func (*Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 
 // Validate validates a new pod (everything but ObjectMeta syntax).
 func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return ValidatePod(obj.(*v1.Pod))
+	return validation.ValidatePod(obj.(*v1.Pod))
 }
 
 // PrepareForUpdate keeps the stored status, defaults the new object and
@@ -121,7 +122,7 @@ func (*Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 
 // ValidateUpdate validates pod as a replacement of old.
 func (*Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return ValidatePodUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+	return validation.ValidatePodUpdate(obj.(*v1.Pod), old.(*v1.Pod))
 }
 
 // AllowCreateOnUpdate is false for pods.
@@ -211,7 +212,7 @@ func (*StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Obje
 
 // ValidateUpdate validates a status update.
 func (*StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return ValidatePodStatusUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+	return validation.ValidatePodStatusUpdate(obj.(*v1.Pod), old.(*v1.Pod))
 }
 
 // GetResetFields: an update of the pod never changes its status, so those fields are never owned by the writer
