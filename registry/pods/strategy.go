@@ -18,7 +18,7 @@ import (
 )
 
 // Strategy is the registry strategy of the pods resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 // StatusStrategy is the update strategy of pods/status.
 type StatusStrategy struct{}
@@ -30,36 +30,33 @@ var (
 )
 
 // NewStrategy returns the pods strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes the pods resource.
+		Resource: registry.ResourceInfo{
+			Group:                "",
+			Version:              "v1",
+			Resource:             "pods",
+			Singular:             "pod",
+			Kind:                 "Pod",
+			ListKind:             "PodList",
+			Namespaced:           true,
+			ShortNames:           []string{"po"},
+			Categories:           []string{"all"},
+			CustomFieldSelectors: true,
+		},
+		NewObject:     func() runtime.Object { return &v1.Pod{} },
+		NewListObject: func() runtime.Object { return &v1.PodList{} },
+		// AllowCreateOnUpdate is false for pods.
+	}}
+}
 
 // NewStatusStrategy returns the pods/status strategy.
 func NewStatusStrategy() *StatusStrategy { return &StatusStrategy{} }
 
-// Info describes the pods resource.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:                "",
-		Version:              "v1",
-		Resource:             "pods",
-		Singular:             "pod",
-		Kind:                 "Pod",
-		ListKind:             "PodList",
-		Namespaced:           true,
-		ShortNames:           []string{"po"},
-		Categories:           []string{"all"},
-		CustomFieldSelectors: true,
-	}
-}
-
-// New returns an empty Pod.
-func (*Strategy) New() runtime.Object { return &v1.Pod{} }
-
 // Default applies kube's scheme defaults for pods (Default), which the
 // Store applies before admission as kube does on decoding.
 func (*Strategy) Default(obj runtime.Object) { Default(obj.(*v1.Pod)) }
-
-// NewList returns an empty PodList.
-func (*Strategy) NewList() runtime.Object { return &v1.PodList{} }
 
 // PrepareForCreate defaults the pod, applies the Priority admission defaults
 // (priority 0, preemptionPolicy PreemptLowerPriority) and resets the status
@@ -124,9 +121,6 @@ func (*Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 func (*Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return validation.ValidatePodUpdate(obj.(*v1.Pod), old.(*v1.Pod))
 }
-
-// AllowCreateOnUpdate is false for pods.
-func (*Strategy) AllowCreateOnUpdate() bool { return false }
 
 // GetAttrs returns the pod's labels and selectable fields.
 func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
