@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/corekube/corekube/controllers/podresources"
+	"github.com/corekube/corekube/controllers/scheduler/podresources"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"

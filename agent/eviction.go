@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/agent/runtime/sim"
-	"github.com/corekube/corekube/controllers/podresources"
+	"github.com/corekube/corekube/controllers/scheduler/podresources"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )

@@ -1,7 +1,7 @@
 package scheduler
 
 import (
-	"github.com/corekube/corekube/controllers/podresources"
+	"github.com/corekube/corekube/controllers/scheduler/podresources"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )

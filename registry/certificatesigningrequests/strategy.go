@@ -32,7 +32,7 @@ import (
 )
 
 // Strategy is the strategy of the certificatesigningrequests resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 // StatusStrategy is the strategy of certificatesigningrequests/status: the
 // signer writes the certificate (and Failed conditions); the approval
@@ -51,7 +51,25 @@ var (
 )
 
 // NewStrategy returns the certificatesigningrequests strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes certificatesigningrequests as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Group:      certificatesv1.GroupName,
+			Version:    "v1",
+			Resource:   "certificatesigningrequests",
+			Singular:   "certificatesigningrequest",
+			Kind:       "CertificateSigningRequest",
+			ListKind:   "CertificateSigningRequestList",
+			ShortNames: []string{"csr"},
+			// kube has field label conversions for spec.signerName.
+			CustomFieldSelectors: true,
+		},
+		NewObject:     func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} },
+		NewListObject: func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} },
+		// AllowCreateOnUpdate is false, as in kube.
+	}}
+}
 
 // NewStatusStrategy returns the certificatesigningrequests/status strategy.
 func NewStatusStrategy() *StatusStrategy { return &StatusStrategy{} }
@@ -59,27 +77,6 @@ func NewStatusStrategy() *StatusStrategy { return &StatusStrategy{} }
 // NewApprovalStrategy returns the certificatesigningrequests/approval
 // strategy.
 func NewApprovalStrategy() *ApprovalStrategy { return &ApprovalStrategy{} }
-
-// Info describes certificatesigningrequests as kube's discovery does.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:      certificatesv1.GroupName,
-		Version:    "v1",
-		Resource:   "certificatesigningrequests",
-		Singular:   "certificatesigningrequest",
-		Kind:       "CertificateSigningRequest",
-		ListKind:   "CertificateSigningRequestList",
-		ShortNames: []string{"csr"},
-		// kube has field label conversions for spec.signerName.
-		CustomFieldSelectors: true,
-	}
-}
-
-// New returns an empty CertificateSigningRequest.
-func (*Strategy) New() runtime.Object { return &certificatesv1.CertificateSigningRequest{} }
-
-// NewList returns an empty CertificateSigningRequestList.
-func (*Strategy) NewList() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} }
 
 // PrepareForCreate clears the status and sets the requester's identity in
 // the spec: a client cannot claim to be someone else, and approvers decide
@@ -123,9 +120,6 @@ func (*Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fiel
 	csr, oldCSR := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
 	return validateUpdate(csr, oldCSR)
 }
-
-// AllowCreateOnUpdate is false, as in kube.
-func (*Strategy) AllowCreateOnUpdate() bool { return false }
 
 // GetAttrs returns the CSR's labels, metadata.name and spec.signerName.
 func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {

@@ -9,8 +9,6 @@ import (
 	"context"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -19,7 +17,7 @@ import (
 )
 
 // Strategy is the strategy of the clusterroles resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 var (
 	_ registry.Strategy               = (*Strategy)(nil)
@@ -27,36 +25,28 @@ var (
 )
 
 // NewStrategy returns the clusterroles strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
-
-// Info describes clusterroles as kube's discovery does (no short names).
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:    rbac.GroupName,
-		Version:  "v1",
-		Resource: "clusterroles",
-		Singular: "clusterrole",
-		Kind:     "ClusterRole",
-		ListKind: "ClusterRoleList",
-	}
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes clusterroles as kube's discovery does (no short names).
+		Resource: registry.ResourceInfo{
+			Group:    rbac.GroupName,
+			Version:  "v1",
+			Resource: "clusterroles",
+			Singular: "clusterrole",
+			Kind:     "ClusterRole",
+			ListKind: "ClusterRoleList",
+		},
+		NewObject:     func() runtime.Object { return &rbacv1.ClusterRole{} },
+		NewListObject: func() runtime.Object { return &rbacv1.ClusterRoleList{} },
+		// AllowCreateOnUpdate is true, as kube's clusterrole strategy.
+		CreateOnUpdate: true,
+	}}
 }
-
-// New returns an empty ClusterRole.
-func (*Strategy) New() runtime.Object { return &rbacv1.ClusterRole{} }
-
-// NewList returns an empty ClusterRoleList.
-func (*Strategy) NewList() runtime.Object { return &rbacv1.ClusterRoleList{} }
 
 // ValidateName accepts any path segment, as kube's ValidateRBACName.
 func (*Strategy) ValidateName(name string, prefix bool) []string {
 	return rbac.ValidateName(name, prefix)
 }
-
-// PrepareForCreate has nothing to clear.
-func (*Strategy) PrepareForCreate(context.Context, runtime.Object) {}
-
-// PrepareForUpdate has nothing to keep.
-func (*Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
 
 // Validate validates the rules and the aggregation rule.
 func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -67,12 +57,4 @@ func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList
 // ValidateUpdate validates as on create; nothing is immutable.
 func (s *Strategy) ValidateUpdate(ctx context.Context, obj, _ runtime.Object) field.ErrorList {
 	return s.Validate(ctx, obj)
-}
-
-// AllowCreateOnUpdate is true, as kube's clusterrole strategy.
-func (*Strategy) AllowCreateOnUpdate() bool { return true }
-
-// GetAttrs returns the cluster role's labels and metadata.name.
-func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	return registry.ClusterScopedAttrs(obj)
 }

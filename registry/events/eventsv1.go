@@ -26,6 +26,7 @@ import (
 // and write (registry.StorageVersionConverter). Writes through this group
 // get kube's stricter events.k8s.io validation.
 type V1Strategy struct {
+	registry.Base
 	core *Strategy
 }
 
@@ -38,35 +39,29 @@ var (
 
 // NewV1Strategy returns the events.k8s.io/v1 strategy over the events of
 // core (whose TTL it shares: kube has one --event-ttl for both groups).
-func NewV1Strategy(core *Strategy) *V1Strategy { return &V1Strategy{core: core} }
+func NewV1Strategy(core *Strategy) *V1Strategy {
+	// kube's discovery shows core's resource in its own group, with the
+	// same short name (kubectl warns that "ev" is ambiguous, and picks
+	// core's).
+	info := core.Info()
+	info.Group = eventsv1.GroupName
+	return &V1Strategy{
+		Base: registry.Base{
+			Resource:      info,
+			NewObject:     func() runtime.Object { return &eventsv1.Event{} },
+			NewListObject: func() runtime.Object { return &eventsv1.EventList{} },
+			// Nothing to prepare (no status, no defaults; ValidateUpdate
+			// refuses what may not change); PUT creates a missing event,
+			// as for core/v1 events (one storage).
+			CreateOnUpdate: true,
+		},
+		core: core,
+	}
+}
 
 // TTL is the core events' TTL: a write through either group starts it
 // again.
 func (s *V1Strategy) TTL() time.Duration { return s.core.TTL() }
-
-// Info describes events.k8s.io/v1 events as kube's discovery does: core's
-// resource in its own group, with the same short name (kubectl warns that
-// "ev" is ambiguous, and picks core's).
-func (s *V1Strategy) Info() registry.ResourceInfo {
-	info := s.core.Info()
-	info.Group = eventsv1.GroupName
-	return info
-}
-
-// New returns an empty events.k8s.io/v1 Event.
-func (*V1Strategy) New() runtime.Object { return &eventsv1.Event{} }
-
-// NewList returns an empty events.k8s.io/v1 EventList.
-func (*V1Strategy) NewList() runtime.Object { return &eventsv1.EventList{} }
-
-// PrepareForCreate does nothing: events have no status and no defaults.
-func (*V1Strategy) PrepareForCreate(context.Context, runtime.Object) {}
-
-// PrepareForUpdate does nothing; ValidateUpdate refuses what may not change.
-func (*V1Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
-
-// AllowCreateOnUpdate is true, as for core/v1 events (one storage).
-func (*V1Strategy) AllowCreateOnUpdate() bool { return true }
 
 // Validate is kube's ValidateEventCreate for an events.k8s.io/v1 request:
 // the core rules, then eventTime required, type Normal or Warning, the

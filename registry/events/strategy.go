@@ -36,6 +36,7 @@ const DefaultTTL = time.Hour
 
 // Strategy is the strategy of the events resource.
 type Strategy struct {
+	registry.Base
 	ttl time.Duration
 }
 
@@ -56,7 +57,23 @@ func WithTTL(ttl time.Duration) Option {
 // NewStrategy returns the events strategy; events expire after DefaultTTL
 // unless an option says otherwise.
 func NewStrategy(opts ...Option) *Strategy {
-	s := &Strategy{ttl: DefaultTTL}
+	s := &Strategy{Base: registry.Base{
+		// Info describes events as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Version:              "v1",
+			Resource:             "events",
+			Singular:             "event",
+			Kind:                 "Event",
+			ListKind:             "EventList",
+			Namespaced:           true,
+			ShortNames:           []string{"ev"},
+			CustomFieldSelectors: true,
+		},
+		NewObject:     func() runtime.Object { return &v1.Event{} },
+		NewListObject: func() runtime.Object { return &v1.EventList{} },
+		// AllowCreateOnUpdate is true: PUT creates a missing event.
+		CreateOnUpdate: true,
+	}, ttl: DefaultTTL}
 	for _, opt := range opts {
 		opt(s)
 	}
@@ -68,32 +85,6 @@ func NewStrategy(opts ...Option) *Strategy {
 // bumping count) starts it again.
 func (s *Strategy) TTL() time.Duration { return s.ttl }
 
-// Info describes events as kube's discovery does.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Version:              "v1",
-		Resource:             "events",
-		Singular:             "event",
-		Kind:                 "Event",
-		ListKind:             "EventList",
-		Namespaced:           true,
-		ShortNames:           []string{"ev"},
-		CustomFieldSelectors: true,
-	}
-}
-
-// New returns an empty Event.
-func (*Strategy) New() runtime.Object { return &v1.Event{} }
-
-// NewList returns an empty EventList.
-func (*Strategy) NewList() runtime.Object { return &v1.EventList{} }
-
-// PrepareForCreate does nothing: events have no status and no defaults.
-func (*Strategy) PrepareForCreate(context.Context, runtime.Object) {}
-
-// PrepareForUpdate does nothing: every field of an event may be replaced.
-func (*Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
-
 // Validate validates a new event.
 func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
 	return validateEvent(obj.(*v1.Event))
@@ -104,9 +95,6 @@ func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList
 func (*Strategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
 	return validateEvent(obj.(*v1.Event))
 }
-
-// AllowCreateOnUpdate is true: PUT creates a missing event.
-func (*Strategy) AllowCreateOnUpdate() bool { return true }
 
 // GetAttrs returns the event's labels and its selectable fields. "source"
 // falls back to reportingComponent for events written by events.k8s.io

@@ -11,8 +11,6 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
@@ -24,7 +22,7 @@ import (
 const GroupName = flowcontrolv1.GroupName
 
 // FlowSchemaStrategy is the strategy of the flowschemas resource.
-type FlowSchemaStrategy struct{}
+type FlowSchemaStrategy struct{ registry.Base }
 
 // FlowSchemaStatusStrategy is the strategy of flowschemas/status: it keeps
 // the old spec.
@@ -32,7 +30,7 @@ type FlowSchemaStatusStrategy struct{}
 
 // PriorityLevelStrategy is the strategy of the prioritylevelconfigurations
 // resource.
-type PriorityLevelStrategy struct{}
+type PriorityLevelStrategy struct{ registry.Base }
 
 // PriorityLevelStatusStrategy is the strategy of
 // prioritylevelconfigurations/status: it keeps the old spec.
@@ -50,33 +48,41 @@ var (
 )
 
 // NewFlowSchemaStrategy returns the flowschemas strategy.
-func NewFlowSchemaStrategy() *FlowSchemaStrategy { return &FlowSchemaStrategy{} }
+func NewFlowSchemaStrategy() *FlowSchemaStrategy {
+	return &FlowSchemaStrategy{registry.Base{
+		// Info describes flowschemas as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Group: GroupName, Version: "v1", Resource: "flowschemas", Singular: "flowschema",
+			Kind: "FlowSchema", ListKind: "FlowSchemaList",
+		},
+		NewObject:     func() runtime.Object { return &flowcontrolv1.FlowSchema{} },
+		NewListObject: func() runtime.Object { return &flowcontrolv1.FlowSchemaList{} },
+		// AllowCreateOnUpdate is false, as in kube.
+	}}
+}
 
 // NewFlowSchemaStatusStrategy returns the flowschemas/status strategy.
 func NewFlowSchemaStatusStrategy() *FlowSchemaStatusStrategy { return &FlowSchemaStatusStrategy{} }
 
 // NewPriorityLevelStrategy returns the prioritylevelconfigurations strategy.
-func NewPriorityLevelStrategy() *PriorityLevelStrategy { return &PriorityLevelStrategy{} }
+func NewPriorityLevelStrategy() *PriorityLevelStrategy {
+	return &PriorityLevelStrategy{registry.Base{
+		// Info describes prioritylevelconfigurations as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Group: GroupName, Version: "v1", Resource: "prioritylevelconfigurations", Singular: "prioritylevelconfiguration",
+			Kind: "PriorityLevelConfiguration", ListKind: "PriorityLevelConfigurationList",
+		},
+		NewObject:     func() runtime.Object { return &flowcontrolv1.PriorityLevelConfiguration{} },
+		NewListObject: func() runtime.Object { return &flowcontrolv1.PriorityLevelConfigurationList{} },
+		// AllowCreateOnUpdate is false, as in kube.
+	}}
+}
 
 // NewPriorityLevelStatusStrategy returns the
 // prioritylevelconfigurations/status strategy.
 func NewPriorityLevelStatusStrategy() *PriorityLevelStatusStrategy {
 	return &PriorityLevelStatusStrategy{}
 }
-
-// Info describes flowschemas as kube's discovery does.
-func (*FlowSchemaStrategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group: GroupName, Version: "v1", Resource: "flowschemas", Singular: "flowschema",
-		Kind: "FlowSchema", ListKind: "FlowSchemaList",
-	}
-}
-
-// New returns an empty FlowSchema.
-func (*FlowSchemaStrategy) New() runtime.Object { return &flowcontrolv1.FlowSchema{} }
-
-// NewList returns an empty FlowSchemaList.
-func (*FlowSchemaStrategy) NewList() runtime.Object { return &flowcontrolv1.FlowSchemaList{} }
 
 // Default applies the v1 scheme defaults: matchingPrecedence 1000.
 func (*FlowSchemaStrategy) Default(obj runtime.Object) {
@@ -114,14 +120,6 @@ func (*FlowSchemaStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Obje
 	return validateFlowSchemaSpec(&obj.(*flowcontrolv1.FlowSchema).Spec, field.NewPath("spec"))
 }
 
-// AllowCreateOnUpdate is false, as in kube.
-func (*FlowSchemaStrategy) AllowCreateOnUpdate() bool { return false }
-
-// GetAttrs returns the labels and metadata.name.
-func (*FlowSchemaStrategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	return registry.ClusterScopedAttrs(obj)
-}
-
 // GetResetFields: the main resource never writes the status.
 func (*FlowSchemaStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return registry.ResetFields("flowcontrol.apiserver.k8s.io/v1", "status")
@@ -155,24 +153,6 @@ func validateConditionTypes(n int, typeOf func(i int) string) field.ErrorList {
 // GetResetFields: a status write never changes the spec.
 func (*FlowSchemaStatusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	return registry.ResetFields("flowcontrol.apiserver.k8s.io/v1", "spec")
-}
-
-// Info describes prioritylevelconfigurations as kube's discovery does.
-func (*PriorityLevelStrategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group: GroupName, Version: "v1", Resource: "prioritylevelconfigurations", Singular: "prioritylevelconfiguration",
-		Kind: "PriorityLevelConfiguration", ListKind: "PriorityLevelConfigurationList",
-	}
-}
-
-// New returns an empty PriorityLevelConfiguration.
-func (*PriorityLevelStrategy) New() runtime.Object {
-	return &flowcontrolv1.PriorityLevelConfiguration{}
-}
-
-// NewList returns an empty PriorityLevelConfigurationList.
-func (*PriorityLevelStrategy) NewList() runtime.Object {
-	return &flowcontrolv1.PriorityLevelConfigurationList{}
 }
 
 // Default applies kube's v1 defaults: nominalConcurrencyShares 30 and
@@ -238,14 +218,6 @@ func (*PriorityLevelStrategy) Validate(_ context.Context, obj runtime.Object) fi
 func (*PriorityLevelStrategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
 	pl := obj.(*flowcontrolv1.PriorityLevelConfiguration)
 	return validatePriorityLevelSpec(&pl.Spec, pl.Name, field.NewPath("spec"))
-}
-
-// AllowCreateOnUpdate is false, as in kube.
-func (*PriorityLevelStrategy) AllowCreateOnUpdate() bool { return false }
-
-// GetAttrs returns the labels and metadata.name.
-func (*PriorityLevelStrategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	return registry.ClusterScopedAttrs(obj)
 }
 
 // GetResetFields: the main resource never writes the status.

@@ -9,13 +9,10 @@ package leases
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -24,31 +21,29 @@ import (
 )
 
 // Strategy is the strategy of the leases resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 var _ registry.Strategy = (*Strategy)(nil)
 
 // NewStrategy returns the leases strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
-
-// Info describes leases as kube's discovery does.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:      "coordination.k8s.io",
-		Version:    "v1",
-		Resource:   "leases",
-		Singular:   "lease",
-		Kind:       "Lease",
-		ListKind:   "LeaseList",
-		Namespaced: true,
-	}
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes leases as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Group:      "coordination.k8s.io",
+			Version:    "v1",
+			Resource:   "leases",
+			Singular:   "lease",
+			Kind:       "Lease",
+			ListKind:   "LeaseList",
+			Namespaced: true,
+		},
+		NewObject:     func() runtime.Object { return &coordinationv1.Lease{} },
+		NewListObject: func() runtime.Object { return &coordinationv1.LeaseList{} },
+		// AllowCreateOnUpdate is true, as in kube: PUT creates a missing lease.
+		CreateOnUpdate: true,
+	}}
 }
-
-// New returns an empty Lease.
-func (*Strategy) New() runtime.Object { return &coordinationv1.Lease{} }
-
-// NewList returns an empty LeaseList.
-func (*Strategy) NewList() runtime.Object { return &coordinationv1.LeaseList{} }
 
 // PrepareForCreate drops the fields of the disabled CoordinatedLeaderElection
 // feature.
@@ -78,21 +73,6 @@ func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList
 // ValidateUpdate validates the new lease's spec; nothing is immutable.
 func (*Strategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
 	return validateSpec(&obj.(*coordinationv1.Lease).Spec, field.NewPath("spec"))
-}
-
-// AllowCreateOnUpdate is true, as in kube: PUT creates a missing lease.
-func (*Strategy) AllowCreateOnUpdate() bool { return true }
-
-// GetAttrs returns the lease's labels and metadata.name/metadata.namespace.
-func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	lease, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a lease")
-	}
-	return labels.Set(lease.Labels), fields.Set{
-		"metadata.name":      lease.Name,
-		"metadata.namespace": lease.Namespace,
-	}, nil
 }
 
 var validStrategies = []coordinationv1.CoordinatedLeaseStrategy{coordinationv1.OldestEmulationVersion}

@@ -25,7 +25,7 @@ import (
 )
 
 // Strategy is the strategy of the namespaces resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 // StatusStrategy is the strategy of namespaces/status: it keeps the old spec.
 type StatusStrategy struct{}
@@ -41,7 +41,25 @@ var (
 )
 
 // NewStrategy returns the namespaces strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes namespaces as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Version:              "v1",
+			Resource:             "namespaces",
+			Singular:             "namespace",
+			Kind:                 "Namespace",
+			ListKind:             "NamespaceList",
+			ShortNames:           []string{"ns"},
+			CustomFieldSelectors: true,
+			// kube serves no deletecollection for namespaces.
+			Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
+		},
+		NewObject:     func() runtime.Object { return &v1.Namespace{} },
+		NewListObject: func() runtime.Object { return &v1.NamespaceList{} },
+		// AllowCreateOnUpdate is false for namespaces.
+	}}
+}
 
 // NewStatusStrategy returns the namespaces/status strategy.
 func NewStatusStrategy() *StatusStrategy { return &StatusStrategy{} }
@@ -49,31 +67,10 @@ func NewStatusStrategy() *StatusStrategy { return &StatusStrategy{} }
 // NewFinalizeStrategy returns the namespaces/finalize strategy.
 func NewFinalizeStrategy() *FinalizeStrategy { return &FinalizeStrategy{} }
 
-// Info describes namespaces as kube's discovery does.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Version:              "v1",
-		Resource:             "namespaces",
-		Singular:             "namespace",
-		Kind:                 "Namespace",
-		ListKind:             "NamespaceList",
-		ShortNames:           []string{"ns"},
-		CustomFieldSelectors: true,
-		// kube serves no deletecollection for namespaces.
-		Verbs: []string{"create", "delete", "get", "list", "patch", "update", "watch"},
-	}
-}
-
-// New returns an empty Namespace.
-func (*Strategy) New() runtime.Object { return &v1.Namespace{} }
-
 // Default sets the metadata.name label, as kube's defaulting does when it
 // decodes a request: before the field manager runs, so that the writer of
 // a create owns the label in managedFields as on kube.
 func (*Strategy) Default(obj runtime.Object) { SetNameLabel(obj.(*v1.Namespace)) }
-
-// NewList returns an empty NamespaceList.
-func (*Strategy) NewList() runtime.Object { return &v1.NamespaceList{} }
 
 // PrepareForCreate sets status.phase Active, appends the "kubernetes"
 // finalizer when missing and sets the metadata.name label.
@@ -109,9 +106,6 @@ func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList
 func (s *Strategy) ValidateUpdate(ctx context.Context, obj, _ runtime.Object) field.ErrorList {
 	return s.Validate(ctx, obj)
 }
-
-// AllowCreateOnUpdate is false for namespaces.
-func (*Strategy) AllowCreateOnUpdate() bool { return false }
 
 // GetAttrs returns the namespace's labels and its selectable fields:
 // metadata.name and status.phase.

@@ -23,7 +23,7 @@ import (
 )
 
 // Strategy is the strategy of the nodes resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 // StatusStrategy is the strategy of nodes/status: it keeps the old spec.
 type StatusStrategy struct{}
@@ -34,26 +34,26 @@ var (
 )
 
 // NewStrategy returns the nodes strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes nodes as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Version:              "v1",
+			Resource:             "nodes",
+			Singular:             "node",
+			Kind:                 "Node",
+			ListKind:             "NodeList",
+			ShortNames:           []string{"no"},
+			CustomFieldSelectors: true,
+		},
+		NewObject:     func() runtime.Object { return &v1.Node{} },
+		NewListObject: func() runtime.Object { return &v1.NodeList{} },
+		// AllowCreateOnUpdate is false for nodes.
+	}}
+}
 
 // NewStatusStrategy returns the nodes/status strategy.
 func NewStatusStrategy() *StatusStrategy { return &StatusStrategy{} }
-
-// Info describes nodes as kube's discovery does.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Version:              "v1",
-		Resource:             "nodes",
-		Singular:             "node",
-		Kind:                 "Node",
-		ListKind:             "NodeList",
-		ShortNames:           []string{"no"},
-		CustomFieldSelectors: true,
-	}
-}
-
-// New returns an empty Node.
-func (*Strategy) New() runtime.Object { return &v1.Node{} }
 
 // Default applies what kube's decoding does to a node (the v1 <-> internal
 // conversion of podCIDR and podCIDRs, the status defaults) before the field
@@ -64,9 +64,6 @@ func (*Strategy) Default(obj runtime.Object) {
 	normalizePodCIDRs(&node.Spec)
 	defaultStatus(&node.Status)
 }
-
-// NewList returns an empty NodeList.
-func (*Strategy) NewList() runtime.Object { return &v1.NodeList{} }
 
 // PrepareForCreate applies the v1 defaults and conversion normalisation.
 // Nodes may set status on create; the removed dynamic kubelet config fields
@@ -100,9 +97,6 @@ func (*Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fiel
 	node := obj.(*v1.Node)
 	return append(validateNode(node), validateNodeUpdate(node, old.(*v1.Node))...)
 }
-
-// AllowCreateOnUpdate is false for nodes.
-func (*Strategy) AllowCreateOnUpdate() bool { return false }
 
 // GetAttrs returns the node's labels and its selectable fields:
 // metadata.name and spec.unschedulable.

@@ -8,7 +8,6 @@ package poddisruptionbudgets
 
 import (
 	"context"
-	"fmt"
 	"sigs.k8s.io/structured-merge-diff/v4/fieldpath"
 	"strconv"
 
@@ -17,8 +16,6 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -28,7 +25,7 @@ import (
 )
 
 // Strategy is the strategy of the poddisruptionbudgets resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 // StatusStrategy is the strategy of poddisruptionbudgets/status: it keeps
 // the old spec.
@@ -41,30 +38,27 @@ var (
 )
 
 // NewStrategy returns the poddisruptionbudgets strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes poddisruptionbudgets as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Group:      "policy",
+			Version:    "v1",
+			Resource:   "poddisruptionbudgets",
+			Singular:   "poddisruptionbudget",
+			Kind:       "PodDisruptionBudget",
+			ListKind:   "PodDisruptionBudgetList",
+			Namespaced: true,
+			ShortNames: []string{"pdb"},
+		},
+		NewObject:     func() runtime.Object { return &policyv1.PodDisruptionBudget{} },
+		NewListObject: func() runtime.Object { return &policyv1.PodDisruptionBudgetList{} },
+		// AllowCreateOnUpdate is false for budgets.
+	}}
+}
 
 // NewStatusStrategy returns the poddisruptionbudgets/status strategy.
 func NewStatusStrategy() *StatusStrategy { return &StatusStrategy{} }
-
-// Info describes poddisruptionbudgets as kube's discovery does.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:      "policy",
-		Version:    "v1",
-		Resource:   "poddisruptionbudgets",
-		Singular:   "poddisruptionbudget",
-		Kind:       "PodDisruptionBudget",
-		ListKind:   "PodDisruptionBudgetList",
-		Namespaced: true,
-		ShortNames: []string{"pdb"},
-	}
-}
-
-// New returns an empty PodDisruptionBudget.
-func (*Strategy) New() runtime.Object { return &policyv1.PodDisruptionBudget{} }
-
-// NewList returns an empty PodDisruptionBudgetList.
-func (*Strategy) NewList() runtime.Object { return &policyv1.PodDisruptionBudgetList{} }
 
 // PrepareForCreate clears the status and normalises the selector.
 func (*Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
@@ -97,21 +91,6 @@ func (*Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) fiel
 	oldSelector := old.(*policyv1.PodDisruptionBudget).Spec.Selector
 	allowInvalid := len(metav1validation.ValidateLabelSelector(oldSelector, metav1validation.LabelSelectorValidationOptions{}, nil)) > 0
 	return validateSpec(&obj.(*policyv1.PodDisruptionBudget).Spec, allowInvalid)
-}
-
-// AllowCreateOnUpdate is false for budgets.
-func (*Strategy) AllowCreateOnUpdate() bool { return false }
-
-// GetAttrs returns the budget's labels and metadata.name/metadata.namespace.
-func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	pdb, ok := obj.(*policyv1.PodDisruptionBudget)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a poddisruptionbudget")
-	}
-	return labels.Set(pdb.Labels), fields.Set{
-		"metadata.name":      pdb.Name,
-		"metadata.namespace": pdb.Namespace,
-	}, nil
 }
 
 // PrepareForUpdate keeps the old spec.

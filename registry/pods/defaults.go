@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/corekube/corekube/registry/pods/internal/podutil"
 )
 
 // Default applies to pod what kube-apiserver's v1 scheme defaulting
@@ -58,15 +60,7 @@ func Default(pod *v1.Pod) {
 	for i := range spec.Volumes {
 		defaultVolume(&spec.Volumes[i])
 	}
-	for i := range spec.InitContainers {
-		defaultContainer(&spec.InitContainers[i])
-	}
-	for i := range spec.Containers {
-		defaultContainer(&spec.Containers[i])
-	}
-	for i := range spec.EphemeralContainers {
-		defaultContainer((*v1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
-	}
+	podutil.EachContainer(spec, defaultContainer)
 	roundResourceList(spec.Overhead)
 	if spec.Resources != nil {
 		roundResourceList(spec.Resources.Limits)

@@ -3,6 +3,8 @@ package pods
 import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/corekube/corekube/registry/pods/internal/podutil"
 )
 
 // dropDisabledPodFields mirrors kube's podutil.DropDisabledPodFields for the
@@ -26,14 +28,14 @@ func dropDisabledPodFields(pod, old *v1.Pod) {
 	if spec.Resources != nil && (oldSpec == nil || oldSpec.Resources == nil) {
 		spec.Resources = nil
 	}
-	if !anyContainer(oldSpec, func(c *v1.Container) bool { return len(c.ResizePolicy) > 0 }) {
-		eachContainer(spec, func(c *v1.Container) { c.ResizePolicy = nil })
+	if !podutil.AnyContainer(oldSpec, func(c *v1.Container) bool { return len(c.ResizePolicy) > 0 }) {
+		podutil.EachContainer(spec, func(c *v1.Container) { c.ResizePolicy = nil })
 	}
 	draInUse := oldSpec != nil && (len(oldSpec.ResourceClaims) > 0 ||
-		anyContainer(oldSpec, func(c *v1.Container) bool { return len(c.Resources.Claims) > 0 }))
+		podutil.AnyContainer(oldSpec, func(c *v1.Container) bool { return len(c.Resources.Claims) > 0 }))
 	if !draInUse {
 		spec.ResourceClaims = nil
-		eachContainer(spec, func(c *v1.Container) { c.Resources.Claims = nil })
+		podutil.EachContainer(spec, func(c *v1.Container) { c.Resources.Claims = nil })
 	}
 	if spec.HostUsers != nil && (oldSpec == nil || oldSpec.HostUsers == nil) {
 		spec.HostUsers = nil
@@ -93,31 +95,6 @@ func dropDisabledPodStatusFields(st, old *v1.PodStatus) {
 			}
 		}
 	}
-}
-
-func eachContainer(spec *v1.PodSpec, f func(*v1.Container)) {
-	for i := range spec.InitContainers {
-		f(&spec.InitContainers[i])
-	}
-	for i := range spec.Containers {
-		f(&spec.Containers[i])
-	}
-	for i := range spec.EphemeralContainers {
-		f((*v1.Container)(&spec.EphemeralContainers[i].EphemeralContainerCommon))
-	}
-}
-
-func anyContainer(spec *v1.PodSpec, f func(*v1.Container) bool) bool {
-	if spec == nil {
-		return false
-	}
-	found := false
-	eachContainer(spec, func(c *v1.Container) {
-		if !found && f(c) {
-			found = true
-		}
-	})
-	return found
 }
 
 // applyMatchLabelKeys is kube's mutatePodAffinity (MatchLabelKeysInPodAffinity

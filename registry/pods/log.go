@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/pods/internal/podutil"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
@@ -251,7 +252,7 @@ func (r *LogREST) logLocation(ctx context.Context, namespace, name string, opts 
 // may be an init or ephemeral container.
 func logContainer(pod *v1.Pod, name string) (string, error) {
 	var names []string
-	eachContainer(&pod.Spec, func(c *v1.Container) { names = append(names, c.Name) })
+	podutil.EachContainer(&pod.Spec, func(c *v1.Container) { names = append(names, c.Name) })
 	if name == "" {
 		switch len(pod.Spec.Containers) {
 		case 1:

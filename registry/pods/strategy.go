@@ -14,10 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/pods/validation"
 )
 
 // Strategy is the registry strategy of the pods resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 // StatusStrategy is the update strategy of pods/status.
 type StatusStrategy struct{}
@@ -29,36 +30,33 @@ var (
 )
 
 // NewStrategy returns the pods strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes the pods resource.
+		Resource: registry.ResourceInfo{
+			Group:                "",
+			Version:              "v1",
+			Resource:             "pods",
+			Singular:             "pod",
+			Kind:                 "Pod",
+			ListKind:             "PodList",
+			Namespaced:           true,
+			ShortNames:           []string{"po"},
+			Categories:           []string{"all"},
+			CustomFieldSelectors: true,
+		},
+		NewObject:     func() runtime.Object { return &v1.Pod{} },
+		NewListObject: func() runtime.Object { return &v1.PodList{} },
+		// AllowCreateOnUpdate is false for pods.
+	}}
+}
 
 // NewStatusStrategy returns the pods/status strategy.
 func NewStatusStrategy() *StatusStrategy { return &StatusStrategy{} }
 
-// Info describes the pods resource.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:                "",
-		Version:              "v1",
-		Resource:             "pods",
-		Singular:             "pod",
-		Kind:                 "Pod",
-		ListKind:             "PodList",
-		Namespaced:           true,
-		ShortNames:           []string{"po"},
-		Categories:           []string{"all"},
-		CustomFieldSelectors: true,
-	}
-}
-
-// New returns an empty Pod.
-func (*Strategy) New() runtime.Object { return &v1.Pod{} }
-
 // Default applies kube's scheme defaults for pods (Default), which the
 // Store applies before admission as kube does on decoding.
 func (*Strategy) Default(obj runtime.Object) { Default(obj.(*v1.Pod)) }
-
-// NewList returns an empty PodList.
-func (*Strategy) NewList() runtime.Object { return &v1.PodList{} }
 
 // PrepareForCreate defaults the pod, applies the Priority admission defaults
 // (priority 0, preemptionPolicy PreemptLowerPriority) and resets the status
@@ -98,7 +96,7 @@ func (*Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
 
 // Validate validates a new pod (everything but ObjectMeta syntax).
 func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
-	return ValidatePod(obj.(*v1.Pod))
+	return validation.ValidatePod(obj.(*v1.Pod))
 }
 
 // PrepareForUpdate keeps the stored status, defaults the new object and
@@ -121,11 +119,8 @@ func (*Strategy) PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 
 // ValidateUpdate validates pod as a replacement of old.
 func (*Strategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return ValidatePodUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+	return validation.ValidatePodUpdate(obj.(*v1.Pod), old.(*v1.Pod))
 }
-
-// AllowCreateOnUpdate is false for pods.
-func (*Strategy) AllowCreateOnUpdate() bool { return false }
 
 // GetAttrs returns the pod's labels and selectable fields.
 func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
@@ -211,7 +206,7 @@ func (*StatusStrategy) PrepareForUpdate(_ context.Context, obj, old runtime.Obje
 
 // ValidateUpdate validates a status update.
 func (*StatusStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Object) field.ErrorList {
-	return ValidatePodStatusUpdate(obj.(*v1.Pod), old.(*v1.Pod))
+	return validation.ValidatePodStatusUpdate(obj.(*v1.Pod), old.(*v1.Pod))
 }
 
 // GetResetFields: an update of the pod never changes its status, so those fields are never owned by the writer

@@ -417,31 +417,3 @@ func TestValidateStatusUpdate(t *testing.T) {
 		})
 	}
 }
-
-func TestValidateStatusMessages(t *testing.T) {
-	old := createdPod()
-	tests := []struct {
-		mut  func(*v1.Pod)
-		want []string
-	}{
-		{func(p *v1.Pod) { p.Status.QOSClass = v1.PodQOSGuaranteed },
-			[]string{`status.qosClass: Invalid value: "Guaranteed": field is immutable`}},
-		{func(p *v1.Pod) { p.Status.PodIPs = []v1.PodIP{{IP: "10.0.0.1"}, {IP: "10.0.0.1"}} }, []string{
-			`status.podIPs: Invalid value: []core.PodIP{core.PodIP{IP:"10.0.0.1"}, core.PodIP{IP:"10.0.0.1"}}: may specify no more than one IP for each IP family`,
-			`status.podIPs[1]: Duplicate value: core.PodIP{IP:"10.0.0.1"}`,
-		}},
-		{func(p *v1.Pod) { p.Status.PodIPs = []v1.PodIP{{IP: "x"}} },
-			[]string{`status.podIPs[0]: Invalid value: "x": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}},
-	}
-	for _, tc := range tests {
-		p := statusUpdated(old, tc.mut)
-		errs := ValidatePodStatusUpdate(p, old)
-		got := make([]string, 0, len(errs))
-		for _, e := range errs {
-			got = append(got, e.Error())
-		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("\n got: %q\nwant: %q", got, tc.want)
-		}
-	}
-}

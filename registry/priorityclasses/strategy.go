@@ -20,8 +20,6 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -83,7 +81,7 @@ func checkKnownSystemClass(pc *schedulingv1.PriorityClass) error {
 }
 
 // Strategy is the strategy of the priorityclasses resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 var (
 	_ registry.Strategy    = (*Strategy)(nil)
@@ -95,26 +93,23 @@ var (
 )
 
 // NewStrategy returns the priorityclasses strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
-
-// Info describes priorityclasses as kube's discovery does.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:      "scheduling.k8s.io",
-		Version:    "v1",
-		Resource:   "priorityclasses",
-		Singular:   "priorityclass",
-		Kind:       "PriorityClass",
-		ListKind:   "PriorityClassList",
-		ShortNames: []string{"pc"},
-	}
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes priorityclasses as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Group:      "scheduling.k8s.io",
+			Version:    "v1",
+			Resource:   "priorityclasses",
+			Singular:   "priorityclass",
+			Kind:       "PriorityClass",
+			ListKind:   "PriorityClassList",
+			ShortNames: []string{"pc"},
+		},
+		NewObject:     func() runtime.Object { return &schedulingv1.PriorityClass{} },
+		NewListObject: func() runtime.Object { return &schedulingv1.PriorityClassList{} },
+		// AllowCreateOnUpdate is false, as in kube.
+	}}
 }
-
-// New returns an empty PriorityClass.
-func (*Strategy) New() runtime.Object { return &schedulingv1.PriorityClass{} }
-
-// NewList returns an empty PriorityClassList.
-func (*Strategy) NewList() runtime.Object { return &schedulingv1.PriorityClassList{} }
 
 // Default is kube's SetDefaults_PriorityClass: preemptionPolicy
 // PreemptLowerPriority.
@@ -199,14 +194,6 @@ func equalPolicy(a, b *v1.PreemptionPolicy) bool {
 
 // SpecChanged is false: a class keeps metadata.generation 1, as in kube.
 func (*Strategy) SpecChanged(_, _ runtime.Object) bool { return false }
-
-// AllowCreateOnUpdate is false, as in kube.
-func (*Strategy) AllowCreateOnUpdate() bool { return false }
-
-// GetAttrs returns the labels and metadata.name.
-func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	return registry.ClusterScopedAttrs(obj)
-}
 
 // CheckDelete refuses deleting a built-in class, as kube's priorityclass
 // REST does (its DELETE only: a deletecollection removes them, as in kube).

@@ -7,11 +7,8 @@ package roles
 
 import (
 	"context"
-	"fmt"
 
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -20,7 +17,7 @@ import (
 )
 
 // Strategy is the strategy of the roles resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 var (
 	_ registry.Strategy               = (*Strategy)(nil)
@@ -28,37 +25,29 @@ var (
 )
 
 // NewStrategy returns the roles strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
-
-// Info describes roles as kube's discovery does (no short names).
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:      rbac.GroupName,
-		Version:    "v1",
-		Resource:   "roles",
-		Singular:   "role",
-		Kind:       "Role",
-		ListKind:   "RoleList",
-		Namespaced: true,
-	}
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes roles as kube's discovery does (no short names).
+		Resource: registry.ResourceInfo{
+			Group:      rbac.GroupName,
+			Version:    "v1",
+			Resource:   "roles",
+			Singular:   "role",
+			Kind:       "Role",
+			ListKind:   "RoleList",
+			Namespaced: true,
+		},
+		NewObject:     func() runtime.Object { return &rbacv1.Role{} },
+		NewListObject: func() runtime.Object { return &rbacv1.RoleList{} },
+		// AllowCreateOnUpdate is true, as kube's role strategy.
+		CreateOnUpdate: true,
+	}}
 }
-
-// New returns an empty Role.
-func (*Strategy) New() runtime.Object { return &rbacv1.Role{} }
-
-// NewList returns an empty RoleList.
-func (*Strategy) NewList() runtime.Object { return &rbacv1.RoleList{} }
 
 // ValidateName accepts any path segment, as kube's ValidateRBACName.
 func (*Strategy) ValidateName(name string, prefix bool) []string {
 	return rbac.ValidateName(name, prefix)
 }
-
-// PrepareForCreate has nothing to clear: a Role has no status.
-func (*Strategy) PrepareForCreate(context.Context, runtime.Object) {}
-
-// PrepareForUpdate has nothing to keep.
-func (*Strategy) PrepareForUpdate(context.Context, runtime.Object, runtime.Object) {}
 
 // Validate validates the rules (no non-resource URLs in a namespace).
 func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList {
@@ -68,16 +57,4 @@ func (*Strategy) Validate(_ context.Context, obj runtime.Object) field.ErrorList
 // ValidateUpdate validates the new rules; nothing is immutable.
 func (*Strategy) ValidateUpdate(_ context.Context, obj, _ runtime.Object) field.ErrorList {
 	return rbac.ValidateRules(obj.(*rbacv1.Role).Rules, true)
-}
-
-// AllowCreateOnUpdate is true, as kube's role strategy.
-func (*Strategy) AllowCreateOnUpdate() bool { return true }
-
-// GetAttrs returns the role's labels and metadata.name/metadata.namespace.
-func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	r, ok := obj.(*rbacv1.Role)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a Role")
-	}
-	return labels.Set(r.Labels), fields.Set{"metadata.name": r.Name, "metadata.namespace": r.Namespace}, nil
 }

@@ -11,8 +11,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -20,7 +18,7 @@ import (
 )
 
 // Strategy is the strategy of the serviceaccounts resource.
-type Strategy struct{}
+type Strategy struct{ registry.Base }
 
 var (
 	_ registry.Strategy       = (*Strategy)(nil)
@@ -28,26 +26,23 @@ var (
 )
 
 // NewStrategy returns the serviceaccounts strategy.
-func NewStrategy() *Strategy { return &Strategy{} }
-
-// Info describes serviceaccounts as kube's discovery does.
-func (*Strategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Version:    "v1",
-		Resource:   "serviceaccounts",
-		Singular:   "serviceaccount",
-		Kind:       "ServiceAccount",
-		ListKind:   "ServiceAccountList",
-		Namespaced: true,
-		ShortNames: []string{"sa"},
-	}
+func NewStrategy() *Strategy {
+	return &Strategy{registry.Base{
+		// Info describes serviceaccounts as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Version:    "v1",
+			Resource:   "serviceaccounts",
+			Singular:   "serviceaccount",
+			Kind:       "ServiceAccount",
+			ListKind:   "ServiceAccountList",
+			Namespaced: true,
+			ShortNames: []string{"sa"},
+		},
+		NewObject:     func() runtime.Object { return &v1.ServiceAccount{} },
+		NewListObject: func() runtime.Object { return &v1.ServiceAccountList{} },
+		// AllowCreateOnUpdate is false, as in kube.
+	}}
 }
-
-// New returns an empty ServiceAccount.
-func (*Strategy) New() runtime.Object { return &v1.ServiceAccount{} }
-
-// NewList returns an empty ServiceAccountList.
-func (*Strategy) NewList() runtime.Object { return &v1.ServiceAccountList{} }
 
 // PrepareForCreate keeps only the names of secret references, as kube.
 func (*Strategy) PrepareForCreate(_ context.Context, obj runtime.Object) {
@@ -74,22 +69,6 @@ func (*Strategy) Validate(context.Context, runtime.Object) field.ErrorList { ret
 // ValidateUpdate has nothing to check beyond the metadata.
 func (*Strategy) ValidateUpdate(context.Context, runtime.Object, runtime.Object) field.ErrorList {
 	return nil
-}
-
-// AllowCreateOnUpdate is false, as in kube.
-func (*Strategy) AllowCreateOnUpdate() bool { return false }
-
-// GetAttrs returns the ServiceAccount's labels and
-// metadata.name/metadata.namespace.
-func (*Strategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	sa, ok := obj.(*v1.ServiceAccount)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a ServiceAccount")
-	}
-	return labels.Set(sa.Labels), fields.Set{
-		"metadata.name":      sa.Name,
-		"metadata.namespace": sa.Namespace,
-	}, nil
 }
 
 // TableColumns are kube's ServiceAccount columns.

@@ -15,8 +15,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -30,10 +28,10 @@ const (
 )
 
 // MutatingStrategy is the strategy of mutatingwebhookconfigurations.
-type MutatingStrategy struct{}
+type MutatingStrategy struct{ registry.Base }
 
 // ValidatingStrategy is the strategy of validatingwebhookconfigurations.
-type ValidatingStrategy struct{}
+type ValidatingStrategy struct{ registry.Base }
 
 var (
 	_ registry.Strategy       = (*MutatingStrategy)(nil)
@@ -43,55 +41,41 @@ var (
 )
 
 // NewMutatingStrategy returns the mutatingwebhookconfigurations strategy.
-func NewMutatingStrategy() *MutatingStrategy { return &MutatingStrategy{} }
+func NewMutatingStrategy() *MutatingStrategy {
+	return &MutatingStrategy{registry.Base{
+		// Info describes mutatingwebhookconfigurations as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Group:      Group,
+			Version:    Version,
+			Resource:   "mutatingwebhookconfigurations",
+			Singular:   "mutatingwebhookconfiguration",
+			Kind:       "MutatingWebhookConfiguration",
+			ListKind:   "MutatingWebhookConfigurationList",
+			Categories: []string{"api-extensions"},
+		},
+		NewObject:     func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfiguration{} },
+		NewListObject: func() runtime.Object { return &admissionregistrationv1.MutatingWebhookConfigurationList{} },
+		// AllowCreateOnUpdate is false, as in kube.
+	}}
+}
 
 // NewValidatingStrategy returns the validatingwebhookconfigurations strategy.
-func NewValidatingStrategy() *ValidatingStrategy { return &ValidatingStrategy{} }
-
-// Info describes mutatingwebhookconfigurations as kube's discovery does.
-func (*MutatingStrategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:      Group,
-		Version:    Version,
-		Resource:   "mutatingwebhookconfigurations",
-		Singular:   "mutatingwebhookconfiguration",
-		Kind:       "MutatingWebhookConfiguration",
-		ListKind:   "MutatingWebhookConfigurationList",
-		Categories: []string{"api-extensions"},
-	}
-}
-
-// Info describes validatingwebhookconfigurations as kube's discovery does.
-func (*ValidatingStrategy) Info() registry.ResourceInfo {
-	return registry.ResourceInfo{
-		Group:      Group,
-		Version:    Version,
-		Resource:   "validatingwebhookconfigurations",
-		Singular:   "validatingwebhookconfiguration",
-		Kind:       "ValidatingWebhookConfiguration",
-		ListKind:   "ValidatingWebhookConfigurationList",
-		Categories: []string{"api-extensions"},
-	}
-}
-
-// New returns an empty MutatingWebhookConfiguration.
-func (*MutatingStrategy) New() runtime.Object {
-	return &admissionregistrationv1.MutatingWebhookConfiguration{}
-}
-
-// NewList returns an empty MutatingWebhookConfigurationList.
-func (*MutatingStrategy) NewList() runtime.Object {
-	return &admissionregistrationv1.MutatingWebhookConfigurationList{}
-}
-
-// New returns an empty ValidatingWebhookConfiguration.
-func (*ValidatingStrategy) New() runtime.Object {
-	return &admissionregistrationv1.ValidatingWebhookConfiguration{}
-}
-
-// NewList returns an empty ValidatingWebhookConfigurationList.
-func (*ValidatingStrategy) NewList() runtime.Object {
-	return &admissionregistrationv1.ValidatingWebhookConfigurationList{}
+func NewValidatingStrategy() *ValidatingStrategy {
+	return &ValidatingStrategy{registry.Base{
+		// Info describes validatingwebhookconfigurations as kube's discovery does.
+		Resource: registry.ResourceInfo{
+			Group:      Group,
+			Version:    Version,
+			Resource:   "validatingwebhookconfigurations",
+			Singular:   "validatingwebhookconfiguration",
+			Kind:       "ValidatingWebhookConfiguration",
+			ListKind:   "ValidatingWebhookConfigurationList",
+			Categories: []string{"api-extensions"},
+		},
+		NewObject:     func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfiguration{} },
+		NewListObject: func() runtime.Object { return &admissionregistrationv1.ValidatingWebhookConfigurationList{} },
+		// AllowCreateOnUpdate is false, as in kube.
+	}}
 }
 
 // Default applies kube's defaults, which kube applies when it decodes a
@@ -151,30 +135,6 @@ func (*ValidatingStrategy) ValidateUpdate(_ context.Context, obj, old runtime.Ob
 	c := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 	o := old.(*admissionregistrationv1.ValidatingWebhookConfiguration)
 	return validateWebhooks(validatingHooks(c.Webhooks), updateOptions(validatingHooks(o.Webhooks)))
-}
-
-// AllowCreateOnUpdate is false, as in kube.
-func (*MutatingStrategy) AllowCreateOnUpdate() bool { return false }
-
-// AllowCreateOnUpdate is false, as in kube.
-func (*ValidatingStrategy) AllowCreateOnUpdate() bool { return false }
-
-// GetAttrs returns the labels and metadata.name.
-func (*MutatingStrategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	c, ok := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a MutatingWebhookConfiguration")
-	}
-	return labels.Set(c.Labels), fields.Set{"metadata.name": c.Name}, nil
-}
-
-// GetAttrs returns the labels and metadata.name.
-func (*ValidatingStrategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	c, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a ValidatingWebhookConfiguration")
-	}
-	return labels.Set(c.Labels), fields.Set{"metadata.name": c.Name}, nil
 }
 
 // tableColumns are kube's columns of both kinds.

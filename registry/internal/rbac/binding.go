@@ -7,8 +7,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -42,7 +40,10 @@ type BindingKind struct {
 // kube's: v1 defaults, ValidateRoleBinding / ValidateClusterRoleBinding
 // (ServiceAccount subjects of a RoleBinding default to its namespace), an
 // immutable roleRef, and kube's binding printer.
-type BindingStrategy struct{ kind BindingKind }
+type BindingStrategy struct {
+	registry.Base
+	kind BindingKind
+}
 
 var (
 	_ registry.Strategy               = (*BindingStrategy)(nil)
@@ -51,16 +52,19 @@ var (
 )
 
 // NewBindingStrategy returns the strategy of kind.
-func NewBindingStrategy(kind BindingKind) *BindingStrategy { return &BindingStrategy{kind: kind} }
-
-// Info describes the resource as kube's discovery does (no short names).
-func (s *BindingStrategy) Info() registry.ResourceInfo { return s.kind.Info }
-
-// New returns an empty binding.
-func (s *BindingStrategy) New() runtime.Object { return s.kind.New() }
-
-// NewList returns an empty list.
-func (s *BindingStrategy) NewList() runtime.Object { return s.kind.NewList() }
+func NewBindingStrategy(kind BindingKind) *BindingStrategy {
+	return &BindingStrategy{
+		Base: registry.Base{
+			// kind.Info is as kube's discovery has it (no short names).
+			Resource:      kind.Info,
+			NewObject:     kind.New,
+			NewListObject: kind.NewList,
+			// PUT creates a missing binding, as kube's binding strategies.
+			CreateOnUpdate: true,
+		},
+		kind: kind,
+	}
+}
 
 // ValidateName accepts any path segment, as kube's ValidateRBACName.
 func (*BindingStrategy) ValidateName(name string, prefix bool) []string {
@@ -105,23 +109,6 @@ func (s *BindingStrategy) Validate(_ context.Context, obj runtime.Object) field.
 func (s *BindingStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
 	errs := s.Validate(ctx, obj)
 	return append(errs, ValidateRoleRefUpdate(*s.parts(obj).RoleRef, *s.parts(old).RoleRef)...)
-}
-
-// AllowCreateOnUpdate is true, as kube's binding strategies.
-func (*BindingStrategy) AllowCreateOnUpdate() bool { return true }
-
-// GetAttrs returns the binding's labels, metadata.name and (namespaced)
-// metadata.namespace.
-func (s *BindingStrategy) GetAttrs(obj runtime.Object) (labels.Set, fields.Set, error) {
-	p, ok := s.kind.Parts(obj)
-	if !ok {
-		return nil, nil, fmt.Errorf("not a %s", s.kind.Info.Kind)
-	}
-	f := fields.Set{"metadata.name": p.Meta.Name}
-	if s.kind.Info.Namespaced {
-		f["metadata.namespace"] = p.Meta.Namespace
-	}
-	return labels.Set(p.Meta.Labels), f, nil
 }
 
 // TableColumns are kube's binding columns.

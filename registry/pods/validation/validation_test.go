@@ -1,10 +1,14 @@
-package pods
+package validation_test
 
 import (
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/corekube/corekube/registry/pods"
+	"github.com/corekube/corekube/registry/pods/validation"
 )
 
 func TestValidateCreate(t *testing.T) {
@@ -307,7 +311,7 @@ func TestValidateCreate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createdPod()
 			tc.mut(p)
-			expectErrs(t, NewStrategy().Validate(ctx, p), tc.want...)
+			expectErrs(t, pods.NewStrategy().Validate(ctx, p), tc.want...)
 		})
 	}
 }
@@ -356,7 +360,7 @@ func TestValidateMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createdPod()
 			tc.mut(p)
-			errs := ValidatePod(p)
+			errs := validation.ValidatePod(p)
 			if len(errs) != 1 {
 				t.Fatalf("want 1 error, got %v", errs)
 			}
@@ -369,9 +373,37 @@ func TestValidateMessages(t *testing.T) {
 
 func TestValidatePodSpecExported(t *testing.T) {
 	p := createdPod()
-	if errs := ValidatePodSpec(&p.Spec, p.Name, nil); len(errs) != 0 {
+	if errs := validation.ValidatePodSpec(&p.Spec, p.Name, nil); len(errs) != 0 {
 		t.Errorf("unexpected: %v", errs)
 	}
 	p.Spec.Containers = nil
-	expectErrs(t, ValidatePodSpec(&p.Spec, "", nil), "FieldValueRequired containers")
+	expectErrs(t, validation.ValidatePodSpec(&p.Spec, "", nil), "FieldValueRequired containers")
+}
+
+func TestValidateStatusMessages(t *testing.T) {
+	old := createdPod()
+	tests := []struct {
+		mut  func(*v1.Pod)
+		want []string
+	}{
+		{func(p *v1.Pod) { p.Status.QOSClass = v1.PodQOSGuaranteed },
+			[]string{`status.qosClass: Invalid value: "Guaranteed": field is immutable`}},
+		{func(p *v1.Pod) { p.Status.PodIPs = []v1.PodIP{{IP: "10.0.0.1"}, {IP: "10.0.0.1"}} }, []string{
+			`status.podIPs: Invalid value: []core.PodIP{core.PodIP{IP:"10.0.0.1"}, core.PodIP{IP:"10.0.0.1"}}: may specify no more than one IP for each IP family`,
+			`status.podIPs[1]: Duplicate value: core.PodIP{IP:"10.0.0.1"}`,
+		}},
+		{func(p *v1.Pod) { p.Status.PodIPs = []v1.PodIP{{IP: "x"}} },
+			[]string{`status.podIPs[0]: Invalid value: "x": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)`}},
+	}
+	for _, tc := range tests {
+		p := statusUpdated(old, tc.mut)
+		errs := validation.ValidatePodStatusUpdate(p, old)
+		got := make([]string, 0, len(errs))
+		for _, e := range errs {
+			got = append(got, e.Error())
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("\n got: %q\nwant: %q", got, tc.want)
+		}
+	}
 }

@@ -1,7 +1,14 @@
 // Package podresources is pod resource arithmetic shared by the scheduler
 // and the node agents' admission, as kube's component-helpers/resource:
-// a resource vector and PodRequests. The agents are API clients like the
-// controllers, so they import it too.
+// a resource vector and PodRequests.
+//
+// It lives under the scheduler because the scheduler owns resource
+// accounting: the node agents' admission re-runs the scheduler's resource
+// fit, as the kubelet's admission calls kube-scheduler's noderesources
+// plugin. The agents are API clients like the controllers and already
+// import controllers/ packages, never the reverse, so agent → scheduler's
+// podresources keeps the one direction; the package imports nothing of the
+// scheduler, so the agents do not pull the scheduler in.
 //
 // What counts besides cpu, memory and ephemeral storage differs between
 // the callers (the scheduler also accounts attachable volumes; the agents

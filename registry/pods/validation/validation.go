@@ -1,4 +1,4 @@
-package pods
+package validation
 
 import (
 	"encoding/json"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/corekube/corekube/registry/pods/internal/core"
+	"github.com/corekube/corekube/registry/pods/internal/podutil"
 )
 
 // Annotation keys with pod-specific validation.
@@ -84,7 +85,7 @@ func updateOptions(old *v1.Pod) options {
 			}
 		}
 	}
-	eachContainer(&old.Spec, func(c *v1.Container) {
+	podutil.EachContainer(&old.Spec, func(c *v1.Container) {
 		for _, l := range []v1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
 			for name, q := range l {
 				if isHugePageResourceName(name) && !hugePageValueDivisible(name, q) {
@@ -229,7 +230,7 @@ func validatePodSpecificAnnotations(annotations map[string]string, spec *v1.PodS
 		}
 		p := annotations[k]
 		name := strings.TrimPrefix(k, appArmorContainerAnnotationPrefix)
-		if !anyContainer(spec, func(c *v1.Container) bool { return c.Name == name }) {
+		if !podutil.AnyContainer(spec, func(c *v1.Container) bool { return c.Name == name }) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Key(k), name, "container not found"))
 		}
 		if p != "" && p != v1.DeprecatedAppArmorBetaProfileRuntimeDefault && p != v1.DeprecatedAppArmorBetaProfileNameUnconfined &&

@@ -1,4 +1,4 @@
-package pods
+package validation_test
 
 import (
 	"testing"
@@ -6,6 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/corekube/corekube/registry/pods/validation"
 )
 
 func TestValidateVolumeSources(t *testing.T) {
@@ -72,7 +74,7 @@ func TestValidateVolumeSources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createdPod()
 			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: tc.src}}
-			expectErrs(t, ValidatePod(p), tc.want...)
+			expectErrs(t, validation.ValidatePod(p), tc.want...)
 		})
 	}
 }
@@ -206,7 +208,7 @@ func TestValidateMiscSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createdPod()
 			tc.mut(p)
-			expectErrs(t, ValidatePod(p), tc.want...)
+			expectErrs(t, validation.ValidatePod(p), tc.want...)
 		})
 	}
 }
@@ -220,7 +222,7 @@ func TestValidateUpdateEphemeralContainers(t *testing.T) {
 				Name: "c", Image: "busybox ", Ports: []v1.ContainerPort{{ContainerPort: 80}}}, TargetContainerName: "nope"},
 		}
 	})
-	expectErrs(t, ValidatePodUpdate(p, old),
+	expectErrs(t, validation.ValidatePodUpdate(p, old),
 		"FieldValueInvalid spec.ephemeralContainers[1].image",
 		"FieldValueDuplicate spec.ephemeralContainers[1].name",
 		"FieldValueNotFound spec.ephemeralContainers[1].targetContainerName",
@@ -234,11 +236,11 @@ func TestValidateUpdateRelaxedForOldPods(t *testing.T) {
 		p.Annotations = map[string]string{"controller.kubernetes.io/pod-deletion-cost": "007"}
 		p.Spec.Containers[0].Resources = v1.ResourceRequirements{Limits: rl("hugepages-2Mi", "3Mi", "memory", "1Gi"), Requests: rl("hugepages-2Mi", "3Mi", "memory", "1Gi")}
 	})
-	if errs := ValidatePod(old); len(errs) != 3 {
+	if errs := validation.ValidatePod(old); len(errs) != 3 {
 		t.Fatalf("old pod should be invalid on create: %v", errs)
 	}
 	p := updated(old, func(p *v1.Pod) { p.Spec.Containers[0].Image = "busybox:2" })
-	if errs := ValidatePodUpdate(p, old); len(errs) != 0 {
+	if errs := validation.ValidatePodUpdate(p, old); len(errs) != 0 {
 		t.Errorf("update of legacy pod rejected: %v", errs)
 	}
 }
@@ -251,7 +253,7 @@ func TestValidateUpdateAnnotations(t *testing.T) {
 	p := updated(old, func(p *v1.Pod) {
 		p.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/c": "runtime/default"}
 	})
-	expectErrs(t, ValidatePodUpdate(p, old),
+	expectErrs(t, validation.ValidatePodUpdate(p, old),
 		"FieldValueForbidden metadata.annotations[kubernetes.io/config.mirror]",
 		"FieldValueForbidden metadata.annotations[container.apparmor.security.beta.kubernetes.io/c]")
 }
