@@ -799,7 +799,7 @@ type fieldsEnv struct {
 	status *registry.Store
 }
 
-// newFieldsEtcd starts an embedded etcd for one test or benchmark.
+// newFieldsEtcd starts an embedded etcd for one benchmark.
 func newFieldsEtcd(tb testing.TB) storage.Interface {
 	tb.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -76,6 +77,7 @@ func StartInDir(tb testing.TB, dir string) *Server {
 // not nil) has adjusted its configuration.
 func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Server {
 	tb.Helper()
+	SkipShort(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg, err := NewConfig(dir)
@@ -97,6 +99,29 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 	startControllers(s)
 	tb.Cleanup(func() { s.Stop(tb) })
 	return s
+}
+
+// SkipShort skips the test under -short: a full API server over a real
+// etcd (or a corekube process) is what `make test-short` leaves out, so
+// that it stays a quick subset; `make test` runs everything.
+func SkipShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts a full API server over etcd: skipped under -short")
+	}
+}
+
+// ShortMain is for the TestMain of a package whose every test runs against
+// servers it starts up front: under -short it reports why nothing runs
+// and returns true, and TestMain should exit 0 without starting anything.
+// It parses the flags (testing.Short needs them).
+func ShortMain(pkg string) bool {
+	flag.Parse()
+	if !testing.Short() {
+		return false
+	}
+	fmt.Fprintf(os.Stderr, "%s: every test starts a full API server or a process: skipped under -short\n", pkg)
+	return true
 }
 
 // Logger is the logger of test servers and of the components tests run
