@@ -19,10 +19,9 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/test/etcdcluster"
+	"github.com/corekube/corekube/test/testserver"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/corekube/corekube/test/testserver"
 )
 
 // binary is the corekube binary built once for the package.
