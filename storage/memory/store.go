@@ -103,8 +103,12 @@ func (s *Store) check(ctx context.Context) error {
 	if s.closed {
 		return errClosed
 	}
-	if err := ctx.Err(); err != nil {
+	// As storage/etcd: a deadline is the backend not answering in time, a
+	// cancellation the caller's own doing.
+	if err := ctx.Err(); errors.Is(err, context.DeadlineExceeded) {
 		return &storage.UnavailableError{Err: err}
+	} else if err != nil {
+		return err
 	}
 	return nil
 }

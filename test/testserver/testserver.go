@@ -24,6 +24,7 @@ import (
 	"github.com/corekube/corekube/auth/pki"
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/storage/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -67,6 +68,29 @@ func Start(tb testing.TB) *Server {
 	return StartInDir(tb, dir)
 }
 
+// StartMemory starts a server over an in-memory store (storage/memory)
+// instead of etcd, and stops it (and the store) when the test ends: for
+// tests of what runs on the API (controllers, the scheduler), not of
+// etcd. Unlike the etcd servers it runs under -short too.
+func StartMemory(tb testing.TB) *Server {
+	tb.Helper()
+	return StartMemoryWith(tb, nil)
+}
+
+// StartMemoryWith is StartMemory after configure (if not nil) has adjusted
+// the server's configuration.
+func StartMemoryWith(tb testing.TB, configure func(*server.Config)) *Server {
+	tb.Helper()
+	st := memory.New()
+	tb.Cleanup(st.Close) // after the server's Stop, registered below
+	return start(tb, tb.TempDir(), func(c *server.Config) {
+		c.Storage = st
+		if configure != nil {
+			configure(c)
+		}
+	})
+}
+
 // StartInDir starts a server on the etcd data in dir (to test restarts).
 func StartInDir(tb testing.TB, dir string) *Server {
 	tb.Helper()
@@ -78,6 +102,11 @@ func StartInDir(tb testing.TB, dir string) *Server {
 func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Server {
 	tb.Helper()
 	SkipShort(tb)
+	return start(tb, dir, configure)
+}
+
+func start(tb testing.TB, dir string, configure func(*server.Config)) *Server {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg, err := NewConfig(dir)

@@ -19,7 +19,7 @@ import (
 // legacy recorder's fields; a repeat bumps count and lastTimestamp on it
 // rather than writing another; a different message is another Event.
 func TestWriterCountsRepeats(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
