@@ -533,7 +533,8 @@ func (w *watch) next() (batch []storage.Event, progress bool, wake <-chan struct
 			batch = append(batch, e)
 		}
 	}
-	w.seen = s.rev
+	// A watch from a future revision waits for it, as etcd's does.
+	w.seen = max(w.seen, s.rev)
 	progress = w.progress != s.progress
 	w.progress = s.progress
 	return batch, progress, s.changed, nil

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 
 	"github.com/corekube/corekube/storage"
@@ -75,5 +76,25 @@ func TestCompactedWatchError(t *testing.T) {
 	}
 	if e := <-ch; e.Type != storage.Modified || e.KV.Revision != rev {
 		t.Errorf("watch from %d: %+v, want the write at %d", rev-1, e, rev)
+	}
+}
+
+// TestWatchFromFutureRevision: a watch from a revision the store has not
+// reached sends nothing until writes pass it, as etcd's does.
+func TestWatchFromFutureRevision(t *testing.T) {
+	s := New()
+	t.Cleanup(s.Close)
+	rev, _ := s.CurrentRevision(t.Context(), "/a/")
+	ch, err := s.Watch(t.Context(), "/a/", rev+2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.Create(t.Context(), "/a/"+strconv.Itoa(i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e := <-ch; e.Type != storage.Added || e.KV.Revision != rev+3 {
+		t.Errorf("first event %+v, want the write at %d", e, rev+3)
 	}
 }
