@@ -131,12 +131,13 @@ func start(tb testing.TB, dir string, configure func(*server.Config)) *Server {
 }
 
 // SkipShort skips the test under -short: a full API server over a real
-// etcd (or a corekube process) is what `make test-short` leaves out, so
-// that it stays a quick subset; `make test` runs everything.
+// etcd (StartWith calls it), a corekube process, or a test that is slow
+// for other reasons (node agents) is what `make test-short` leaves out,
+// so that it stays a quick subset; `make test` runs everything.
 func SkipShort(tb testing.TB) {
 	tb.Helper()
 	if testing.Short() {
-		tb.Skip("starts a full API server over etcd: skipped under -short")
+		tb.Skip("starts a full API server or a process: skipped under -short")
 	}
 }
 
