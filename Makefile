@@ -59,7 +59,8 @@ test/e2e/clients/%/node_modules/.package-lock.json: test/e2e/clients/%/package-l
 	@cd test/e2e/clients/$* && npm ci --no-audit --no-fund --loglevel=error || \
 	  $(call client_dep_failed,the npm packages of test/e2e/clients/$*)
 
-## test-short: the quick subset
+## test-short: the quick subset: no server over etcd, no process, no e2e
+## (testserver.SkipShort); the in-memory-store tests run
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 

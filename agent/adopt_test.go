@@ -45,7 +45,8 @@ func restartPods() []*v1.Pod {
 // stays True), the node stays Ready with the same boot ID, and pods
 // created and deleted afterwards work.
 func TestAgentRestartAdoptsPods(t *testing.T) {
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	e := &env{t: t, client: s.Client, restConfig: s.Config}
 	cfg := fastConfig(1)
 	cfg.SyncFrequency = time.Second

@@ -21,7 +21,8 @@ import (
 // reachable through the graph) and finish its deletion; a node given
 // another node's identity cannot register.
 func TestAgentNodeIdentities(t *testing.T) {
-	s := testserver.StartWith(t, t.TempDir(), func(c *server.Config) {
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemoryWith(t, func(c *server.Config) {
 		c.EnableAdmissionPlugins = append(c.EnableAdmissionPlugins, "NodeRestriction")
 	})
 	e := &env{t: t, client: s.Client, restConfig: s.Config}

@@ -44,7 +44,8 @@ type env struct {
 // (the agent first).
 func start(t *testing.T, cfg Config) *env {
 	t.Helper()
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	e := &env{t: t, client: s.Client, restConfig: s.Config}
 	stop := e.startAgent(s.Config, cfg)
 	t.Cleanup(stop)

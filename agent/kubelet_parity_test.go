@@ -54,7 +54,8 @@ func (e *env) events(ctx context.Context, ns, kind, name string) (map[string]*ev
 // records the kubelet's start events, and never RegisteredNode (the node
 // lifecycle controller's).
 func TestNodeStartEvents(t *testing.T) {
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	e := &env{t: t, client: s.Client}
 	want := map[string]string{
 		"Starting":                "Starting kubelet.",

@@ -83,7 +83,8 @@ func (e *env) waitNodeEndpoint(name string) *v1.Node {
 }
 
 func TestKubeletEndpointAdvertised(t *testing.T) {
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	e := &env{t: t, client: s.Client}
 	// A Node an earlier agent registered, with the annotation the API
 	// server no longer follows: the agent adopts it and drops it.
@@ -341,7 +342,8 @@ func TestContainerLogsFollow(t *testing.T) {
 // TestKubeletAPIStopsWithAgent: a followed stream ends when the agent
 // stops, and Run returns only after the server is down.
 func TestKubeletAPIStopsWithAgent(t *testing.T) {
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	e := &env{t: t, client: s.Client}
 	stop := e.startAgent(s.Config, fastConfig(1))
 	stopped := false
@@ -398,7 +400,8 @@ func TestStatusViewWhileWriting(t *testing.T) {
 // /debug/pprof/ as the kubelet's profiling handler does (to whoever may
 // nodes/proxy), and not when Config.DisableProfiling is set.
 func TestKubeletProfilingHandler(t *testing.T) {
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	for _, disabled := range []bool{false, true} {
 		t.Run(fmt.Sprintf("disabled=%v", disabled), func(t *testing.T) {
 			e := &env{t: t, client: s.Client}

@@ -27,7 +27,8 @@ import (
 // is open to all. Answers are cached as the kubelet's: a refusal for
 // AuthorizationUnauthorizedTTL (shortened here), an allowance longer.
 func TestKubeletAPIAuth(t *testing.T) {
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	e := &env{t: t, client: s.Client}
 	cfg := fastConfig(1)
 	cfg.AuthorizationUnauthorizedTTL = time.Second

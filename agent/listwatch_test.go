@@ -15,7 +15,8 @@ import (
 // (--first-node); each one's pod cache and node cache hold its own nodes'
 // objects only, not the cluster's, while both run their pods.
 func TestProcessesKeepOwnPods(t *testing.T) {
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	first := &env{t: t, client: s.Client, restConfig: s.Config}
 	t.Cleanup(first.startAgent(s.Config, fastConfig(2)))
 	second := &env{t: t, client: s.Client, restConfig: s.Config}

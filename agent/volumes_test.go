@@ -116,7 +116,8 @@ func TestProjectedCAShared(t *testing.T) {
 // audience and lifetime, serves it until it is due for refresh, then asks
 // for a new one, keeping one entry per key.
 func TestPodTokensCached(t *testing.T) {
-	s := testserver.Start(t)
+	testserver.SkipShort(t) // a server and node agents: slow
+	s := testserver.StartMemory(t)
 	ctx := context.Background()
 	if _, err := s.Client.CoreV1().ServiceAccounts("default").Create(ctx, &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

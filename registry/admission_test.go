@@ -11,7 +11,6 @@ import (
 	"github.com/corekube/corekube/admission"
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/registry/pods"
-	etcdstore "github.com/corekube/corekube/storage/etcd"
 	v1 "k8s.io/api/core/v1"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,14 +48,9 @@ func (l *attrLog) Validate(_ context.Context, a *admission.Attributes) error {
 // once as its own object, and the writes it makes are not.
 func TestAdmissionSeesEveryWrite(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	etcd, err := etcdstore.StartEmbedded(t.Context(), etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() })
 	log := &attrLog{}
 	chain := &admission.Chain{Mutators: []admission.Mutator{log}, Validators: []admission.Validator{log}}
-	store := registry.NewStore(etcdstore.New(etcd.Client()), pods.NewStrategy(), registry.Options{Logger: quiet, Admission: chain})
+	store := registry.NewStore(newTestStorage(t), pods.NewStrategy(), registry.Options{Logger: quiet, Admission: chain})
 	go func() { _ = store.Run(t.Context()) }()
 	ctx := t.Context()
 
@@ -156,13 +150,8 @@ func (d *defaultsSeen) Admit(_ context.Context, a *admission.Attributes) error {
 // scheme defaults, on create and update, as kube defaults on decoding.
 func TestAdmissionSeesDefaults(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	etcd, err := etcdstore.StartEmbedded(t.Context(), etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() })
 	seen := &defaultsSeen{}
-	store := registry.NewStore(etcdstore.New(etcd.Client()), pods.NewStrategy(), registry.Options{Logger: quiet,
+	store := registry.NewStore(newTestStorage(t), pods.NewStrategy(), registry.Options{Logger: quiet,
 		Admission: &admission.Chain{Mutators: []admission.Mutator{seen}}})
 	ctx := t.Context()
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}

@@ -11,7 +11,6 @@ import (
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/registry/pods"
 	"github.com/corekube/corekube/storage"
-	etcdstore "github.com/corekube/corekube/storage/etcd"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,12 +26,7 @@ type deleteEnv struct {
 func newDeleteEnv(t *testing.T) *deleteEnv {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	etcd, err := etcdstore.StartEmbedded(t.Context(), etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() })
-	st := &racingStorage{Interface: etcdstore.New(etcd.Client())}
+	st := &racingStorage{Interface: newTestStorage(t)}
 	return &deleteEnv{store: registry.NewStore(st, pods.NewStrategy(), registry.Options{Logger: quiet}), st: st}
 }
 

@@ -21,7 +21,7 @@ import (
 // Delete.
 func TestDeleteGuard(t *testing.T) {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	store := registry.NewStore(newFieldsEtcd(t), priorityclasses.NewStrategy(), registry.Options{Logger: quiet})
+	store := registry.NewStore(newTestStorage(t), priorityclasses.NewStrategy(), registry.Options{Logger: quiet})
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Add(1)

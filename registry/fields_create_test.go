@@ -33,7 +33,7 @@ func TestFieldsCreateAsKube(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, _ := newPodStores(newFieldsEtcd(t), true, registry.Options{})
+	store, _ := newPodStores(newTestStorage(t), true, registry.Options{})
 	for name, pod := range map[string]*v1.Pod{
 		"minimal": {ObjectMeta: metav1.ObjectMeta{Name: "minimal"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "i"}}}},
 		"rich": {

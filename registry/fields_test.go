@@ -700,7 +700,7 @@ func TestFieldsCreateOwnsDefaults(t *testing.T) {
 	if _, err := podTypes(); err != nil {
 		t.Fatalf("type converter: %v", err)
 	}
-	st := newFieldsEtcd(t)
+	st := newTestStorage(t)
 	edits := &admissionEdits{}
 	chain := &admission.Chain{Mutators: []admission.Mutator{&admission.DefaultTolerationSeconds{}, edits}}
 	store, _ := newPodStores(st, true, registry.Options{Admission: chain})
@@ -792,14 +792,14 @@ var podTypes = sync.OnceValues(func() (managedfields.TypeConverter, error) {
 })
 
 // fieldsEnv is a pod Store (and its status subresource) tracking
-// managedFields, on a real embedded etcd.
+// managedFields, on an in-memory store.
 type fieldsEnv struct {
 	etcd   storage.Interface
 	pods   *registry.Store
 	status *registry.Store
 }
 
-// newFieldsEtcd starts an embedded etcd for one test or benchmark.
+// newFieldsEtcd starts an embedded etcd for one benchmark.
 func newFieldsEtcd(tb testing.TB) storage.Interface {
 	tb.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -827,7 +827,7 @@ func newFieldsEnv(t *testing.T) *fieldsEnv {
 	if _, err := podTypes(); err != nil {
 		t.Fatalf("type converter: %v", err)
 	}
-	st := newFieldsEtcd(t)
+	st := newTestStorage(t)
 	store, status := newPodStores(st, true, registry.Options{})
 	return &fieldsEnv{etcd: st, pods: store, status: status}
 }

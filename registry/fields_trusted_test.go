@@ -86,7 +86,7 @@ func TestFieldsTrustedLiveSameManagedFields(t *testing.T) {
 	if _, err := leaseTypes(); err != nil {
 		t.Fatal(err)
 	}
-	st := newFieldsEtcd(t)
+	st := newTestStorage(t)
 	podStore, statusStore := newPodStores(st, true, registry.Options{})
 	leaseStore := registry.NewStore(st, leases.NewStrategy(), registry.Options{TypeConverter: leaseTypes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	e := &trustedEnv{pods: podStore, status: statusStore, leases: leaseStore}

@@ -12,7 +12,6 @@ import (
 	"github.com/corekube/corekube/registry/leases"
 	"github.com/corekube/corekube/registry/nodes"
 	"github.com/corekube/corekube/registry/pods"
-	etcdstore "github.com/corekube/corekube/storage/etcd"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,12 +29,7 @@ import (
 func protobufStores(t *testing.T) []*registry.Store {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	etcd, err := etcdstore.StartEmbedded(t.Context(), etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() })
-	st := etcdstore.New(etcd.Client())
+	st := newTestStorage(t)
 	opts := registry.Options{Logger: quiet}
 	podStore := registry.NewStore(st, pods.NewStrategy(), opts)
 	nodeStore := registry.NewStore(st, nodes.NewStrategy(), opts)

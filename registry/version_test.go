@@ -10,7 +10,6 @@ import (
 
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/registry/events"
-	etcdstore "github.com/corekube/corekube/storage/etcd"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -27,12 +26,7 @@ import (
 func TestSecondVersion(t *testing.T) {
 	ctx := t.Context()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	etcd, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { etcd.Close() })
-	st := etcdstore.New(etcd.Client())
+	st := newTestStorage(t)
 	coreStrategy := events.NewStrategy(events.WithTTL(0))
 	core := registry.NewStore(st, coreStrategy, registry.Options{Logger: quiet})
 	v1Store := registry.NewStore(st, events.NewV1Strategy(coreStrategy), registry.Options{Logger: quiet})

@@ -30,6 +30,7 @@ func TestAPIServerIdentityName(t *testing.T) {
 // TestIdentityLease: the server keeps its identity lease renewed and
 // deletes expired identity leases, not other leases.
 func TestIdentityLease(t *testing.T) {
+	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, Logger: quietLogger(),

@@ -65,6 +65,9 @@ func (p slogPrinter) Println(v ...any) { p.s.log.Error("gather metrics", "err", 
 // with kube's group resource ("leases.coordination.k8s.io"), before the
 // first request under them.
 func (s *Server) nameStorageMetrics(api *handlers.API) {
+	if s.etcd == nil {
+		return // Config.Storage: no etcd metrics
+	}
 	for _, res := range api.Resources() {
 		info := res.Store.Info()
 		s.etcd.SetMetricsName(info.Resource, info.GroupResource().String())

@@ -114,12 +114,16 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 	}()
 
-	client, err := s.connectEtcd(ctx)
-	if err != nil {
-		return nil, err
+	if cfg.Storage != nil {
+		s.storage = cfg.Storage
+	} else {
+		client, err := s.connectEtcd(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.etcd = etcdstore.New(client, etcdstore.WithPrefix(cfg.EtcdPrefix), etcdstore.WithMetrics(s.metrics))
+		s.storage = s.etcd
 	}
-	s.etcd = etcdstore.New(client, etcdstore.WithPrefix(cfg.EtcdPrefix), etcdstore.WithMetrics(s.metrics))
-	s.storage = s.etcd
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}
 	types := &typeConverter{}
 	admissionMetrics, err := admission.NewMetrics(s.metrics)
@@ -311,7 +315,7 @@ func (s *Server) closeFresh() {
 func (s *Server) runCaches(api *handlers.API) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopCaches = cancel
-	if s.cfg.CompactionInterval > 0 {
+	if s.cfg.CompactionInterval > 0 && s.etcd != nil {
 		s.caches.Add(1)
 		go func() {
 			defer s.caches.Done()

@@ -13,10 +13,28 @@ import (
 
 	"github.com/corekube/corekube/storage"
 	etcdstore "github.com/corekube/corekube/storage/etcd"
+	"github.com/corekube/corekube/storage/memory"
 	"k8s.io/client-go/rest"
 )
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// memoryStore is an in-memory store (Config.Storage) for a test of what
+// does not depend on etcd, closed when the test ends.
+func memoryStore(t *testing.T) storage.Interface {
+	st := memory.New()
+	t.Cleanup(st.Close)
+	return st
+}
+
+// skipShort skips a test that starts a full server under -short (as
+// testserver.SkipShort, which this package cannot import).
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a full API server: skipped under -short")
+	}
+}
 
 // get GETs url from srv as its admin.
 func get(t *testing.T, srv *Server, url string) (int, string) {
@@ -38,6 +56,7 @@ func get(t *testing.T, srv *Server, url string) (int, string) {
 // checks that /readyz and /healthz report it becoming unreachable while
 // /livez stays ok.
 func TestExternalEtcd(t *testing.T) {
+	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	etcd, err := etcdstore.StartEmbedded(ctx, etcdstore.EmbeddedConfig{Dir: t.TempDir(), UnsafeNoFsync: true, Logger: quietLogger()})
@@ -88,6 +107,7 @@ func TestExternalEtcd(t *testing.T) {
 
 // TestReadyzChecks: a healthy server lists kube's readyz checks.
 func TestReadyzChecks(t *testing.T) {
+	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, Logger: quietLogger(), AnonymousAuth: true})
@@ -122,6 +142,7 @@ func TestConfigRequiresStorage(t *testing.T) {
 
 // TestPeriodicCompaction: history older than one interval is compacted.
 func TestPeriodicCompaction(t *testing.T) {
+	skipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true,
@@ -156,9 +177,10 @@ func TestPeriodicCompaction(t *testing.T) {
 
 // TestProfiling: /debug/pprof/ is served only when Profiling is on.
 func TestProfiling(t *testing.T) {
+	skipShort(t)
 	for _, on := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, Profiling: on, Logger: quietLogger(), AnonymousAuth: true})
+		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", Storage: memoryStore(t), Profiling: on, Logger: quietLogger(), AnonymousAuth: true})
 		if err != nil {
 			cancel()
 			t.Fatal(err)
@@ -181,10 +203,11 @@ func TestProfiling(t *testing.T) {
 // TestInsecureHTTPWarns: plain HTTP only when asked for, and then with a
 // warning at start-up; HTTPS otherwise.
 func TestInsecureHTTPWarns(t *testing.T) {
+	skipShort(t)
 	for _, insecure := range []bool{false, true} {
 		logs := &syncLog{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", DataDir: t.TempDir(), UnsafeNoFsync: true, InsecureHTTP: insecure,
+		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", Storage: memoryStore(t), InsecureHTTP: insecure,
 			AnonymousAuth: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 		cancel()
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,41 +14,21 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/storage"
-	etcdstore "github.com/corekube/corekube/storage/etcd"
+	"github.com/corekube/corekube/storage/memory"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-var (
-	sharedOnce  sync.Once
-	sharedStore storage.Interface
-	sharedErr   error
-)
-
-// store returns a storage over one embedded etcd shared by the package.
+// store returns an in-memory store for one test, closed when it ends: the
+// cache's contract with storage is storagetest's, which storage/memory
+// passes as storage/etcd does, so the tests need no etcd process.
 func store(t *testing.T) storage.Interface {
 	t.Helper()
-	sharedOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "corekube-watch-test-")
-		if err != nil {
-			sharedErr = err
-			return
-		}
-		e, err := etcdstore.StartEmbedded(context.Background(), etcdstore.EmbeddedConfig{
-			Dir: dir, UnsafeNoFsync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		})
-		if err != nil {
-			sharedErr = err
-			return
-		}
-		sharedStore = etcdstore.New(e.Client())
-	})
-	if sharedErr != nil {
-		t.Fatal(sharedErr)
-	}
-	return sharedStore
+	st := memory.New()
+	t.Cleanup(st.Close)
+	return st
 }
 
 // decodePod decodes a value into a pod named by its key, labelled v=<value>.
@@ -60,8 +39,8 @@ func decodePod(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
 	return pod, labels.Set(pod.Labels), fields.Set{"metadata.name": pod.Name}, nil
 }
 
-// prefixes numbers the test prefixes: with -count, a test runs again on the
-// same etcd and must not see its earlier run's keys.
+// prefixes numbers the test prefixes, so that a test's keys are its own
+// even when it shares a store.
 var prefixes atomic.Int64
 
 func freshPrefix(t *testing.T) string {

@@ -246,7 +246,7 @@ func TestLeaderElection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server and four candidates")
 	}
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 
 	t.Run("scheduler", func(t *testing.T) {

@@ -35,7 +35,8 @@ func (h startedLog) Handle(_ context.Context, r slog.Record) error {
 // controllers` (node lifecycle, pod GC, disruption: all three read pods
 // and two read nodes) list and watch pods once, and nodes once.
 func TestControllersShareInformers(t *testing.T) {
-	srv := testserver.Start(t)
+	testserver.SkipShort(t) // a server and every controller loop
+	srv := testserver.StartMemory(t)
 	var rec informertest.Recorder
 	started := make(startedLog, 16)
 	loops, err := newLoops(rec.Config(srv.Config), namespaceLoop|controllerLoops, slog.New(started), nil)

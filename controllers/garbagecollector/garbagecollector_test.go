@@ -31,7 +31,7 @@ var (
 // TestGarbageCollector runs the collector against one real server and
 // each deletion mode as a subtest in a namespace of its own.
 func TestGarbageCollector(t *testing.T) {
-	srv = testserver.Start(t)
+	srv = testserver.StartMemory(t)
 	cs = srv.Client
 	// The test owns the shared informer factory, as a process does:
 	// started after the collector took its informers, shut down after it

@@ -43,7 +43,7 @@ func fastConfig() nodelifecycle.Config {
 // gives pods one second (not 300) on a not-ready or unreachable node.
 func startServer(t *testing.T) *testserver.Server {
 	t.Helper()
-	return testserver.StartWith(t, t.TempDir(), func(c *server.Config) {
+	return testserver.StartMemoryWith(t, func(c *server.Config) {
 		c.DefaultNotReadyTolerationSeconds = 1
 		c.DefaultUnreachableTolerationSeconds = 1
 	})

@@ -131,7 +131,7 @@ func podNames(t *testing.T, c kubernetes.Interface) []string {
 }
 
 func TestOrphanedPodsAreDeletedAfterQuarantine(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "here", v1.ConditionTrue)
 	orphan := createPod(t, c, "orphan", "gone", "")
@@ -187,7 +187,7 @@ func TestOrphanedPodsAreDeletedAfterQuarantine(t *testing.T) {
 }
 
 func TestTerminatedPodThreshold(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "n", v1.ConditionTrue)
 	for i := 1; i <= 3; i++ {
@@ -207,7 +207,7 @@ func TestTerminatedPodThreshold(t *testing.T) {
 }
 
 func TestTerminatingPodsOnOutOfServiceNodes(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	oos := v1.Taint{Key: v1.TaintNodeOutOfService, Value: "nodeshutdown", Effect: v1.TaintEffectNoExecute}
 	createNode(t, c, "shut-down", v1.ConditionFalse, oos)
@@ -231,7 +231,7 @@ func TestTerminatingPodsOnOutOfServiceNodes(t *testing.T) {
 }
 
 func TestUnscheduledTerminatingPods(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createPod(t, c, "held", "", v1.PodPending, func(p *v1.Pod) { p.Finalizers = []string{"example.com/hold"} })
 	if err := c.CoreV1().Pods(ns).Delete(context.Background(), "held", metav1.DeleteOptions{}); err != nil {

@@ -36,7 +36,7 @@ type want struct {
 // lastTimestamp), anything in the correlator's key that differs makes
 // another Event, and a repeat after DedupWindow is written anew.
 func TestRecorder(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	node := v1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: "n1", UID: "u1"}
 	pod := func(ns string) v1.ObjectReference {
 		return v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: ns, Name: "p", UID: "pu"}

@@ -14,7 +14,7 @@ import (
 )
 
 func TestSchedulerMetrics(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "2", "8Gi", "110")
 	createNode(t, c, "node-2", "2", "8Gi", "110")

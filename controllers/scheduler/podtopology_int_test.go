@@ -54,7 +54,7 @@ func podAffinity(anti bool, topologyKey string, kv ...string) podOpt {
 // one in zone a much larger, so that without the constraints the
 // resource scores would send every pod there.
 func TestSchedulerTopologySpreadAndAffinity(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "zone-a", "64", "256Gi", "110", withLabels(v1.LabelTopologyZone, "a"))
 	createNode(t, c, "zone-b", "4", "16Gi", "110", withLabels(v1.LabelTopologyZone, "b"))
@@ -129,7 +129,7 @@ func TestSchedulerTopologySpreadAndAffinity(t *testing.T) {
 // apart on a 2-node cluster; the third waits with kube's message and is
 // placed once one of the others is gone.
 func TestSchedulerPodAntiAffinity(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "4", "8Gi", "110")
 	createNode(t, c, "node-2", "4", "8Gi", "110")

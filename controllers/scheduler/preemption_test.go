@@ -79,7 +79,7 @@ func finishDeletion(t *testing.T, c kubernetes.Interface, name string) {
 }
 
 func TestSchedulerPreemption(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "1", "8Gi", "110")
 	reg := prometheus.NewPedanticRegistry()
@@ -146,7 +146,7 @@ func TestSchedulerPreemption(t *testing.T) {
 }
 
 func TestSchedulerPreemptionAvoidsPDBViolation(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-a", "1", "8Gi", "110")
 	createNode(t, c, "node-b", "1", "8Gi", "110")
@@ -182,7 +182,7 @@ func TestSchedulerPreemptionAvoidsPDBViolation(t *testing.T) {
 }
 
 func TestSchedulerPreemptionMessages(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "1", "8Gi", "110")
 	createNode(t, c, "node-t", "4", "8Gi", "110", withTaint("dedicated", "gpu", v1.TaintEffectNoSchedule))
@@ -212,7 +212,7 @@ func TestSchedulerPreemptionMessages(t *testing.T) {
 // pod, the later but more important one gets it. Both are queued before
 // the first attempt (the scheduler waits for its informers' first sync).
 func TestSchedulerPrioritySort(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "1", "8Gi", "110")
 	createPod(t, c, "first-low", priority(1), requests("800m", ""))

@@ -35,7 +35,7 @@ func TestScale(t *testing.T) {
 		t.Skip("set COREKUBE_SCALE=1 to run")
 	}
 	numNodes, numPods := envInt("COREKUBE_SCALE_NODES", 1000), envInt("COREKUBE_SCALE_PODS", 30000)
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	ctx := context.Background()
 	parallel(t, numNodes, 32, func(i int) error {
@@ -159,7 +159,7 @@ func TestScalePreemption(t *testing.T) {
 		t.Skip("set COREKUBE_SCALE=1 to run")
 	}
 	numNodes, numPreemptors := envInt("COREKUBE_SCALE_NODES", 1000), envInt("COREKUBE_SCALE_PREEMPTORS", 20)
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	ctx := context.Background()
 	parallel(t, numNodes, 32, func(i int) error {

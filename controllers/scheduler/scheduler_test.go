@@ -11,7 +11,7 @@ import (
 )
 
 func TestSchedulerBindsAndSpreads(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	for i := 1; i <= 3; i++ {
 		createNode(t, c, fmt.Sprintf("node-%d", i), "4", "8Gi", "110")
@@ -46,7 +46,7 @@ func TestSchedulerBindsAndSpreads(t *testing.T) {
 }
 
 func TestSchedulerIgnoresOtherSchedulersAndBoundPods(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "4", "8Gi", "110")
 	createNode(t, c, "node-2", "4", "8Gi", "110")
@@ -72,7 +72,7 @@ func TestSchedulerIgnoresOtherSchedulersAndBoundPods(t *testing.T) {
 }
 
 func TestSchedulerUnschedulableMessageAndRetryOnPodUpdate(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-a", "4", "8Gi", "110", withTaint("dedicated", "gpu", v1.TaintEffectNoSchedule))
 	createNode(t, c, "node-b", "1", "8Gi", "110")
@@ -99,7 +99,7 @@ func TestSchedulerUnschedulableMessageAndRetryOnPodUpdate(t *testing.T) {
 }
 
 func TestSchedulerTaints(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "tainted", "4", "8Gi", "110", withTaint("team", "blue", v1.TaintEffectNoExecute))
 	createNode(t, c, "preferred-not", "4", "8Gi", "110", withTaint("spot", "", v1.TaintEffectPreferNoSchedule))
@@ -137,7 +137,7 @@ func TestSchedulerTaints(t *testing.T) {
 }
 
 func TestSchedulerNodeSelectorAndAffinity(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-a", "4", "8Gi", "110", withLabels("zone", "a", "cores", "4"))
 	createNode(t, c, "node-b", "4", "8Gi", "110", withLabels("zone", "b", "cores", "16", "ssd", "true"))
@@ -193,7 +193,7 @@ func TestSchedulerNodeSelectorAndAffinity(t *testing.T) {
 }
 
 func TestSchedulerResources(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "small", "1", "1Gi", "110")
 	startScheduler(t, srv, fastConfig())
@@ -228,7 +228,7 @@ func TestSchedulerResources(t *testing.T) {
 }
 
 func TestSchedulerPodCount(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "small", "1", "1Gi", "2")
 	startScheduler(t, srv, fastConfig())
@@ -245,7 +245,7 @@ func TestSchedulerPodCount(t *testing.T) {
 }
 
 func TestSchedulerUnschedulableAndNotReadyNodes(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "cordoned", "4", "8Gi", "110", cordoned)
 	createNode(t, c, "down", "4", "8Gi", "110", withReady(v1.ConditionFalse))
@@ -294,7 +294,7 @@ func TestSchedulerUnschedulableAndNotReadyNodes(t *testing.T) {
 }
 
 func TestSchedulerHostPorts(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "4", "8Gi", "110")
 	startScheduler(t, srv, fastConfig())
@@ -313,7 +313,7 @@ func TestSchedulerHostPorts(t *testing.T) {
 }
 
 func TestSchedulerNoNodes(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	startScheduler(t, srv, fastConfig())
 	createPod(t, c, "early")
@@ -324,7 +324,7 @@ func TestSchedulerNoNodes(t *testing.T) {
 }
 
 func TestSchedulerSchedulingGates(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "4", "8Gi", "110")
 	startScheduler(t, srv, fastConfig())
@@ -346,7 +346,7 @@ func TestSchedulerSchedulingGates(t *testing.T) {
 }
 
 func TestSchedulerCountsPodsBoundBeforeItStarts(t *testing.T) {
-	srv := testserver.Start(t)
+	srv := testserver.StartMemory(t)
 	c := srv.Client
 	createNode(t, c, "node-1", "1", "1Gi", "110")
 	createPod(t, c, "already-there", requests("800m", ""), func(p *v1.Pod) { p.Spec.NodeName = "node-1" })

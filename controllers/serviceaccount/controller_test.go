@@ -8,6 +8,7 @@ import (
 	"github.com/corekube/corekube/controllers/serviceaccount"
 	"github.com/corekube/corekube/controllers/sharedinformers"
 	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/storage/memory"
 	"github.com/corekube/corekube/test/testserver"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +27,10 @@ func startServer(t *testing.T) (kubernetes.Interface, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An in-memory store: the controller is under test, not etcd.
+	st := memory.New()
+	t.Cleanup(st.Close)
+	cfg.Storage = st
 	srv, err := server.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -35,6 +35,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if testserver.ShortMain("test/integration") {
+		os.Exit(0) // the shared server is not started
+	}
 	os.Exit(runMain(m))
 }
 

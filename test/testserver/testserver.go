@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +24,7 @@ import (
 	"github.com/corekube/corekube/auth/pki"
 	"github.com/corekube/corekube/auth/user"
 	"github.com/corekube/corekube/server"
+	"github.com/corekube/corekube/storage/memory"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -66,6 +68,29 @@ func Start(tb testing.TB) *Server {
 	return StartInDir(tb, dir)
 }
 
+// StartMemory starts a server over an in-memory store (storage/memory)
+// instead of etcd, and stops it (and the store) when the test ends: for
+// tests of what runs on the API (controllers, the scheduler), not of
+// etcd. Unlike the etcd servers it runs under -short too.
+func StartMemory(tb testing.TB) *Server {
+	tb.Helper()
+	return StartMemoryWith(tb, nil)
+}
+
+// StartMemoryWith is StartMemory after configure (if not nil) has adjusted
+// the server's configuration.
+func StartMemoryWith(tb testing.TB, configure func(*server.Config)) *Server {
+	tb.Helper()
+	st := memory.New()
+	tb.Cleanup(st.Close) // after the server's Stop, registered below
+	return start(tb, tb.TempDir(), func(c *server.Config) {
+		c.Storage = st
+		if configure != nil {
+			configure(c)
+		}
+	})
+}
+
 // StartInDir starts a server on the etcd data in dir (to test restarts).
 func StartInDir(tb testing.TB, dir string) *Server {
 	tb.Helper()
@@ -75,6 +100,12 @@ func StartInDir(tb testing.TB, dir string) *Server {
 // StartWith starts a server on the etcd data in dir after configure (if
 // not nil) has adjusted its configuration.
 func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Server {
+	tb.Helper()
+	SkipShort(tb)
+	return start(tb, dir, configure)
+}
+
+func start(tb testing.TB, dir string, configure func(*server.Config)) *Server {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -97,6 +128,30 @@ func StartWith(tb testing.TB, dir string, configure func(*server.Config)) *Serve
 	startControllers(s)
 	tb.Cleanup(func() { s.Stop(tb) })
 	return s
+}
+
+// SkipShort skips the test under -short: a full API server over a real
+// etcd (StartWith calls it), a corekube process, or a test that is slow
+// for other reasons (node agents) is what `make test-short` leaves out,
+// so that it stays a quick subset; `make test` runs everything.
+func SkipShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("starts a full API server or a process: skipped under -short")
+	}
+}
+
+// ShortMain is for the TestMain of a package whose every test runs against
+// servers it starts up front: under -short it reports why nothing runs
+// and returns true, and TestMain should exit 0 without starting anything.
+// It parses the flags (testing.Short needs them).
+func ShortMain(pkg string) bool {
+	flag.Parse()
+	if !testing.Short() {
+		return false
+	}
+	fmt.Fprintf(os.Stderr, "%s: every test starts a full API server or a process: skipped under -short\n", pkg)
+	return true
 }
 
 // Logger is the logger of test servers and of the components tests run
