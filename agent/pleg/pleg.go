@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/agent/runtime"
+	"github.com/corekube/corekube/controllers/worker"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -197,17 +198,9 @@ func (g *GenericPLEG) Watch() chan *PodLifecycleEvent { return g.events }
 // Run relists every period until ctx ends. (An agent running many nodes
 // calls Relist on all its PLEGs from one loop instead.)
 func (g *GenericPLEG) Run(ctx context.Context) error {
-	t := g.clock.NewTicker(g.period)
-	defer t.Stop()
 	g.Relist(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C():
-			g.Relist(ctx)
-		}
-	}
+	worker.Tick(ctx, g.clock, g.log, "pleg", g.period, g.Relist)
+	return nil
 }
 
 // Healthy reports whether the last successful relist is recent enough.

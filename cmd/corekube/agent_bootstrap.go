@@ -55,7 +55,10 @@ func runBootstrappedAgents(ctx context.Context, boot *rest.Config, certDir strin
 	}
 
 	// Certificates first, a few nodes at a time.
-	workers := max(cfg.NodeWorkers, 1)
+	workers := cfg.NodeWorkers
+	if workers <= 0 {
+		workers = agent.DefaultNodeWorkers(cfg.Nodes)
+	}
 	sem := make(chan struct{}, workers)
 	errs := make([]error, len(managers))
 	var wg sync.WaitGroup

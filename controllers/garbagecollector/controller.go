@@ -301,23 +301,17 @@ func (c *Controller) Start(ctx context.Context) error {
 
 	// Resources served later (none in corekube today, but discovery is
 	// the source of truth) get monitors at the next resync.
-	ticker := time.NewTicker(c.cfg.ResyncPeriod)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-			resources, err := c.discover()
-			if err != nil {
-				c.log.Warn("garbage collector: discovery failed", "err", err)
-				continue
-			}
-			if c.monitor(factory, resources) {
-				factory.Start(ctx.Done())
-			}
+	worker.Tick(ctx, clock.RealClock{}, c.log, "garbage_collector_discovery", c.cfg.ResyncPeriod, func(ctx context.Context) {
+		resources, err := c.discover()
+		if err != nil {
+			c.log.Warn("garbage collector: discovery failed", "err", err)
+			return
 		}
-	}
+		if c.monitor(factory, resources) {
+			factory.Start(ctx.Done())
+		}
+	})
+	return nil
 }
 
 // discover reads the served resources: it refreshes the kind mapping

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/corekube/corekube/controllers/worker"
 	v1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,7 +92,7 @@ func (r *recorder) run(ctx context.Context, wg *sync.WaitGroup) {
 				case <-ctx.Done():
 					return
 				case op := <-q:
-					r.write(ctx, op)
+					r.writeGuarded(ctx, op)
 				}
 			}
 		}()
@@ -99,17 +100,15 @@ func (r *recorder) run(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := r.clock.NewTicker(r.flushEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C():
-				r.flush()
-			}
-		}
+		worker.Tick(ctx, r.clock, r.log, "scheduler-events-flush", r.flushEvery, func(context.Context) { r.flush() })
 	}()
+}
+
+// writeGuarded is write surviving a panic in it: the event is lost (and
+// logged), the writer goes on.
+func (r *recorder) writeGuarded(ctx context.Context, op eventOp) {
+	defer worker.Recover(r.log, "scheduler-events", nil, nil)
+	r.write(ctx, op)
 }
 
 // Eventf records an event about obj. aggregate counts repeats of the same

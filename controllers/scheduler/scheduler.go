@@ -292,6 +292,13 @@ func (s *Scheduler) retryAfterPanic(key string) {
 	s.requeue(e, eventScheduleAttemptFailure)
 }
 
+// guarded runs a pass of a periodic loop, surviving a panic in it (logged;
+// the next pass comes as scheduled).
+func (s *Scheduler) guarded(loop string, pass func()) {
+	defer worker.Recover(s.log, loop, nil, nil)
+	pass()
+}
+
 // callAPI runs an API call of the workers, surviving a panic in it.
 func (s *Scheduler) callAPI(ctx context.Context, call func(context.Context)) {
 	defer worker.Recover(s.log, "scheduler-api", nil, nil)
@@ -553,9 +560,9 @@ func (s *Scheduler) runMover(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-s.moveCh:
-			s.moveForDirtyNodes()
+			s.guarded("scheduler-mover", s.moveForDirtyNodes)
 		case <-t.C():
-			s.flushParked()
+			s.guarded("scheduler-flush", s.flushParked)
 		}
 	}
 }

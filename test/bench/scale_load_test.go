@@ -143,6 +143,7 @@ func churn(ctx context.Context, client kubernetes.Interface, cfg scaleConfig, vi
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
+				startup.deletes(scaleNamespace + "/" + j.victim)
 				start := time.Now()
 				err := pods.Delete(ctx, j.victim, metav1.DeleteOptions{})
 				rec.observe(callKey{"DELETE", "pods", "resource"}, start, err)

@@ -281,9 +281,27 @@ type podStartup struct {
 	// a pod created before it is not the phase's.
 	since time.Time
 	pods  map[string]*podTimes // by namespace/name
+	// deleting are the pods the bench deleted (churn's victims).
+	deleting map[string]bool
 }
 
-func newPodStartup() *podStartup { return &podStartup{pods: map[string]*podTimes{}} }
+func newPodStartup() *podStartup {
+	return &podStartup{pods: map[string]*podTimes{}, deleting: map[string]bool{}}
+}
+
+// deletes records that the bench deletes the pod key.
+func (s *podStartup) deletes(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleting[key] = true
+}
+
+// deletedByBench reports whether the bench deleted the pod key.
+func (s *podStartup) deletedByBench(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deleting[key]
+}
 
 // arm starts a new phase: pods already known are forgotten, pods created
 // from now on are tracked.
@@ -425,8 +443,14 @@ func watchStartup(inf cache.SharedIndexInformer, s *podStartup) (*counter, error
 		AddFunc:    saw,
 		UpdateFunc: func(_, obj any) { saw(obj) },
 		DeleteFunc: func(obj any) {
-			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+			if err != nil {
+				return
+			}
+			if s.deletedByBench(key) {
 				running.set(key, false)
+			} else {
+				running.markGone(key)
 			}
 		},
 	})

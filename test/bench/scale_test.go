@@ -796,6 +796,9 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 	if ch.PodsRunning != cfg.pods || ch.PodsTotal != cfg.pods {
 		ch.Problems = append(ch.Problems, fmt.Sprintf("%d pods Running of %d (want %d)", ch.PodsRunning, ch.PodsTotal, cfg.pods))
 	}
+	if n := runningPods.goneCount(); n > 0 {
+		ch.Problems = append(ch.Problems, fmt.Sprintf("%d pods deleted by the cluster, not the bench (evicted: see the controllers' log)", n))
+	}
 	if ch.NodesReady != cfg.nodes {
 		ch.Problems = append(ch.Problems, fmt.Sprintf("%d nodes Ready, want %d", ch.NodesReady, cfg.nodes))
 	}
@@ -961,13 +964,18 @@ type counter struct {
 	pred    func(obj any) bool
 	mu      sync.Mutex
 	matches map[string]bool
+	// gone are the objects deleted by the cluster, not by the bench (pods
+	// evicted from a node that stopped renewing its lease): wait counts
+	// them as done, since nothing brings them back, and the checks report
+	// them.
+	gone map[string]bool
 	// changed is signalled (without blocking) on every change of the count.
 	changed chan struct{}
 }
 
 // newBareCounter is a counter its owner feeds with set.
 func newBareCounter() *counter {
-	return &counter{matches: map[string]bool{}, changed: make(chan struct{}, 1)}
+	return &counter{matches: map[string]bool{}, gone: map[string]bool{}, changed: make(chan struct{}, 1)}
 }
 
 func newCounter(inf cache.SharedIndexInformer, pred func(obj any) bool) *counter {
@@ -1016,6 +1024,25 @@ func (c *counter) count() int {
 	return len(c.matches)
 }
 
+// markGone records key as deleted by the cluster.
+func (c *counter) markGone(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.matches, key)
+	c.gone[key] = true
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// goneCount is how many objects the cluster deleted.
+func (c *counter) goneCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.gone)
+}
+
 // wait returns once the count reaches want, logging progress every step;
 // it fails when ctx ends or a process of the cluster exits.
 func (c *counter) wait(ctx context.Context, cl *cluster, what string, want int, step time.Duration) error {
@@ -1023,7 +1050,7 @@ func (c *counter) wait(ctx context.Context, cl *cluster, what string, want int, 
 	defer progress.Stop()
 	start := time.Now()
 	for {
-		if n := c.count(); n >= want {
+		if n := c.count() + c.goneCount(); n >= want {
 			return nil
 		}
 		select {
@@ -1032,7 +1059,7 @@ func (c *counter) wait(ctx context.Context, cl *cluster, what string, want int, 
 			if err := cl.check(); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "scale: %d/%d %s after %v\n", c.count(), want, what, time.Since(start).Round(time.Second))
+			fmt.Fprintf(os.Stderr, "scale: %d/%d %s (%d deleted by the cluster) after %v\n", c.count(), want, what, c.goneCount(), time.Since(start).Round(time.Second))
 		case <-ctx.Done():
 			return fmt.Errorf("%d/%d %s when the deadline passed: %w", c.count(), want, what, ctx.Err())
 		}
