@@ -1,7 +1,8 @@
-// Package rawproto writes kube's protobuf wire forms around messages that
-// are already encoded, so that the watch cache's per-object encodings can be
-// copied into a list or a watch frame instead of being decoded and encoded
-// again. Its output is byte for byte what k8s.io/apimachinery's protobuf
+// Package rawproto writes kube's protobuf wire forms without decoding
+// objects: the envelopes, lists and watch frames around messages that are
+// already encoded, so that the watch cache's per-object encodings can be
+// copied into a list or a watch frame, and (Transcoder) an object's message
+// itself from the JSON the cache keeps. Its output is byte for byte what k8s.io/apimachinery's protobuf
 // serializer writes for the same objects:
 //
 //   - an object is the magic "k8s\x00", then a runtime.Unknown: typeMeta
