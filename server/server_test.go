@@ -245,3 +245,34 @@ func (l *syncLog) String() string {
 	defer l.mu.Unlock()
 	return l.buf.String()
 }
+
+// TestRevisionLog: the compactor's target is the newest revision seen at
+// least an interval ago, never a younger one.
+func TestRevisionLog(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var l revisionLog
+	if got := l.newestAtOrBefore(t0); got != 0 {
+		t.Fatalf("empty log: %d, want 0", got)
+	}
+	for i := range 6 { // revisions 10, 20, ... 60 at t0, t0+1m, ... t0+5m
+		l.add(t0.Add(time.Duration(i)*time.Minute), int64(10*(i+1)))
+	}
+	for _, c := range []struct {
+		cutoff time.Duration
+		want   int64
+	}{
+		{-time.Second, 0},
+		{0, 10},
+		{90 * time.Second, 20},
+		{90 * time.Second, 20}, // asked again: still there
+		{4 * time.Minute, 50},
+		{10 * time.Minute, 60},
+	} {
+		if got := l.newestAtOrBefore(t0.Add(c.cutoff)); got != c.want {
+			t.Errorf("cutoff t0%+v: %d, want %d", c.cutoff, got, c.want)
+		}
+	}
+	if len(l) != 1 {
+		t.Errorf("%d entries kept after the newest was taken, want 1", len(l))
+	}
+}
