@@ -2,6 +2,7 @@ package watch
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/fields"
@@ -24,8 +25,22 @@ func TestAttrs(t *testing.T) {
 			t.Errorf("%q: found in %v", k, a)
 		}
 	}
-	if NewAttrs(nil) != nil || NewAttrs(nil).Has("x") {
+	if NewAttrs(nil) != "" || NewAttrs(nil).Has("x") || NewAttrs(nil).Len() != 0 {
 		t.Error("empty Attrs")
+	}
+	// Lengths past one varint byte, and keys sharing prefixes.
+	long := map[string]string{strings.Repeat("k", 300): strings.Repeat("v", 20000), "k": "", "kk": "2", "a": strings.Repeat("x", 128)}
+	la := NewAttrs(long)
+	if !reflect.DeepEqual(la.Map(), long) || la.Len() != 4 {
+		t.Fatalf("long round trip: %d keys", la.Len())
+	}
+	for k, v := range long {
+		if !la.Has(k) || la.Get(k) != v {
+			t.Errorf("long %.10s: Has %v, Get %d bytes, want %d", k, la.Has(k), len(la.Get(k)), len(v))
+		}
+	}
+	if la.Has("kkk") || la.Has("b") || la.Has("") {
+		t.Error("long: a missing key found")
 	}
 
 	// Selectors match on Attrs as on the maps they replace.
@@ -43,6 +58,22 @@ func TestAttrs(t *testing.T) {
 		}
 		if got, want := ls.Matches(l), ls.Matches(labels.Set(l.Map())); got != want {
 			t.Errorf("label selector %q: %v, map says %v", sel, got, want)
+		}
+	}
+}
+
+// BenchmarkAttrsGet: a field selector's lookups on a pod's selectable
+// fields (the watch fan-out by spec.nodeName and every selected LIST).
+func BenchmarkAttrsGet(b *testing.B) {
+	a := NewAttrs(map[string]string{
+		"metadata.name": "scale-00001", "metadata.namespace": "default", "spec.nodeName": "node-1234",
+		"spec.restartPolicy": "Always", "spec.schedulerName": "default-scheduler", "spec.serviceAccountName": "default",
+		"spec.hostNetwork": "false", "status.phase": "Running", "status.podIP": "10.0.0.1", "status.nominatedNodeName": "",
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		if a.Get("spec.nodeName") != "node-1234" || a.Has("zzz") {
+			b.Fatal("wrong")
 		}
 	}
 }
