@@ -159,7 +159,9 @@ type planner struct {
 // parsed and marshalled again each time.
 var codecCaches sync.Map // reflect.Type -> *codecCache
 
-func (p *planner) cache(t reflect.Type) *codecCache {
+// codecCacheOf returns the cache of t's encodings: one per type, which
+// the fields of that type in every plan share.
+func codecCacheOf(t reflect.Type) *codecCache {
 	c, _ := codecCaches.LoadOrStore(t, &codecCache{})
 	return c.(*codecCache)
 }
@@ -359,7 +361,7 @@ func (p *planner) scalar(f *field, t reflect.Type) error {
 		}
 		f.kind, f.typ = kindOwnCodec, t
 		if t == quantityType || t == intOrStringType {
-			f.cache = p.cache(t)
+			f.cache = codecCacheOf(t)
 		}
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
 		return fmt.Errorf("%w: %v reads its JSON as text", ErrUnsupported, t)
