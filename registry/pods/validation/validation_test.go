@@ -296,6 +296,14 @@ func TestValidateCreate(t *testing.T) {
 			"FieldValueInvalid spec.securityContext.sysctls[0].name",
 			"FieldValueInvalid spec.securityContext.sysctls[1].name",
 		}},
+		{"run-as IDs", func(p *v1.Pod) {
+			p.Spec.SecurityContext.RunAsGroup = podtest.Int64(-1)
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsUser: podtest.Int64(-1), RunAsGroup: podtest.Int64(-2)}
+		}, []string{
+			"FieldValueInvalid spec.containers[0].securityContext.runAsUser",
+			"FieldValueInvalid spec.containers[0].securityContext.runAsGroup",
+			"FieldValueInvalid spec.securityContext.runAsGroup",
+		}},
 
 		// pod-specific annotations
 		{"mirror pod annotation needs nodeName", func(p *v1.Pod) {
