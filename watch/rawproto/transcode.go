@@ -669,23 +669,13 @@ func (st *state) appendValue(dst []byte, f *field, sc *rawjson.Scanner) ([]byte,
 	}
 	switch f.kind {
 	case kindString:
-		raw, ok := sc.Str()
-		if !ok {
-			return dst, rawjson.ErrSyntax
-		}
-		s, err := unescape(raw)
+		s, err := readString(sc)
 		if err != nil {
 			return dst, err
 		}
-		dst = appendKey(dst, f.num, wireBytes)
-		dst = binary.AppendUvarint(dst, uint64(len(s)))
-		return append(dst, s...), nil
+		return appendBytesField(dst, f.num, s), nil
 	case kindBytes:
-		raw, ok := sc.Str()
-		if !ok {
-			return dst, rawjson.ErrSyntax
-		}
-		s, err := unescape(raw)
+		s, err := readString(sc)
 		if err != nil {
 			return dst, err
 		}
@@ -694,9 +684,7 @@ func (st *state) appendValue(dst []byte, f *field, sc *rawjson.Scanner) ([]byte,
 		if err != nil {
 			return dst, err
 		}
-		dst = appendKey(dst, f.num, wireBytes)
-		dst = binary.AppendUvarint(dst, uint64(len(st.bytes)))
-		return append(dst, st.bytes...), nil
+		return appendBytesField(dst, f.num, st.bytes), nil
 	case kindBool:
 		var b uint64
 		switch {
@@ -849,11 +837,7 @@ func (st *state) appendMap(dst []byte, f *field, sc *rawjson.Scanner) ([]byte, e
 	sc.Space()
 	for more := !sc.Byte('}'); more; {
 		sc.Space()
-		raw, ok := sc.Str()
-		if !ok {
-			return dst, rawjson.ErrSyntax
-		}
-		key, err := unescape(raw)
+		key, err := readString(sc)
 		if err != nil {
 			return dst, err
 		}
@@ -875,6 +859,7 @@ func (st *state) appendMap(dst []byte, f *field, sc *rawjson.Scanner) ([]byte, e
 		}
 		dst = prefixLength(dst, start)
 		st.entries = append(st.entries, entry{key, start, len(dst)})
+		var ok bool
 		if more, ok = afterElement(sc, '}'); !ok {
 			return dst, rawjson.ErrSyntax
 		}
@@ -908,6 +893,16 @@ func parseTime(v []byte) (metav1.Time, error) {
 	}
 	err := t.UnmarshalJSON(v)
 	return t, err
+}
+
+// readString reads the JSON string at sc and returns its contents
+// without escapes.
+func readString(sc *rawjson.Scanner) ([]byte, error) {
+	raw, ok := sc.Str()
+	if !ok {
+		return nil, rawjson.ErrSyntax
+	}
+	return unescape(raw)
 }
 
 // unescape returns the contents of a JSON string (raw, between its
