@@ -49,6 +49,14 @@ type fieldTracker struct {
 	err  error
 	// trusted holds the live objects of the updates under way that need
 	// no validating walk when converted to typed form (trustedLive).
+	// It is a side channel, not a cache: trackUpdate decides, and
+	// lazyObjects.ObjectToTyped acts, but between the two the call goes
+	// through managedfields' FieldManager, which passes the converter
+	// nothing but the object, and wrapping the object would change what
+	// the field manager sees. So the decision is keyed by the live
+	// object's pointer and kept only while its UpdateNoErrors runs; an
+	// object two updates share at once may lose the entry early, which
+	// costs only the validating walk.
 	trusted sync.Map // runtime.Object -> *trustedType
 	// converter is the type converter fm was built with; liveType the
 	// Store's kind in it, looked up once.

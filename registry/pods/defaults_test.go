@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/corekube/corekube/registry/pods/internal/podtest"
 )
 
 // The spec and status kube-apiserver v1.32 returned for
@@ -88,8 +90,8 @@ func TestDefault(t *testing.T) {
 		{
 			name: "requests default to limits per resource",
 			in: func(p *v1.Pod) {
-				p.Spec.Containers[0].Resources = v1.ResourceRequirements{Limits: rl("cpu", "1", "memory", "1Gi"), Requests: rl("cpu", "500m")}
-				p.Spec.InitContainers = []v1.Container{{Name: "i", Image: "x", Resources: v1.ResourceRequirements{Limits: rl("memory", "64Mi")}}}
+				p.Spec.Containers[0].Resources = v1.ResourceRequirements{Limits: podtest.Resources("cpu", "1", "memory", "1Gi"), Requests: podtest.Resources("cpu", "500m")}
+				p.Spec.InitContainers = []v1.Container{{Name: "i", Image: "x", Resources: v1.ResourceRequirements{Limits: podtest.Resources("memory", "64Mi")}}}
 			},
 			check: func(t *testing.T, p *v1.Pod) {
 				r := p.Spec.Containers[0].Resources.Requests
@@ -116,7 +118,7 @@ func TestDefault(t *testing.T) {
 		{
 			name: "quantities rounded up to milli",
 			in: func(p *v1.Pod) {
-				p.Spec.Containers[0].Resources.Requests = rl("cpu", "0.0001")
+				p.Spec.Containers[0].Resources.Requests = podtest.Resources("cpu", "0.0001")
 			},
 			check: func(t *testing.T, p *v1.Pod) {
 				if q := p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU]; q.String() != "1m" {
@@ -161,7 +163,7 @@ func TestDefault(t *testing.T) {
 				p.Spec.RestartPolicy = v1.RestartPolicyNever
 				p.Spec.DNSPolicy = v1.DNSDefault
 				p.Spec.SchedulerName = "other"
-				p.Spec.TerminationGracePeriodSeconds = i64(5)
+				p.Spec.TerminationGracePeriodSeconds = podtest.Int64(5)
 				f := false
 				p.Spec.EnableServiceLinks = &f
 				p.Spec.Containers[0].TerminationMessagePath = "/x"
@@ -288,7 +290,7 @@ func TestPrepareForCreate(t *testing.T) {
 	})
 	t.Run("explicit priority kept", func(t *testing.T) {
 		p := rawPod()
-		p.Spec.Priority = i32(7)
+		p.Spec.Priority = podtest.Int32(7)
 		never := v1.PreemptNever
 		p.Spec.PreemptionPolicy = &never
 		s.PrepareForCreate(ctx, p)
@@ -298,7 +300,7 @@ func TestPrepareForCreate(t *testing.T) {
 	})
 	t.Run("qos computed from defaulted requests", func(t *testing.T) {
 		p := rawPod()
-		p.Spec.Containers[0].Resources.Limits = rl("cpu", "1", "memory", "1Gi")
+		p.Spec.Containers[0].Resources.Limits = podtest.Resources("cpu", "1", "memory", "1Gi")
 		s.PrepareForCreate(ctx, p)
 		if p.Status.QOSClass != v1.PodQOSGuaranteed {
 			t.Errorf("qos = %q", p.Status.QOSClass)
@@ -323,7 +325,7 @@ func TestPrepareForCreate(t *testing.T) {
 	})
 	t.Run("alpha / disabled fields dropped", func(t *testing.T) {
 		p := rawPod()
-		p.Spec.Resources = &v1.ResourceRequirements{Limits: rl("cpu", "1")}
+		p.Spec.Resources = &v1.ResourceRequirements{Limits: podtest.Resources("cpu", "1")}
 		tr := true
 		p.Spec.HostUsers = &tr
 		p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "c"}}
@@ -375,22 +377,22 @@ func TestQOSClass(t *testing.T) {
 		want       v1.PodQOSClass
 	}{
 		{"no resources", []v1.Container{c("a", nil, nil)}, nil, v1.PodQOSBestEffort},
-		{"zero requests", []v1.Container{c("a", rl("cpu", "0", "memory", "0"), nil)}, nil, v1.PodQOSBestEffort},
-		{"only extended resources", []v1.Container{c("a", rl("example.com/gpu", "1"), rl("example.com/gpu", "1"))}, nil, v1.PodQOSBestEffort},
-		{"requests only", []v1.Container{c("a", rl("cpu", "100m"), nil)}, nil, v1.PodQOSBurstable},
-		{"requests equal limits", []v1.Container{c("a", rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))}, nil, v1.PodQOSGuaranteed},
-		{"equal after unit normalisation", []v1.Container{c("a", rl("cpu", "1000m", "memory", "1024Mi"), rl("cpu", "1", "memory", "1Gi"))}, nil, v1.PodQOSGuaranteed},
-		{"limits only (not defaulted)", []v1.Container{c("a", nil, rl("cpu", "1", "memory", "1Gi"))}, nil, v1.PodQOSBurstable},
-		{"requests below limits", []v1.Container{c("a", rl("cpu", "500m", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))}, nil, v1.PodQOSBurstable},
-		{"cpu limit only", []v1.Container{c("a", rl("cpu", "1"), rl("cpu", "1"))}, nil, v1.PodQOSBurstable},
+		{"zero requests", []v1.Container{c("a", podtest.Resources("cpu", "0", "memory", "0"), nil)}, nil, v1.PodQOSBestEffort},
+		{"only extended resources", []v1.Container{c("a", podtest.Resources("example.com/gpu", "1"), podtest.Resources("example.com/gpu", "1"))}, nil, v1.PodQOSBestEffort},
+		{"requests only", []v1.Container{c("a", podtest.Resources("cpu", "100m"), nil)}, nil, v1.PodQOSBurstable},
+		{"requests equal limits", []v1.Container{c("a", podtest.Resources("cpu", "1", "memory", "1Gi"), podtest.Resources("cpu", "1", "memory", "1Gi"))}, nil, v1.PodQOSGuaranteed},
+		{"equal after unit normalisation", []v1.Container{c("a", podtest.Resources("cpu", "1000m", "memory", "1024Mi"), podtest.Resources("cpu", "1", "memory", "1Gi"))}, nil, v1.PodQOSGuaranteed},
+		{"limits only (not defaulted)", []v1.Container{c("a", nil, podtest.Resources("cpu", "1", "memory", "1Gi"))}, nil, v1.PodQOSBurstable},
+		{"requests below limits", []v1.Container{c("a", podtest.Resources("cpu", "500m", "memory", "1Gi"), podtest.Resources("cpu", "1", "memory", "1Gi"))}, nil, v1.PodQOSBurstable},
+		{"cpu limit only", []v1.Container{c("a", podtest.Resources("cpu", "1"), podtest.Resources("cpu", "1"))}, nil, v1.PodQOSBurstable},
 		{"one container without limits", []v1.Container{
-			c("a", rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi")),
+			c("a", podtest.Resources("cpu", "1", "memory", "1Gi"), podtest.Resources("cpu", "1", "memory", "1Gi")),
 			c("b", nil, nil),
 		}, nil, v1.PodQOSBurstable},
-		{"guaranteed with init container", []v1.Container{c("a", rl("cpu", "1", "memory", "1Gi"), rl("cpu", "1", "memory", "1Gi"))},
-			[]v1.Container{c("i", rl("cpu", "2", "memory", "2Gi"), rl("cpu", "2", "memory", "2Gi"))}, v1.PodQOSGuaranteed},
-		{"best effort container, burstable init", []v1.Container{c("a", nil, nil)}, []v1.Container{c("i", rl("memory", "1Mi"), nil)}, v1.PodQOSBurstable},
-		{"guaranteed plus extended resource", []v1.Container{c("a", rl("cpu", "1", "memory", "1Gi", "example.com/gpu", "1"), rl("cpu", "1", "memory", "1Gi", "example.com/gpu", "1"))}, nil, v1.PodQOSGuaranteed},
+		{"guaranteed with init container", []v1.Container{c("a", podtest.Resources("cpu", "1", "memory", "1Gi"), podtest.Resources("cpu", "1", "memory", "1Gi"))},
+			[]v1.Container{c("i", podtest.Resources("cpu", "2", "memory", "2Gi"), podtest.Resources("cpu", "2", "memory", "2Gi"))}, v1.PodQOSGuaranteed},
+		{"best effort container, burstable init", []v1.Container{c("a", nil, nil)}, []v1.Container{c("i", podtest.Resources("memory", "1Mi"), nil)}, v1.PodQOSBurstable},
+		{"guaranteed plus extended resource", []v1.Container{c("a", podtest.Resources("cpu", "1", "memory", "1Gi", "example.com/gpu", "1"), podtest.Resources("cpu", "1", "memory", "1Gi", "example.com/gpu", "1"))}, nil, v1.PodQOSGuaranteed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -401,7 +403,9 @@ func TestQOSClass(t *testing.T) {
 		})
 	}
 	// Defaulting (requests from limits) turns limits-only into Guaranteed.
-	p := createdPod(func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits = rl("cpu", "1", "memory", "1Gi") })
+	p := createdPod(func(p *v1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = podtest.Resources("cpu", "1", "memory", "1Gi")
+	})
 	if q := QOSClass(p); q != v1.PodQOSGuaranteed {
 		t.Errorf("defaulted limits-only = %q", q)
 	}

@@ -13,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/corekube/corekube/registry/pods/internal/podtest"
 )
 
 func TestPropagateDryRun(t *testing.T) {
@@ -27,7 +29,7 @@ func TestPropagateDryRun(t *testing.T) {
 		{"neither", nil, nil, nil, false},
 		{"query only", nil, all, all, false},
 		{"body only", &metav1.DeleteOptions{DryRun: all}, nil, all, false},
-		{"query into body options", &metav1.DeleteOptions{GracePeriodSeconds: i64(3)}, all, all, false},
+		{"query into body options", &metav1.DeleteOptions{GracePeriodSeconds: podtest.Int64(3)}, all, all, false},
 		{"both agree", &metav1.DeleteOptions{DryRun: all}, all, all, false},
 		{"both disagree", &metav1.DeleteOptions{DryRun: []string{"Other"}}, all, nil, true},
 	}

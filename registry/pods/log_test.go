@@ -12,6 +12,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/corekube/corekube/registry/pods/internal/podtest"
 )
 
 func TestDecodePodLogOptions(t *testing.T) {
@@ -24,8 +26,8 @@ func TestDecodePodLogOptions(t *testing.T) {
 		{query: "", want: &v1.PodLogOptions{}},
 		{
 			query: "container=c&follow=true&previous=1&timestamps=yes&tailLines=10&limitBytes=5&sinceSeconds=3&insecureSkipTLSVerifyBackend=true&pretty=true",
-			want: &v1.PodLogOptions{Container: "c", Follow: true, Previous: true, Timestamps: true, TailLines: i64(10), LimitBytes: i64(5),
-				SinceSeconds: i64(3), InsecureSkipTLSVerifyBackend: true},
+			want: &v1.PodLogOptions{Container: "c", Follow: true, Previous: true, Timestamps: true, TailLines: podtest.Int64(10), LimitBytes: podtest.Int64(5),
+				SinceSeconds: podtest.Int64(3), InsecureSkipTLSVerifyBackend: true},
 		},
 		// Booleans are false only when "false" (any case) or "0"; the first
 		// value counts.
@@ -66,11 +68,11 @@ func TestValidatePodLogOptions(t *testing.T) {
 		opts v1.PodLogOptions
 		want []string
 	}{
-		{"valid", v1.PodLogOptions{TailLines: i64(0), LimitBytes: i64(1), SinceSeconds: i64(1)}, nil},
-		{"negative tailLines", v1.PodLogOptions{TailLines: i64(-1)}, []string{"tailLines: Invalid value: -1: must be greater than or equal to 0"}},
-		{"zero limitBytes", v1.PodLogOptions{LimitBytes: i64(0)}, []string{"limitBytes: Invalid value: 0: must be greater than 0"}},
-		{"zero sinceSeconds", v1.PodLogOptions{SinceSeconds: i64(0)}, []string{"sinceSeconds: Invalid value: 0: must be greater than 0"}},
-		{"both since", v1.PodLogOptions{SinceSeconds: i64(-5), SinceTime: &now}, []string{"[]: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"}},
+		{"valid", v1.PodLogOptions{TailLines: podtest.Int64(0), LimitBytes: podtest.Int64(1), SinceSeconds: podtest.Int64(1)}, nil},
+		{"negative tailLines", v1.PodLogOptions{TailLines: podtest.Int64(-1)}, []string{"tailLines: Invalid value: -1: must be greater than or equal to 0"}},
+		{"zero limitBytes", v1.PodLogOptions{LimitBytes: podtest.Int64(0)}, []string{"limitBytes: Invalid value: 0: must be greater than 0"}},
+		{"zero sinceSeconds", v1.PodLogOptions{SinceSeconds: podtest.Int64(0)}, []string{"sinceSeconds: Invalid value: 0: must be greater than 0"}},
+		{"both since", v1.PodLogOptions{SinceSeconds: podtest.Int64(-5), SinceTime: &now}, []string{"[]: Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified"}},
 		{"stream", v1.PodLogOptions{Stream: &all}, []string{"stream: Forbidden: may not be specified"}},
 	} {
 		var got []string
@@ -175,7 +177,7 @@ func TestAgentLogParams(t *testing.T) {
 	if got := agentLogParams(&v1.PodLogOptions{Container: "c", InsecureSkipTLSVerifyBackend: true}).Encode(); got != "" {
 		t.Errorf("defaults send %q", got)
 	}
-	got := agentLogParams(&v1.PodLogOptions{Follow: true, Previous: true, Timestamps: true, SinceSeconds: i64(5), SinceTime: &since, TailLines: i64(0), LimitBytes: i64(7)}).Encode()
+	got := agentLogParams(&v1.PodLogOptions{Follow: true, Previous: true, Timestamps: true, SinceSeconds: podtest.Int64(5), SinceTime: &since, TailLines: podtest.Int64(0), LimitBytes: podtest.Int64(7)}).Encode()
 	want := "follow=true&limitBytes=7&previous=true&sinceSeconds=5&sinceTime=2024-05-06T07%3A08%3A09Z&tailLines=0&timestamps=true"
 	if got != want {
 		t.Errorf("params %s\nwant   %s", got, want)

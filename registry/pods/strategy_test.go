@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/pods/internal/podtest"
 )
 
 func TestInfo(t *testing.T) {
@@ -46,7 +47,7 @@ func updated(old *v1.Pod, mut func(*v1.Pod)) *v1.Pod {
 func TestValidateUpdate(t *testing.T) {
 	base := func(p *v1.Pod) {
 		p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "busybox:1"}}
-		p.Spec.Tolerations = []v1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: i64(300)}}
+		p.Spec.Tolerations = []v1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: podtest.Int64(300)}}
 	}
 	old := createdPod(base)
 	forbidden := "FieldValueForbidden spec"
@@ -64,19 +65,19 @@ func TestValidateUpdate(t *testing.T) {
 			[]string{"FieldValueRequired spec.containers[0].image", "FieldValueRequired spec.containers[0].image"}},
 		{"image with whitespace", old, func(p *v1.Pod) { p.Spec.Containers[0].Image = "busybox " },
 			[]string{"FieldValueInvalid spec.containers[0].image", "FieldValueInvalid spec.containers[0].image"}},
-		{"activeDeadlineSeconds set", old, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(60) }, nil},
-		{"activeDeadlineSeconds lowered", createdPod(base, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(60) }),
-			func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(30) }, nil},
-		{"activeDeadlineSeconds raised", createdPod(base, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(60) }),
-			func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(61) }, []string{"FieldValueInvalid spec.activeDeadlineSeconds"}},
-		{"activeDeadlineSeconds unset", createdPod(base, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(60) }),
+		{"activeDeadlineSeconds set", old, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(60) }, nil},
+		{"activeDeadlineSeconds lowered", createdPod(base, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(60) }),
+			func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(30) }, nil},
+		{"activeDeadlineSeconds raised", createdPod(base, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(60) }),
+			func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(61) }, []string{"FieldValueInvalid spec.activeDeadlineSeconds"}},
+		{"activeDeadlineSeconds unset", createdPod(base, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(60) }),
 			func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = nil }, []string{"FieldValueInvalid spec.activeDeadlineSeconds"}},
-		{"activeDeadlineSeconds negative", old, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(-1) },
+		{"activeDeadlineSeconds negative", old, func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(-1) },
 			[]string{"FieldValueInvalid spec.activeDeadlineSeconds", "FieldValueInvalid spec.activeDeadlineSeconds"}},
 		{"toleration added", old, func(p *v1.Pod) {
 			p.Spec.Tolerations = append(p.Spec.Tolerations, v1.Toleration{Key: "k", Operator: v1.TolerationOpEqual, Value: "v", Effect: v1.TaintEffectNoSchedule})
 		}, nil},
-		{"tolerationSeconds changed", old, func(p *v1.Pod) { p.Spec.Tolerations[0].TolerationSeconds = i64(10) }, nil},
+		{"tolerationSeconds changed", old, func(p *v1.Pod) { p.Spec.Tolerations[0].TolerationSeconds = podtest.Int64(10) }, nil},
 		{"toleration removed", old, func(p *v1.Pod) { p.Spec.Tolerations = nil },
 			[]string{"FieldValueForbidden spec.tolerations"}},
 		{"toleration modified", old, func(p *v1.Pod) {
@@ -90,12 +91,12 @@ func TestValidateUpdate(t *testing.T) {
 		{"restartPolicy changed", old, func(p *v1.Pod) { p.Spec.RestartPolicy = v1.RestartPolicyNever }, []string{forbidden}},
 		{"nodeName changed", old, func(p *v1.Pod) { p.Spec.NodeName = "node-1" }, []string{forbidden}},
 		{"container env changed", old, func(p *v1.Pod) { p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "A", Value: "b"}} }, []string{forbidden}},
-		{"container resources changed", old, func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits = rl("cpu", "1") }, []string{forbidden}},
-		{"terminationGracePeriodSeconds changed", old, func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(10) }, []string{forbidden}},
-		{"negative terminationGracePeriodSeconds set to 1", createdPod(base, func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(-1) }),
-			func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(1) }, nil},
-		{"negative terminationGracePeriodSeconds set to 2", createdPod(base, func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(-1) }),
-			func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(2) }, []string{forbidden}},
+		{"container resources changed", old, func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits = podtest.Resources("cpu", "1") }, []string{forbidden}},
+		{"terminationGracePeriodSeconds changed", old, func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = podtest.Int64(10) }, []string{forbidden}},
+		{"negative terminationGracePeriodSeconds set to 1", createdPod(base, func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = podtest.Int64(-1) }),
+			func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = podtest.Int64(1) }, nil},
+		{"negative terminationGracePeriodSeconds set to 2", createdPod(base, func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = podtest.Int64(-1) }),
+			func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = podtest.Int64(2) }, []string{forbidden}},
 		{"container added", old, func(p *v1.Pod) { p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "d", Image: "x"}) },
 			[]string{"FieldValueForbidden spec.containers"}},
 		{"init container removed", old, func(p *v1.Pod) { p.Spec.InitContainers = nil },
@@ -130,12 +131,12 @@ func TestValidateUpdate(t *testing.T) {
 			p.Spec.Containers[0].ImagePullPolicy = ""
 		}, nil},
 		{"omitted priority is preserved", old, func(p *v1.Pod) { p.Spec.Priority = nil; p.Spec.PreemptionPolicy = nil }, nil},
-		{"priority changed", old, func(p *v1.Pod) { p.Spec.Priority = i32(5) }, []string{forbidden}},
+		{"priority changed", old, func(p *v1.Pod) { p.Spec.Priority = podtest.Int32(5) }, []string{forbidden}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := updated(tc.old, tc.mut)
-			expectErrs(t, NewStrategy().ValidateUpdate(ctx, p, tc.old), tc.want...)
+			podtest.ExpectErrs(t, NewStrategy().ValidateUpdate(ctx, p, tc.old), tc.want...)
 		})
 	}
 }
@@ -175,7 +176,7 @@ func TestValidateUpdateForbiddenMessage(t *testing.T) {
 }
 
 func TestPrepareForUpdate(t *testing.T) {
-	old := createdPod(func(p *v1.Pod) { p.Spec.Priority = i32(3) })
+	old := createdPod(func(p *v1.Pod) { p.Spec.Priority = podtest.Int32(3) })
 	old.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.1", PodIPs: []v1.PodIP{{IP: "10.0.0.1"}}, QOSClass: v1.PodQOSBestEffort}
 	p := old.DeepCopy()
 	p.Status = v1.PodStatus{Phase: v1.PodFailed}
@@ -199,7 +200,7 @@ func TestPrepareForUpdate(t *testing.T) {
 	}
 	// Alpha fields stay dropped on update unless the stored pod has them.
 	p = old.DeepCopy()
-	p.Spec.Resources = &v1.ResourceRequirements{Limits: rl("cpu", "1")}
+	p.Spec.Resources = &v1.ResourceRequirements{Limits: podtest.Resources("cpu", "1")}
 	NewStrategy().PrepareForUpdate(ctx, p, old)
 	if p.Spec.Resources != nil {
 		t.Errorf("spec.resources not dropped")
@@ -216,18 +217,18 @@ func TestCheckGracefulDelete(t *testing.T) {
 		want     bool
 		period   int64
 	}{
-		{"nil options", "n1", v1.PodRunning, i64(30), nil, false, 0},
-		{"pod default", "n1", v1.PodRunning, i64(30), &metav1.DeleteOptions{}, true, 30},
-		{"pod custom", "n1", v1.PodRunning, i64(5), &metav1.DeleteOptions{}, true, 5},
+		{"nil options", "n1", v1.PodRunning, podtest.Int64(30), nil, false, 0},
+		{"pod default", "n1", v1.PodRunning, podtest.Int64(30), &metav1.DeleteOptions{}, true, 30},
+		{"pod custom", "n1", v1.PodRunning, podtest.Int64(5), &metav1.DeleteOptions{}, true, 5},
 		{"pod without period", "n1", v1.PodRunning, nil, &metav1.DeleteOptions{}, true, 0},
-		{"options override", "n1", v1.PodRunning, i64(30), &metav1.DeleteOptions{GracePeriodSeconds: i64(10)}, true, 10},
-		{"options zero", "n1", v1.PodRunning, i64(30), &metav1.DeleteOptions{GracePeriodSeconds: i64(0)}, true, 0},
-		{"unscheduled pod", "", v1.PodPending, i64(30), &metav1.DeleteOptions{}, true, 0},
-		{"unscheduled pod with options", "", v1.PodPending, i64(30), &metav1.DeleteOptions{GracePeriodSeconds: i64(10)}, true, 0},
-		{"succeeded pod", "n1", v1.PodSucceeded, i64(30), &metav1.DeleteOptions{}, true, 0},
-		{"failed pod", "n1", v1.PodFailed, i64(30), &metav1.DeleteOptions{GracePeriodSeconds: i64(10)}, true, 0},
-		{"negative options period", "n1", v1.PodRunning, i64(30), &metav1.DeleteOptions{GracePeriodSeconds: i64(-5)}, true, 1},
-		{"negative pod period", "n1", v1.PodRunning, i64(-1), &metav1.DeleteOptions{}, true, 1},
+		{"options override", "n1", v1.PodRunning, podtest.Int64(30), &metav1.DeleteOptions{GracePeriodSeconds: podtest.Int64(10)}, true, 10},
+		{"options zero", "n1", v1.PodRunning, podtest.Int64(30), &metav1.DeleteOptions{GracePeriodSeconds: podtest.Int64(0)}, true, 0},
+		{"unscheduled pod", "", v1.PodPending, podtest.Int64(30), &metav1.DeleteOptions{}, true, 0},
+		{"unscheduled pod with options", "", v1.PodPending, podtest.Int64(30), &metav1.DeleteOptions{GracePeriodSeconds: podtest.Int64(10)}, true, 0},
+		{"succeeded pod", "n1", v1.PodSucceeded, podtest.Int64(30), &metav1.DeleteOptions{}, true, 0},
+		{"failed pod", "n1", v1.PodFailed, podtest.Int64(30), &metav1.DeleteOptions{GracePeriodSeconds: podtest.Int64(10)}, true, 0},
+		{"negative options period", "n1", v1.PodRunning, podtest.Int64(30), &metav1.DeleteOptions{GracePeriodSeconds: podtest.Int64(-5)}, true, 1},
+		{"negative pod period", "n1", v1.PodRunning, podtest.Int64(-1), &metav1.DeleteOptions{}, true, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -413,7 +414,7 @@ func TestValidateStatusUpdate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p := statusUpdated(tc.old, tc.mut)
-			expectErrs(t, NewStatusStrategy().ValidateUpdate(ctx, p, tc.old), tc.want...)
+			podtest.ExpectErrs(t, NewStatusStrategy().ValidateUpdate(ctx, p, tc.old), tc.want...)
 		})
 	}
 }

@@ -291,19 +291,12 @@ func elseKV(resp *clientv3.TxnResponse) (storage.KV, error) {
 
 // List implements storage.Interface.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	if !strings.HasSuffix(prefix, "/") {
-		return storage.ListResult{}, fmt.Errorf("list %s: prefix must end in %q", prefix, "/")
-	}
-	start := prefix
-	if opts.StartKey != "" {
-		if !strings.HasPrefix(opts.StartKey, prefix) {
-			return storage.ListResult{}, fmt.Errorf("list %s: start key %s is not under the prefix", prefix, opts.StartKey)
-		}
-		start = opts.StartKey
+	start, err := storage.ListStart(prefix, opts)
+	if err != nil {
+		return storage.ListResult{}, err
 	}
 	var (
 		res storage.ListResult
-		err error
 		// The cost of the LIST, counted even when it fails, as kube does.
 		cost listCost
 	)
@@ -314,10 +307,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	}
 	s.metrics.recordList(prefix, cost.fetched, cost.evaluated, len(res.Items))
 	if err != nil {
-		if opts.Revision != 0 {
-			return storage.ListResult{}, fmt.Errorf("list %s at revision %d: %w", prefix, opts.Revision, err)
-		}
-		return storage.ListResult{}, fmt.Errorf("list %s: %w", prefix, err)
+		return storage.ListResult{}, storage.ListError(prefix, opts, err)
 	}
 	return res, nil
 }
@@ -352,7 +342,7 @@ func (s *Store) listPage(ctx context.Context, start, prefix string, opts storage
 		res.Items[i] = toKV(kv)
 	}
 	if resp.More && len(resp.Kvs) > 0 {
-		res.NextKey = after(res.Items[len(res.Items)-1].Key)
+		res.NextKey = storage.KeyAfter(res.Items[len(res.Items)-1].Key)
 		remaining := resp.Count - int64(len(resp.Kvs))
 		res.RemainingItemCount = &remaining
 	}
@@ -384,7 +374,7 @@ func (s *Store) listFiltered(ctx context.Context, start, prefix string, opts sto
 			res.Items = append(res.Items, kv)
 			if int64(len(res.Items)) == opts.Limit {
 				if i < len(resp.Kvs)-1 || resp.More {
-					res.NextKey = after(kv.Key)
+					res.NextKey = storage.KeyAfter(kv.Key)
 				}
 				return res, nil
 			}
@@ -392,7 +382,7 @@ func (s *Store) listFiltered(ctx context.Context, start, prefix string, opts sto
 		if !resp.More || len(resp.Kvs) == 0 {
 			return res, nil
 		}
-		start = after(string(resp.Kvs[len(resp.Kvs)-1].Key))
+		start = storage.KeyAfter(string(resp.Kvs[len(resp.Kvs)-1].Key))
 	}
 }
 
@@ -415,9 +405,6 @@ func readRevision(requested int64, resp *clientv3.GetResponse) int64 {
 	}
 	return resp.Header.Revision
 }
-
-// after returns the smallest key greater than key.
-func after(key string) string { return key + "\x00" }
 
 // Watch implements storage.Interface. A zero fromRevision is resolved to
 // the current revision before Watch returns, so the caller sees every
@@ -503,7 +490,7 @@ func (w *watcher) handle(resp clientv3.WatchResponse) bool {
 }
 
 func (w *watcher) fail(err error) {
-	w.send(storage.Event{Type: storage.Error, Err: fmt.Errorf("watch %s from revision %d: %w", w.prefix, w.from, err)})
+	w.send(storage.WatchError(w.prefix, w.from, err))
 }
 
 // send delivers e unless ctx ends first; it reports whether it did.

@@ -77,16 +77,6 @@ func TestWatchProgress(t *testing.T) {
 	}
 }
 
-func TestListRejectsBadArguments(t *testing.T) {
-	s := New(shared.Client())
-	if _, err := s.List(t.Context(), "/no-slash", storage.ListOptions{}); err == nil {
-		t.Error("List with a prefix not ending in / succeeded")
-	}
-	if _, err := s.List(t.Context(), "/a/", storage.ListOptions{StartKey: "/b/x"}); err == nil {
-		t.Error("List with a start key outside the prefix succeeded")
-	}
-}
-
 func TestHealthyUnavailable(t *testing.T) {
 	// Nothing listens on port 1: the read times out.
 	client, err := NewClient([]string{"http://127.0.0.1:1"})

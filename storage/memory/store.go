@@ -289,22 +289,13 @@ func (s *Store) swap(ctx context.Context, cur storage.KV, write func() storage.K
 
 // List implements storage.Interface.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
-	if !strings.HasSuffix(prefix, "/") {
-		return storage.ListResult{}, fmt.Errorf("list %s: prefix must end in %q", prefix, "/")
-	}
-	start := prefix
-	if opts.StartKey != "" {
-		if !strings.HasPrefix(opts.StartKey, prefix) {
-			return storage.ListResult{}, fmt.Errorf("list %s: start key %s is not under the prefix", prefix, opts.StartKey)
-		}
-		start = opts.StartKey
+	start, err := storage.ListStart(prefix, opts)
+	if err != nil {
+		return storage.ListResult{}, err
 	}
 	res, err := s.list(ctx, prefix, start, opts)
 	if err != nil {
-		if opts.Revision != 0 {
-			return storage.ListResult{}, fmt.Errorf("list %s at revision %d: %w", prefix, opts.Revision, err)
-		}
-		return storage.ListResult{}, fmt.Errorf("list %s: %w", prefix, err)
+		return storage.ListResult{}, storage.ListError(prefix, opts, err)
 	}
 	return res, nil
 }
@@ -319,7 +310,7 @@ func (s *Store) list(ctx context.Context, prefix, start string, opts storage.Lis
 		if opts.Limit > 0 && int64(len(kvs)) > opts.Limit {
 			remaining := int64(len(kvs)) - opts.Limit
 			kvs = kvs[:opts.Limit]
-			res.NextKey = after(kvs[len(kvs)-1].Key)
+			res.NextKey = storage.KeyAfter(kvs[len(kvs)-1].Key)
 			res.RemainingItemCount = &remaining
 		}
 		res.Items = kvs
@@ -337,7 +328,7 @@ func (s *Store) list(ctx context.Context, prefix, start string, opts storage.Lis
 		res.Items = append(res.Items, kv)
 		if int64(len(res.Items)) == opts.Limit {
 			if i < len(kvs)-1 {
-				res.NextKey = after(kv.Key)
+				res.NextKey = storage.KeyAfter(kv.Key)
 			}
 			break
 		}
@@ -375,9 +366,6 @@ func (s *Store) snapshot(ctx context.Context, prefix, start string, rev int64) (
 	slices.SortFunc(kvs, func(a, b storage.KV) int { return strings.Compare(a.Key, b.Key) })
 	return kvs, rev, nil
 }
-
-// after returns the smallest key greater than key.
-func after(key string) string { return key + "\x00" }
 
 // CurrentRevision implements storage.Interface.
 func (s *Store) CurrentRevision(ctx context.Context, _ string) (int64, error) {
@@ -491,7 +479,7 @@ func (w *watch) run() {
 	for {
 		batch, progress, wake, err := w.next()
 		if err != nil {
-			w.send(storage.Event{Type: storage.Error, Err: fmt.Errorf("watch %s from revision %d: %w", w.prefix, w.from, err)})
+			w.send(storage.WatchError(w.prefix, w.from, err))
 			return
 		}
 		for _, e := range batch {

@@ -57,6 +57,7 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Interface)
 			{"ListPagingAtPinnedRevision", testListPaging},
 			{"ListPredicate", testListPredicate},
 			{"ListFutureRevision", testListFutureRevision},
+			{"ListInvalidArguments", testListInvalidArguments},
 			{"WatchFromRevision", testWatchFromRevision},
 			{"WatchFromNow", testWatchFromNow},
 			{"WatchClosesOnCancel", testWatchClosesOnCancel},
@@ -517,6 +518,31 @@ func testListFutureRevision(t *testing.T, s storage.Interface, prefix string) {
 	_, err := s.List(ctx, prefix, storage.ListOptions{Revision: rev + 1_000_000})
 	if !errors.Is(err, storage.ErrFutureRevision) {
 		t.Errorf("List at a future revision: err = %v, want ErrFutureRevision", err)
+	}
+}
+
+// testListInvalidArguments: a prefix must end in "/" and a start key be
+// under the prefix; neither is a storage error.
+func testListInvalidArguments(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	mustCreate(t, s, prefix+"a", "v")
+	for _, tc := range []struct {
+		name, prefix string
+		opts         storage.ListOptions
+	}{
+		{"prefix without slash", strings.TrimSuffix(prefix, "/"), storage.ListOptions{}},
+		{"start key outside the prefix", prefix, storage.ListOptions{StartKey: "/elsewhere/a"}},
+	} {
+		res, err := s.List(ctx, tc.prefix, tc.opts)
+		if err == nil {
+			t.Errorf("List with a %s = %s, want an error", tc.name, formatKVs(res.Items))
+			continue
+		}
+		for _, sentinel := range []error{storage.ErrNotFound, storage.ErrCompacted, storage.ErrFutureRevision, storage.ErrUnavailable} {
+			if errors.Is(err, sentinel) {
+				t.Errorf("List with a %s: err = %v, want no storage error", tc.name, err)
+			}
+		}
 	}
 }
 

@@ -159,7 +159,9 @@ type planner struct {
 // parsed and marshalled again each time.
 var codecCaches sync.Map // reflect.Type -> *codecCache
 
-func (p *planner) cache(t reflect.Type) *codecCache {
+// codecCacheOf returns the cache of t's encodings: one per type, which
+// the fields of that type in every plan share.
+func codecCacheOf(t reflect.Type) *codecCache {
 	c, _ := codecCaches.LoadOrStore(t, &codecCache{})
 	return c.(*codecCache)
 }
@@ -359,7 +361,7 @@ func (p *planner) scalar(f *field, t reflect.Type) error {
 		}
 		f.kind, f.typ = kindOwnCodec, t
 		if t == quantityType || t == intOrStringType {
-			f.cache = p.cache(t)
+			f.cache = codecCacheOf(t)
 		}
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
 		return fmt.Errorf("%w: %v reads its JSON as text", ErrUnsupported, t)
@@ -506,53 +508,46 @@ func (st *state) appendObject(dst []byte, m *message, sc *rawjson.Scanner) ([]by
 	ordered := !m.hasInline
 	next := 0 // in m.fields, while ordered
 	sc.Space()
-	if !sc.Byte('}') {
-		for {
-			key, ok := sc.Str()
-			if !ok {
+	for more := !sc.Byte('}'); more; {
+		sc.Space()
+		key, ok := sc.Str()
+		if !ok {
+			return dst, rawjson.ErrSyntax
+		}
+		sc.Space()
+		if !sc.Byte(':') {
+			return dst, rawjson.ErrSyntax
+		}
+		sc.Space()
+		slot, ok := m.keys[string(key)]
+		switch {
+		case !ok:
+			return dst, fmt.Errorf("rawproto: unexpected member %q", key)
+		case slot < 0:
+			if !sc.Value() {
 				return dst, rawjson.ErrSyntax
 			}
-			sc.Space()
-			if !sc.Byte(':') {
-				return dst, rawjson.ErrSyntax
+		default:
+			if st.spans[base+slot].end >= 0 {
+				return dst, fmt.Errorf("rawproto: member %q twice", key)
 			}
-			sc.Space()
-			slot, ok := m.keys[string(key)]
-			switch {
-			case !ok:
-				return dst, fmt.Errorf("rawproto: unexpected member %q", key)
-			case slot < 0:
-				if !sc.Value() {
-					return dst, rawjson.ErrSyntax
+			if ordered {
+				if i := m.slotIndex[slot]; i < next {
+					ordered = false
+				} else {
+					dst = appendZeros(dst, m.fields[next:i])
+					next = i + 1
 				}
-			default:
-				if st.spans[base+slot].end >= 0 {
-					return dst, fmt.Errorf("rawproto: member %q twice", key)
-				}
-				if ordered {
-					if i := m.slotIndex[slot]; i < next {
-						ordered = false
-					} else {
-						dst = appendZeros(dst, m.fields[next:i])
-						next = i + 1
-					}
-				}
-				f := m.slotField[slot]
-				start := len(dst)
-				var err error
-				if dst, err = st.appendMember(dst, f, sc); err != nil {
-					return dst, fmt.Errorf("%s: %w", key, err)
-				}
-				st.spans[base+slot] = span{start, len(dst)}
 			}
-			sc.Space()
-			if sc.Byte(',') {
-				sc.Space()
-				continue
+			f := m.slotField[slot]
+			start := len(dst)
+			var err error
+			if dst, err = st.appendMember(dst, f, sc); err != nil {
+				return dst, fmt.Errorf("%s: %w", key, err)
 			}
-			if sc.Byte('}') {
-				break
-			}
+			st.spans[base+slot] = span{start, len(dst)}
+		}
+		if more, ok = afterElement(sc, '}'); !ok {
 			return dst, rawjson.ErrSyntax
 		}
 	}
@@ -561,6 +556,20 @@ func (st *state) appendObject(dst []byte, m *message, sc *rawjson.Scanner) ([]by
 	}
 	st.scratch = append(st.scratch[:0], dst[objStart:]...)
 	return st.assemble(dst[:objStart], m.fields, base, objStart), nil
+}
+
+// afterElement reads what follows a member of a JSON object or an element
+// of an array closed by closing: a comma (more is true) or the closing
+// byte; ok is false for anything else. It leaves the white space after
+// a comma to the loop (skipping it here would make the function too
+// costly to inline, and it runs once per element).
+func afterElement(sc *rawjson.Scanner, closing byte) (more, ok bool) {
+	sc.Space()
+	if c := sc.Peek(); c == ',' || c == closing {
+		sc.I++
+		return c == ',', true
+	}
+	return false, false
 }
 
 // appendZeros appends the zero values of the fields gogo always writes.
@@ -610,24 +619,18 @@ func (st *state) appendMember(dst []byte, f *field, sc *rawjson.Scanner) ([]byte
 			return dst, rawjson.ErrSyntax
 		}
 		sc.Space()
-		if sc.Byte(']') {
-			return dst, nil
-		}
-		for {
+		for more := !sc.Byte(']'); more; {
+			sc.Space()
 			var err error
 			if dst, err = st.appendValue(dst, f, sc); err != nil {
 				return dst, err
 			}
-			sc.Space()
-			if sc.Byte(',') {
-				sc.Space()
-				continue
+			var ok bool
+			if more, ok = afterElement(sc, ']'); !ok {
+				return dst, rawjson.ErrSyntax
 			}
-			if sc.Byte(']') {
-				return dst, nil
-			}
-			return dst, rawjson.ErrSyntax
 		}
+		return dst, nil
 	case f.isMap:
 		return st.appendMap(dst, f, sc)
 	}
@@ -666,23 +669,13 @@ func (st *state) appendValue(dst []byte, f *field, sc *rawjson.Scanner) ([]byte,
 	}
 	switch f.kind {
 	case kindString:
-		raw, ok := sc.Str()
-		if !ok {
-			return dst, rawjson.ErrSyntax
-		}
-		s, err := unescape(raw)
+		s, err := readString(sc)
 		if err != nil {
 			return dst, err
 		}
-		dst = appendKey(dst, f.num, wireBytes)
-		dst = binary.AppendUvarint(dst, uint64(len(s)))
-		return append(dst, s...), nil
+		return appendBytesField(dst, f.num, s), nil
 	case kindBytes:
-		raw, ok := sc.Str()
-		if !ok {
-			return dst, rawjson.ErrSyntax
-		}
-		s, err := unescape(raw)
+		s, err := readString(sc)
 		if err != nil {
 			return dst, err
 		}
@@ -691,9 +684,7 @@ func (st *state) appendValue(dst []byte, f *field, sc *rawjson.Scanner) ([]byte,
 		if err != nil {
 			return dst, err
 		}
-		dst = appendKey(dst, f.num, wireBytes)
-		dst = binary.AppendUvarint(dst, uint64(len(st.bytes)))
-		return append(dst, st.bytes...), nil
+		return appendBytesField(dst, f.num, st.bytes), nil
 	case kindBool:
 		var b uint64
 		switch {
@@ -844,15 +835,9 @@ func (st *state) appendMap(dst []byte, f *field, sc *rawjson.Scanner) ([]byte, e
 	mapStart := len(dst)
 	sorted := true
 	sc.Space()
-	if sc.Byte('}') {
-		return dst, nil
-	}
-	for {
-		raw, ok := sc.Str()
-		if !ok {
-			return dst, rawjson.ErrSyntax
-		}
-		key, err := unescape(raw)
+	for more := !sc.Byte('}'); more; {
+		sc.Space()
+		key, err := readString(sc)
 		if err != nil {
 			return dst, err
 		}
@@ -874,15 +859,10 @@ func (st *state) appendMap(dst []byte, f *field, sc *rawjson.Scanner) ([]byte, e
 		}
 		dst = prefixLength(dst, start)
 		st.entries = append(st.entries, entry{key, start, len(dst)})
-		sc.Space()
-		if sc.Byte(',') {
-			sc.Space()
-			continue
+		var ok bool
+		if more, ok = afterElement(sc, '}'); !ok {
+			return dst, rawjson.ErrSyntax
 		}
-		if sc.Byte('}') {
-			break
-		}
-		return dst, rawjson.ErrSyntax
 	}
 	if sorted {
 		return dst, nil
@@ -913,6 +893,16 @@ func parseTime(v []byte) (metav1.Time, error) {
 	}
 	err := t.UnmarshalJSON(v)
 	return t, err
+}
+
+// readString reads the JSON string at sc and returns its contents
+// without escapes.
+func readString(sc *rawjson.Scanner) ([]byte, error) {
+	raw, ok := sc.Str()
+	if !ok {
+		return nil, rawjson.ErrSyntax
+	}
+	return unescape(raw)
 }
 
 // unescape returns the contents of a JSON string (raw, between its

@@ -2,14 +2,9 @@ package validation_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
-	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/corekube/corekube/registry/pods"
 )
@@ -18,9 +13,6 @@ import (
 // (defaults applied), so they import the strategy from outside the package.
 
 var ctx = context.Background()
-
-func i64(v int64) *int64 { return &v }
-func i32(v int32) *int32 { return &v }
 
 // createdPod is a minimal client pod after PrepareForCreate (as stored).
 func createdPod(mut ...func(*v1.Pod)) *v1.Pod {
@@ -52,24 +44,4 @@ func statusUpdated(old *v1.Pod, mut func(*v1.Pod)) *v1.Pod {
 	mut(p)
 	pods.NewStatusStrategy().PrepareForUpdate(ctx, p, old)
 	return p
-}
-
-func rl(kv ...string) v1.ResourceList {
-	l := v1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		l[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return l
-}
-
-// expectErrs checks errs as "Type field" lines, in order.
-func expectErrs(t *testing.T, errs field.ErrorList, want ...string) {
-	t.Helper()
-	got := make([]string, 0, len(errs))
-	for _, e := range errs {
-		got = append(got, fmt.Sprintf("%s %s", string(e.Type), e.Field))
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("errors mismatch\n got: %q\nwant: %q\nfull: %v", got, want, errs.ToAggregate())
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/corekube/corekube/registry/pods/internal/podtest"
 	"github.com/corekube/corekube/registry/pods/validation"
 )
 
@@ -74,7 +75,7 @@ func TestValidateVolumeSources(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createdPod()
 			p.Spec.Volumes = []v1.Volume{{Name: "v", VolumeSource: tc.src}}
-			expectErrs(t, validation.ValidatePod(p), tc.want...)
+			podtest.ExpectErrs(t, validation.ValidatePod(p), tc.want...)
 		})
 	}
 }
@@ -113,12 +114,12 @@ func TestValidateMiscSpec(t *testing.T) {
 			rc := "Bad_RC"
 			p.Spec.RuntimeClassName = &rc
 		}, []string{"FieldValueInvalid spec.priorityClassName", "FieldValueInvalid spec.runtimeClassName"}},
-		{"overhead", func(p *v1.Pod) { p.Spec.Overhead = rl("cpu", "-1") },
+		{"overhead", func(p *v1.Pod) { p.Spec.Overhead = podtest.Resources("cpu", "-1") },
 			[]string{"FieldValueInvalid spec.overhead.limits[cpu]"}},
 		{"topology spread details", func(p *v1.Pod) {
 			honor := v1.NodeInclusionPolicy("Sometimes")
 			p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{
-				{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: v1.ScheduleAnyway, MinDomains: i32(2), NodeAffinityPolicy: &honor,
+				{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: v1.ScheduleAnyway, MinDomains: podtest.Int32(2), NodeAffinityPolicy: &honor,
 					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, MatchLabelKeys: []string{"app"}},
 				{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: v1.ScheduleAnyway},
 				{MaxSkew: 1, WhenUnsatisfiable: v1.DoNotSchedule, MatchLabelKeys: []string{"pod-template-hash"}},
@@ -173,7 +174,7 @@ func TestValidateMiscSpec(t *testing.T) {
 		}, []string{"FieldValueForbidden spec.containers[0].securityContext.appArmorProfile.type"}},
 		{"windows pod", func(p *v1.Pod) {
 			p.Spec.OS = &v1.PodOS{Name: v1.Windows}
-			p.Spec.SecurityContext.RunAsUser = i64(1000)
+			p.Spec.SecurityContext.RunAsUser = podtest.Int64(1000)
 			tr := true
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: &tr}
 		}, []string{"FieldValueForbidden spec.securityContext.runAsUser", "FieldValueForbidden spec.containers[0].securityContext.privileged"}},
@@ -208,7 +209,7 @@ func TestValidateMiscSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createdPod()
 			tc.mut(p)
-			expectErrs(t, validation.ValidatePod(p), tc.want...)
+			podtest.ExpectErrs(t, validation.ValidatePod(p), tc.want...)
 		})
 	}
 }
@@ -222,7 +223,7 @@ func TestValidateUpdateEphemeralContainers(t *testing.T) {
 				Name: "c", Image: "busybox ", Ports: []v1.ContainerPort{{ContainerPort: 80}}}, TargetContainerName: "nope"},
 		}
 	})
-	expectErrs(t, validation.ValidatePodUpdate(p, old),
+	podtest.ExpectErrs(t, validation.ValidatePodUpdate(p, old),
 		"FieldValueInvalid spec.ephemeralContainers[1].image",
 		"FieldValueDuplicate spec.ephemeralContainers[1].name",
 		"FieldValueNotFound spec.ephemeralContainers[1].targetContainerName",
@@ -234,7 +235,7 @@ func TestValidateUpdateEphemeralContainers(t *testing.T) {
 func TestValidateUpdateRelaxedForOldPods(t *testing.T) {
 	old := createdPod(func(p *v1.Pod) {
 		p.Annotations = map[string]string{"controller.kubernetes.io/pod-deletion-cost": "007"}
-		p.Spec.Containers[0].Resources = v1.ResourceRequirements{Limits: rl("hugepages-2Mi", "3Mi", "memory", "1Gi"), Requests: rl("hugepages-2Mi", "3Mi", "memory", "1Gi")}
+		p.Spec.Containers[0].Resources = v1.ResourceRequirements{Limits: podtest.Resources("hugepages-2Mi", "3Mi", "memory", "1Gi"), Requests: podtest.Resources("hugepages-2Mi", "3Mi", "memory", "1Gi")}
 	})
 	if errs := validation.ValidatePod(old); len(errs) != 3 {
 		t.Fatalf("old pod should be invalid on create: %v", errs)
@@ -253,7 +254,7 @@ func TestValidateUpdateAnnotations(t *testing.T) {
 	p := updated(old, func(p *v1.Pod) {
 		p.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/c": "runtime/default"}
 	})
-	expectErrs(t, validation.ValidatePodUpdate(p, old),
+	podtest.ExpectErrs(t, validation.ValidatePodUpdate(p, old),
 		"FieldValueForbidden metadata.annotations[kubernetes.io/config.mirror]",
 		"FieldValueForbidden metadata.annotations[container.apparmor.security.beta.kubernetes.io/c]")
 }

@@ -902,16 +902,7 @@ func validateSecurityContext(sc *v1.SecurityContext, fldPath *field.Path, hostUs
 	if sc == nil {
 		return allErrs
 	}
-	if sc.RunAsUser != nil {
-		for _, msg := range validation.IsValidUserID(*sc.RunAsUser) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *sc.RunAsUser, msg))
-		}
-	}
-	if sc.RunAsGroup != nil {
-		for _, msg := range validation.IsValidGroupID(*sc.RunAsGroup) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *sc.RunAsGroup, msg))
-		}
-	}
+	allErrs = append(allErrs, validateRunAsIDs(sc.RunAsUser, sc.RunAsGroup, fldPath)...)
 	if sc.ProcMount != nil {
 		if *sc.ProcMount != v1.DefaultProcMount && *sc.ProcMount != v1.UnmaskedProcMount {
 			allErrs = append(allErrs, field.NotSupported(fldPath.Child("procMount"), *sc.ProcMount, []v1.ProcMountType{v1.DefaultProcMount, v1.UnmaskedProcMount}))
@@ -937,6 +928,23 @@ func validateSecurityContext(sc *v1.SecurityContext, fldPath *field.Path, hostUs
 	return allErrs
 }
 
+// validateRunAsIDs checks the user and group a pod's or a container's
+// security context runs as (runAsUser, runAsGroup), when set.
+func validateRunAsIDs(user, group *int64, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if user != nil {
+		for _, msg := range validation.IsValidUserID(*user) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *user, msg))
+		}
+	}
+	if group != nil {
+		for _, msg := range validation.IsValidGroupID(*group) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *group, msg))
+		}
+	}
+	return allErrs
+}
+
 var sysctlRE = regexp.MustCompile(`^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$`)
 
 func validatePodSecurityContext(spec *v1.PodSpec, fldPath *field.Path, opts options) field.ErrorList {
@@ -950,16 +958,7 @@ func validatePodSecurityContext(spec *v1.PodSpec, fldPath *field.Path, opts opti
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("fsGroup"), *sc.FSGroup, msg))
 		}
 	}
-	if sc.RunAsUser != nil {
-		for _, msg := range validation.IsValidUserID(*sc.RunAsUser) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *sc.RunAsUser, msg))
-		}
-	}
-	if sc.RunAsGroup != nil {
-		for _, msg := range validation.IsValidGroupID(*sc.RunAsGroup) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *sc.RunAsGroup, msg))
-		}
-	}
+	allErrs = append(allErrs, validateRunAsIDs(sc.RunAsUser, sc.RunAsGroup, fldPath)...)
 	for g, gid := range sc.SupplementalGroups {
 		for _, msg := range validation.IsValidGroupID(gid) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("supplementalGroups").Index(g), gid, msg))

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/corekube/corekube/registry/pods"
+	"github.com/corekube/corekube/registry/pods/internal/podtest"
 	"github.com/corekube/corekube/registry/pods/validation"
 )
 
@@ -37,10 +38,10 @@ func TestValidateCreate(t *testing.T) {
 			[]string{"FieldValueRequired spec.dnsConfig"}},
 		{"terminationGracePeriodSeconds missing", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = nil },
 			[]string{"FieldValueRequired spec.terminationGracePeriodSeconds"}},
-		{"negative terminationGracePeriodSeconds is accepted (kube only warns)", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = i64(-5) }, nil},
-		{"activeDeadlineSeconds zero", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(0) },
+		{"negative terminationGracePeriodSeconds is accepted (kube only warns)", func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = podtest.Int64(-5) }, nil},
+		{"activeDeadlineSeconds zero", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(0) },
 			[]string{"FieldValueInvalid spec.activeDeadlineSeconds"}},
-		{"activeDeadlineSeconds positive", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(10) }, nil},
+		{"activeDeadlineSeconds positive", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(10) }, nil},
 		{"nodeName not a subdomain", func(p *v1.Pod) { p.Spec.NodeName = "Bad_Node" },
 			[]string{"FieldValueInvalid spec.nodeName"}},
 		{"nodeName valid", func(p *v1.Pod) { p.Spec.NodeName = "node-1.example.com" }, nil},
@@ -61,32 +62,32 @@ func TestValidateCreate(t *testing.T) {
 
 		// resources
 		{"requests above limits", func(p *v1.Pod) {
-			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl("cpu", "2"), Limits: rl("cpu", "1")}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: podtest.Resources("cpu", "2"), Limits: podtest.Resources("cpu", "1")}
 		}, []string{"FieldValueInvalid spec.containers[0].resources.requests"}},
-		{"negative quantity", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = rl("memory", "-1") },
+		{"negative quantity", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = podtest.Resources("memory", "-1") },
 			[]string{"FieldValueInvalid spec.containers[0].resources.requests[memory]"}},
-		{"unknown unqualified resource", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits = rl("foo", "1") },
+		{"unknown unqualified resource", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Limits = podtest.Resources("foo", "1") },
 			[]string{"FieldValueInvalid spec.containers[0].resources.limits[foo]", "FieldValueInvalid spec.containers[0].resources.limits[foo]"}},
-		{"non-container standard resource", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = rl("pods", "1") },
+		{"non-container standard resource", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = podtest.Resources("pods", "1") },
 			[]string{"FieldValueInvalid spec.containers[0].resources.requests[pods]"}},
-		{"extended resource without limit", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = rl("example.com/gpu", "1") },
+		{"extended resource without limit", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = podtest.Resources("example.com/gpu", "1") },
 			[]string{"FieldValueRequired spec.containers[0].resources.limits"}},
 		{"extended resource request differs from limit", func(p *v1.Pod) {
-			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl("example.com/gpu", "1"), Limits: rl("example.com/gpu", "2")}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: podtest.Resources("example.com/gpu", "1"), Limits: podtest.Resources("example.com/gpu", "2")}
 		}, []string{"FieldValueInvalid spec.containers[0].resources.requests"}},
 		{"extended resource must be integer", func(p *v1.Pod) {
-			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl("example.com/gpu", "500m"), Limits: rl("example.com/gpu", "500m")}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: podtest.Resources("example.com/gpu", "500m"), Limits: podtest.Resources("example.com/gpu", "500m")}
 		}, []string{"FieldValueInvalid spec.containers[0].resources.limits[example.com/gpu]", "FieldValueInvalid spec.containers[0].resources.requests[example.com/gpu]"}},
 		{"hugepages need cpu or memory", func(p *v1.Pod) {
-			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl("hugepages-2Mi", "4Mi"), Limits: rl("hugepages-2Mi", "4Mi")}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: podtest.Resources("hugepages-2Mi", "4Mi"), Limits: podtest.Resources("hugepages-2Mi", "4Mi")}
 		}, []string{"FieldValueForbidden spec.containers[0].resources"}},
 		{"hugepages not a page multiple", func(p *v1.Pod) {
-			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl("hugepages-2Mi", "3Mi", "memory", "1Gi"), Limits: rl("hugepages-2Mi", "3Mi", "memory", "1Gi")}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: podtest.Resources("hugepages-2Mi", "3Mi", "memory", "1Gi"), Limits: podtest.Resources("hugepages-2Mi", "3Mi", "memory", "1Gi")}
 		}, []string{"FieldValueInvalid spec.containers[0].resources.limits[hugepages-2Mi]", "FieldValueInvalid spec.containers[0].resources.requests[hugepages-2Mi]"}},
 		{"valid resources", func(p *v1.Pod) {
 			p.Spec.Containers[0].Resources = v1.ResourceRequirements{
-				Requests: rl("cpu", "100m", "memory", "64Mi", "ephemeral-storage", "1Gi", "example.com/gpu", "1"),
-				Limits:   rl("cpu", "1", "memory", "128Mi", "example.com/gpu", "1"),
+				Requests: podtest.Resources("cpu", "100m", "memory", "64Mi", "ephemeral-storage", "1Gi", "example.com/gpu", "1"),
+				Limits:   podtest.Resources("cpu", "1", "memory", "128Mi", "example.com/gpu", "1"),
 			}
 		}, nil},
 
@@ -215,12 +216,12 @@ func TestValidateCreate(t *testing.T) {
 		}},
 		{"projected token needs serviceAccountName", func(p *v1.Pod) {
 			p.Spec.Volumes = []v1.Volume{{Name: "t", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
-				Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: i64(3600)}}}}}}}
+				Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: podtest.Int64(3600)}}}}}}}
 		}, []string{"FieldValueForbidden spec.volumes[0].projected.sources[0].serviceAccountToken"}},
 		{"projected token with serviceAccountName", func(p *v1.Pod) {
 			p.Spec.ServiceAccountName = "default"
 			p.Spec.Volumes = []v1.Volume{{Name: "t", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
-				Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: i64(3600)}}}}}}}
+				Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: podtest.Int64(3600)}}}}}}}
 		}, nil},
 
 		// tolerations
@@ -230,10 +231,10 @@ func TestValidateCreate(t *testing.T) {
 				{Key: "k", Operator: v1.TolerationOpEqual, Value: "v", Effect: "Bad"},
 				{Key: "bad key!", Operator: v1.TolerationOpExists},
 				{Operator: v1.TolerationOpEqual},
-				{Key: "k", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule, TolerationSeconds: i64(5)},
+				{Key: "k", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule, TolerationSeconds: podtest.Int64(5)},
 				{Key: "k", Operator: v1.TolerationOpExists, Value: "v"},
 				{Operator: v1.TolerationOpExists},
-				{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: i64(300)},
+				{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: podtest.Int64(300)},
 			}
 		}, []string{
 			"FieldValueNotSupported spec.tolerations[0].operator",
@@ -282,7 +283,7 @@ func TestValidateCreate(t *testing.T) {
 
 		// security contexts
 		{"security contexts", func(p *v1.Pod) {
-			p.Spec.SecurityContext.RunAsUser = i64(-1)
+			p.Spec.SecurityContext.RunAsUser = podtest.Int64(-1)
 			p.Spec.SecurityContext.Sysctls = []v1.Sysctl{{Name: "net.core.somaxconn"}, {Name: "BAD"}}
 			p.Spec.HostNetwork = true
 			f, tr := false, true
@@ -294,6 +295,14 @@ func TestValidateCreate(t *testing.T) {
 			"FieldValueInvalid spec.securityContext.runAsUser",
 			"FieldValueInvalid spec.securityContext.sysctls[0].name",
 			"FieldValueInvalid spec.securityContext.sysctls[1].name",
+		}},
+		{"run-as IDs", func(p *v1.Pod) {
+			p.Spec.SecurityContext.RunAsGroup = podtest.Int64(-1)
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{RunAsUser: podtest.Int64(-1), RunAsGroup: podtest.Int64(-2)}
+		}, []string{
+			"FieldValueInvalid spec.containers[0].securityContext.runAsUser",
+			"FieldValueInvalid spec.containers[0].securityContext.runAsGroup",
+			"FieldValueInvalid spec.securityContext.runAsGroup",
 		}},
 
 		// pod-specific annotations
@@ -311,7 +320,7 @@ func TestValidateCreate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := createdPod()
 			tc.mut(p)
-			expectErrs(t, pods.NewStrategy().Validate(ctx, p), tc.want...)
+			podtest.ExpectErrs(t, pods.NewStrategy().Validate(ctx, p), tc.want...)
 		})
 	}
 }
@@ -332,12 +341,12 @@ func TestValidateMessages(t *testing.T) {
 			`spec.containers[0].name: Invalid value: "Bad_Name": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`},
 		{"duplicate", func(p *v1.Pod) { p.Spec.Containers = append(p.Spec.Containers, p.Spec.Containers[0]) },
 			`spec.containers[1].name: Duplicate value: "c"`},
-		{"activeDeadlineSeconds", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = i64(0) },
+		{"activeDeadlineSeconds", func(p *v1.Pod) { p.Spec.ActiveDeadlineSeconds = podtest.Int64(0) },
 			`spec.activeDeadlineSeconds: Invalid value: 0: must be between 1 and 2147483647, inclusive`},
 		{"requests above limits", func(p *v1.Pod) {
-			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: rl("cpu", "2"), Limits: rl("cpu", "1")}
+			p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: podtest.Resources("cpu", "2"), Limits: podtest.Resources("cpu", "1")}
 		}, `spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1`},
-		{"negative", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = rl("memory", "-1") },
+		{"negative", func(p *v1.Pod) { p.Spec.Containers[0].Resources.Requests = podtest.Resources("memory", "-1") },
 			`spec.containers[0].resources.requests[memory]: Invalid value: "-1": must be greater than or equal to 0`},
 		{"port", func(p *v1.Pod) {
 			p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 70000, Protocol: v1.ProtocolTCP}}
@@ -349,7 +358,7 @@ func TestValidateMessages(t *testing.T) {
 		{"toleration operator", func(p *v1.Pod) { p.Spec.Tolerations = []v1.Toleration{{Key: "k", Operator: "Foo"}} },
 			`spec.tolerations[0].operator: Unsupported value: "Foo": supported values: "Equal", "Exists"`},
 		{"toleration effect", func(p *v1.Pod) {
-			p.Spec.Tolerations = []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule, TolerationSeconds: i64(1)}}
+			p.Spec.Tolerations = []v1.Toleration{{Key: "k", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule, TolerationSeconds: podtest.Int64(1)}}
 		}, `spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be 'NoExecute' when ` + "`tolerationSeconds`" + ` is set`},
 		{"volume mount", func(p *v1.Pod) { p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/v"}} },
 			`spec.containers[0].volumeMounts[0].name: Not found: "v"`},
@@ -377,7 +386,7 @@ func TestValidatePodSpecExported(t *testing.T) {
 		t.Errorf("unexpected: %v", errs)
 	}
 	p.Spec.Containers = nil
-	expectErrs(t, validation.ValidatePodSpec(&p.Spec, "", nil), "FieldValueRequired containers")
+	podtest.ExpectErrs(t, validation.ValidatePodSpec(&p.Spec, "", nil), "FieldValueRequired containers")
 }
 
 func TestValidateStatusMessages(t *testing.T) {
