@@ -78,6 +78,10 @@ type Agent struct {
 	// clusterCA is Config.ClusterCA as the one string every pod's ca.crt
 	// shares (a conversion per pod was a copy of the PEM per pod).
 	clusterCA string
+
+	// sharer is the pod informer's transform: the cached pods share what
+	// they hold alike (transform.go).
+	sharer *podSharer
 }
 
 // PodSyncs is the number of pod syncs the agent has run: a pod whose
@@ -178,6 +182,7 @@ func newAgent(client kubernetes.Interface, cfg Config) (*Agent, error) {
 
 		kubeletReady: make(chan struct{}),
 		clusterCA:    string(cfg.ClusterCA),
+		sharer:       newPodSharer(),
 		// Room for a burst of events from every pod of every node.
 		plegEvents: make(chan *pleg.PodLifecycleEvent, 1000+cfg.Nodes*110),
 	}
@@ -290,7 +295,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			return a.client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
 		}), &v1.Pod{}, 0, cache.Indexers{})
-	if err := podInformer.SetTransform(stripManagedFields); err != nil {
+	if err := podInformer.SetTransform(a.sharer.podTransform); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -44,9 +44,8 @@ type podWorker struct {
 	// backOffEvents: the exited container a BackOff event was sent for.
 	backOffEvents map[string]string
 	imageBackoff  map[string]*backoffEntry
-	// volumes are the files last written to the runtime per projected
-	// volume, and tokens the ServiceAccount tokens they hold.
-	volumes map[string]map[string]string
+	// tokens are the ServiceAccount tokens of the pod's projected volumes
+	// (the runtime keeps the volumes' files).
 	// A slice, not a map: a pod has one token or a few, and a map of one
 	// entry costs a bucket of eight (~1 KB a pod).
 	tokens []keyedToken

@@ -46,27 +46,13 @@ func (a *Agent) mountVolumes(ctx context.Context, w *podWorker, pod *v1.Pod) (ti
 			return time.Time{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 		}
 		next = earliest(next, refresh)
-		if maps := w.volumes[vol.Name]; maps != nil && equalFiles(maps, files) {
-			continue
-		}
+		// The runtime keeps the files (and writes nothing when they are
+		// as it has them): the worker keeps no copy of its own.
 		if err := w.node.runtime.SetVolume(ctx, w.uid, vol.Name, files); err != nil {
 			return time.Time{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 		}
-		setIn(&w.volumes, vol.Name, files)
 	}
 	return next, nil
-}
-
-func equalFiles(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if bv, ok := b[k]; !ok || bv != v {
-			return false
-		}
-	}
-	return true
 }
 
 // projectedFiles computes a projected volume's files and when its tokens

@@ -267,10 +267,7 @@ func (g *GenericPLEG) Relist(ctx context.Context) {
 	g.counts = counts
 	g.relistMu.Unlock()
 
-	// setCurrent
-	for _, r := range g.podRecords {
-		r.current = nil
-	}
+	// setCurrent (every record's current is nil since the last relist)
 	for i := range pods {
 		p := &pods[i]
 		r, ok := g.podRecords[p.ID]
@@ -315,10 +312,14 @@ func (g *GenericPLEG) Relist(ctx context.Context) {
 		}
 	}
 	// Records of pods that vanished without events (no containers) go too.
+	// The others let go of the listing: until the next relist only old is
+	// read, and a pointer into the listing would keep all of it (every
+	// pod of the node) alive in between.
 	for pid, r := range g.podRecords {
 		if r.current == nil && (r.old == nil || len(r.old.Containers) == 0) {
 			delete(g.podRecords, pid)
 		}
+		r.current = nil
 	}
 }
 

@@ -105,6 +105,13 @@ func TestRelist(t *testing.T) {
 				if got := drain(g.Watch()); !reflect.DeepEqual(got, s.want) {
 					t.Fatalf("step %d: events %v, want %v", i, got, s.want)
 				}
+				// The listing is let go of between relists (it holds
+				// every pod of the node).
+				for id, r := range g.podRecords {
+					if r.current != nil {
+						t.Fatalf("step %d: pod %s's record points into the listing", i, id)
+					}
+				}
 			}
 			if len(g.podRecords) > len(tc.steps[len(tc.steps)-1].pods) {
 				t.Errorf("%d pod records kept for %d pods", len(g.podRecords), len(tc.steps[len(tc.steps)-1].pods))

@@ -48,7 +48,7 @@ const (
 	scaleChurnDEnv  = "COREKUBE_BENCH_SCALE_CHURN_DURATION" // over how long, default 60s
 	scaleTimeoutEnv = "COREKUBE_BENCH_SCALE_TIMEOUT"        // deadline of the whole run, default 60m
 	scaleJSONEnv    = "COREKUBE_BENCH_SCALE_JSON"           // write the results as JSON to this file
-	scaleProfileEnv = "COREKUBE_BENCH_SCALE_PROFILE_DIR"    // save the apiserver's heap and CPU profiles here
+	scaleProfileEnv = "COREKUBE_BENCH_SCALE_PROFILE_DIR"    // save the apiserver's heap and CPU profiles and the agents' heap profiles here
 	// scaleNodeIdentitiesEnv ("1") gives each node of the agent its own
 	// client certificate (system:node:NAME), hence its own connection.
 	scaleNodeIdentitiesEnv = "COREKUBE_BENCH_SCALE_NODE_IDENTITIES"
@@ -688,6 +688,9 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
+			if err := saveAgentProfiles(ctx, kubeconfig, c.agents(), cfg.profileDir, phase); err != nil {
+				fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+			}
 			if err := saveProfiles(ctx, client, cfg.profileDir, phase, 30); err != nil {
 				fmt.Fprintf(os.Stderr, "scale: %v\n", err)
 			}

@@ -36,7 +36,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -75,12 +77,31 @@ type pod struct {
 	sandboxReady bool
 	ip           string
 	containers   []*container // in creation order
-	// volumes are the pod's volumes' files (SetVolume), by volume name.
-	volumes map[string]map[string]string
+	// volumes are the pod's volumes' files (SetVolume); a pod has one or
+	// a few, so a slice (a map of one entry costs a few hundred bytes).
+	volumes []podVolume
+}
+
+// podVolume is one volume's files.
+type podVolume struct {
+	name  string
+	files map[string]string
+}
+
+// volume returns the files of the pod's volume named name (nil: none).
+func (p *pod) volume(name string) map[string]string {
+	for i := range p.volumes {
+		if p.volumes[i].name == name {
+			return p.volumes[i].files
+		}
+	}
+	return nil
 }
 
 type container struct {
+	// id is fullID without its "sim://" prefix (the same bytes).
 	id, name string
+	pod      *pod
 	// declaredMemory is SIM_MEMORY_USAGE in bytes (-1: not declared).
 	declaredMemory int64
 	fullID         string // sim://<id>
@@ -89,9 +110,16 @@ type container struct {
 	attempt        int
 	created        time.Time
 	proc           *shell.Process
-	env            *shell.Env
-	stopRequested  bool
-	termAt         time.Time
+	// env is the container's environment and file system as its shell
+	// sees them; nil until a shell needs them (a script's start, an exec,
+	// a preStop hook): a server container that nothing runs in, most of
+	// them, never builds its maps (envVars, memoryLimit and the pod's
+	// volumes are what env is made of).
+	env           *shell.Env
+	envVars       map[string]string
+	memoryLimit   int64
+	stopRequested bool
+	termAt        time.Time
 	// termDelivered: SIGTERM reached a program that ignores it (a shell,
 	// like PID 1 in a container); only killAt is still to come.
 	termDelivered bool
@@ -109,8 +137,12 @@ type container struct {
 }
 
 // mountVolume writes the files of the pod's volume named volume into the
-// container's file system below each path that mounts it.
+// container's file system below each path that mounts it (once the
+// container has one: shellEnv mounts every volume when it builds it).
 func (c *container) mountVolume(volume string, files map[string]string) {
+	if c.env == nil {
+		return
+	}
 	for _, m := range c.mounts {
 		if m.Volume != volume {
 			continue
@@ -122,6 +154,41 @@ func (c *container) mountVolume(volume string, files map[string]string) {
 			c.env.Files[unique.Make(dir+name).Value()] = content
 		}
 	}
+}
+
+// shellEnv is the container's environment and file system, built at the
+// first call: HOSTNAME and the configured variables, the pod's volumes
+// mounted.
+func (c *container) shellEnv() *shell.Env {
+	if c.env != nil {
+		return c.env
+	}
+	vars := make(map[string]string, len(c.envVars)+1)
+	vars["HOSTNAME"] = c.pod.name
+	for k, v := range c.envVars {
+		vars[k] = v
+	}
+	c.env = &shell.Env{Files: map[string]string{}, Vars: vars, MemoryLimit: c.memoryLimit, Output: c.logs.write}
+	for _, v := range c.pod.volumes {
+		c.mountVolume(v.name, v.files)
+	}
+	return c.env
+}
+
+// file reads a file of the container's file system without building it
+// (a container that has none sees only its mounted volumes).
+func (c *container) file(path string) string {
+	if c.env != nil {
+		return c.env.Files[path]
+	}
+	for _, m := range c.mounts {
+		if name, ok := strings.CutPrefix(path, strings.TrimSuffix(m.Path, "/")+"/"); ok {
+			if content, ok := c.pod.volume(m.Volume)[name]; ok {
+				return content
+			}
+		}
+	}
+	return ""
 }
 
 // New returns an empty runtime on the given clock (nil: the real clock).
@@ -146,8 +213,18 @@ func (r *Runtime) SetDown(err error) {
 	r.down = err
 }
 
-func newID() string {
-	return fmt.Sprintf("%016x%016x%016x%016x", rand.Uint64(), rand.Uint64(), rand.Uint64(), rand.Uint64())
+// newFullID is a new container's full ID, "sim://" and 64 hex digits, in
+// one allocation (the short ID is its tail).
+func newFullID() string {
+	const prefix = Name + "://"
+	var raw [32]byte
+	for i := 0; i < len(raw); i += 8 {
+		binary.BigEndian.PutUint64(raw[i:], rand.Uint64())
+	}
+	b := make([]byte, len(prefix)+hex.EncodedLen(len(raw)))
+	copy(b, prefix)
+	hex.Encode(b[len(prefix):], raw[:])
+	return string(b)
 }
 
 // advance runs a container up to now: its program, then SIGTERM and
@@ -205,7 +282,7 @@ func (c *container) exit(at time.Time, code int, oom bool) {
 		c.reason = "Error"
 	}
 	if c.msgPath != "" {
-		c.message = c.env.Files[c.msgPath]
+		c.message = c.file(c.msgPath)
 		if len(c.message) > maxTerminationMessage {
 			c.message = c.message[:maxTerminationMessage]
 		}
@@ -513,10 +590,15 @@ func (r *Runtime) SetVolume(_ context.Context, uid types.UID, volume string, fil
 	if !ok {
 		return fmt.Errorf("pod sandbox of %s: %w", uid, runtime.ErrNotFound)
 	}
-	if p.volumes == nil {
-		p.volumes = map[string]map[string]string{}
+	i := slices.IndexFunc(p.volumes, func(v podVolume) bool { return v.name == volume })
+	switch {
+	case i < 0:
+		p.volumes = append(p.volumes, podVolume{volume, files})
+	case maps.Equal(p.volumes[i].files, files):
+		return nil // as it is: nothing to write
+	default:
+		p.volumes[i].files = files
 	}
-	p.volumes[volume] = files
 	for _, c := range p.containers {
 		if !c.exited {
 			c.mountVolume(volume, files)
@@ -549,27 +631,20 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 		return "", fmt.Errorf("image %q: %w", full, runtime.ErrNotFound)
 	}
 	now := r.clock.Now()
-	vars := make(map[string]string, len(cfg.Env)+1)
-	vars["HOSTNAME"] = p.name
-	for k, v := range cfg.Env {
-		vars[k] = v
-	}
-	id := newID()
+	fullID := newFullID()
 	c := &container{
-		id: id, fullID: Name + "://" + id, name: cfg.Name, image: full, ref: img.Ref, hash: cfg.Hash, attempt: cfg.Attempt, created: now,
+		id: fullID[len(Name)+3:], fullID: fullID, name: cfg.Name, pod: p, image: full, ref: img.Ref, hash: cfg.Hash, attempt: cfg.Attempt, created: now,
 		msgPath: cfg.TerminationMessagePath, msgFromLogs: cfg.TerminationMessageFallbackToLogs,
-		mounts: cfg.Mounts, declaredMemory: declaredMemory(cfg.Env),
+		mounts: cfg.Mounts, declaredMemory: declaredMemory(cfg.Env), memoryLimit: cfg.MemoryLimit,
 	}
-	c.env = &shell.Env{
-		Files:       map[string]string{},
-		Vars:        vars,
-		MemoryLimit: cfg.MemoryLimit,
-		Output:      c.logs.write,
+	if len(cfg.Env) > 0 {
+		c.envVars = cfg.Env
 	}
-	for name, files := range p.volumes {
-		c.mountVolume(name, files)
+	var env *shell.Env
+	if prog != nil {
+		env = c.shellEnv() // a script runs in it from the start
 	}
-	c.proc = prog.Start(now, c.env)
+	c.proc = prog.Start(now, env)
 	c.advance(now)
 	p.containers = append(p.containers, c)
 	r.byID[c.id] = c
@@ -626,7 +701,7 @@ func (r *Runtime) StopContainer(_ context.Context, id string, opts runtime.StopO
 			// As an exec of a command line sh cannot parse: 126.
 			hookErr = fmt.Errorf("%w: command '%s' exited with 126: %v", runtime.ErrPreStopHook, strings.Join(opts.PreStop, " "), err)
 		case prog != nil:
-			code, out, took, timedOut := shell.Run(prog, now, *c.env, opts.Timeout)
+			code, out, took, timedOut := shell.Run(prog, now, *c.shellEnv(), opts.Timeout)
 			if timedOut {
 				// Still running when SIGTERM is due: not a failure (yet).
 				took = opts.Timeout
@@ -686,7 +761,7 @@ func (r *Runtime) ExecSync(_ context.Context, id string, cmd []string, timeout t
 	if c.exited {
 		return 0, nil, fmt.Errorf("exec in %s: %w", id, runtime.ErrNotRunning)
 	}
-	code, out, _, timedOut := shell.Run(prog, now, *c.env, timeout)
+	code, out, _, timedOut := shell.Run(prog, now, *c.shellEnv(), timeout)
 	if timedOut {
 		return code, []byte(out), fmt.Errorf("command %q: %w after %v", strings.Join(cmd, " "), runtime.ErrExecTimeout, timeout)
 	}
@@ -772,19 +847,20 @@ func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedConta
 		if _, ok := r.images[ac.Config.Image]; !ok {
 			r.images[ac.Config.Image] = runtime.Image{Ref: ac.ImageRef, Size: imageSize(ac.Config.Image)}
 		}
-		vars := make(map[string]string, len(ac.Config.Env)+1)
-		vars["HOSTNAME"] = p.name
-		for k, v := range ac.Config.Env {
-			vars[k] = v
-		}
 		c := &container{
-			id: id, fullID: ac.ID, name: ac.Config.Name, image: ac.Config.Image, ref: ac.ImageRef, hash: ac.Config.Hash,
+			id: id, fullID: ac.ID, name: ac.Config.Name, pod: p, image: ac.Config.Image, ref: ac.ImageRef, hash: ac.Config.Hash,
 			attempt: ac.Config.Attempt, created: ac.StartedAt,
 			msgPath: ac.Config.TerminationMessagePath, msgFromLogs: ac.Config.TerminationMessageFallbackToLogs,
-			mounts: ac.Config.Mounts, declaredMemory: declaredMemory(ac.Config.Env),
+			mounts: ac.Config.Mounts, declaredMemory: declaredMemory(ac.Config.Env), memoryLimit: ac.Config.MemoryLimit,
 		}
-		c.env = &shell.Env{Files: map[string]string{}, Vars: vars, MemoryLimit: ac.Config.MemoryLimit, Output: c.logs.write}
-		c.proc = prog.Start(ac.StartedAt, c.env)
+		if len(ac.Config.Env) > 0 {
+			c.envVars = ac.Config.Env
+		}
+		var env *shell.Env
+		if prog != nil {
+			env = c.shellEnv()
+		}
+		c.proc = prog.Start(ac.StartedAt, env)
 		if ac.Exited {
 			// Replayed for its log only: its end is the recorded one.
 			c.proc.Advance(ac.FinishedAt)

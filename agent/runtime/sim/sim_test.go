@@ -412,3 +412,102 @@ func TestMemoryStats(t *testing.T) {
 		t.Errorf("after stress ended, pod a uses %d, want %d", m["a"], 300<<20)
 	}
 }
+
+// TestServerEnvBuiltWhenNeeded: a server container (a command the shell
+// does not run, as most images' entrypoints) gets no environment or file
+// system of its own until something runs in it; then an exec sees what it
+// would have seen had they been built at the start: HOSTNAME, the
+// configured variables, the files of the volumes it mounts, set before or
+// after it started. Its termination message is read from a mounted file
+// without building them.
+func TestServerEnvBuiltWhenNeeded(t *testing.T) {
+	r, _ := setup(t)
+	ctx := context.Background()
+	const dir = "/var/run/secrets/kubernetes.io/serviceaccount"
+	if err := r.SetVolume(ctx, "u1", "token-vol", map[string]string{"token": "t1"}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := r.StartContainer(ctx, "u1", runtime.ContainerConfig{Name: "c", Image: "busybox", Env: map[string]string{"A": "1"},
+		TerminationMessagePath: "/msg/termination-log",
+		Mounts:                 []runtime.Mount{{Volume: "token-vol", Path: dir}, {Volume: "msg-vol", Path: "/msg"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetVolume(ctx, "u1", "msg-vol", map[string]string{"termination-log": "bye"}); err != nil {
+		t.Fatal(err)
+	}
+	c := func() *container {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.byID[strings.TrimPrefix(id, Name+"://")]
+	}
+	if c().env != nil {
+		t.Fatal("a server container's environment was built at its start")
+	}
+	if !strings.HasPrefix(id, Name+"://") || len(id) != len(Name)+3+64 || c().id != id[len(Name)+3:] {
+		t.Errorf("container ID %q, short ID %q", id, c().id)
+	}
+	if err := r.SetVolume(ctx, "u1", "token-vol", map[string]string{"token": "t2"}); err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]string{
+		"echo $HOSTNAME $A":        "p 1\n",
+		"cat " + dir + "/token":    "t2",
+		"cat /msg/termination-log": "bye",
+	} {
+		code, out, err := r.ExecSync(ctx, id, []string{"sh", "-c", cmd}, time.Second)
+		if err != nil || code != 0 || string(out) != want {
+			t.Errorf("exec %q: %d %q %v, want %q", cmd, code, out, err, want)
+		}
+	}
+	if c().env == nil {
+		t.Error("no environment after an exec")
+	}
+	// Another server container, stopped without an exec: its termination
+	// message comes from the mounted volume.
+	id2, err := r.StartContainer(ctx, "u1", runtime.ContainerConfig{Name: "d", Image: "busybox", TerminationMessagePath: "/msg/termination-log",
+		Mounts: []runtime.Mount{{Volume: "msg-vol", Path: "/msg"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StopContainer(ctx, id2, runtime.StopOptions{Timeout: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if cs := status(t, r, id2); cs.State != runtime.ContainerStateExited || cs.Message != "bye" {
+		t.Errorf("stopped server: %s %q, want exited with message %q", cs.State, cs.Message, "bye")
+	}
+}
+
+// TestSetVolumeUnchanged: setting a volume to the files it has keeps the
+// runtime's copy (the agent sets its volumes at every sync).
+func TestSetVolumeUnchanged(t *testing.T) {
+	r, _ := setup(t)
+	ctx := context.Background()
+	first := map[string]string{"token": "t1"}
+	for _, files := range []map[string]string{first, {"token": "t1"}} {
+		if err := r.SetVolume(ctx, "u1", "v", files); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.mu.Lock()
+	p := r.pods["u1"]
+	kept := p.volume("v")
+	n := len(p.volumes)
+	r.mu.Unlock()
+	if n != 1 || !maps.Equal(kept, first) {
+		t.Fatalf("volumes %d, files %v", n, kept)
+	}
+	kept["probe"] = "x" // the same map as first: not replaced by the equal one
+	if first["probe"] != "x" {
+		t.Error("an equal set of files replaced the runtime's")
+	}
+	if err := r.SetVolume(ctx, "u1", "v", map[string]string{"token": "t2"}); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	got := r.pods["u1"].volume("v")["token"]
+	r.mu.Unlock()
+	if got != "t2" {
+		t.Errorf("token %q after a change, want t2", got)
+	}
+}

@@ -129,8 +129,11 @@ type Process struct {
 }
 
 // Start starts prog at the given time. A nil prog is a server: it runs
-// until stopped.
+// until stopped, and never reads env (which may be nil then).
 func (prog *Program) Start(at time.Time, env *Env) *Process {
+	if prog == nil {
+		return &Process{env: env, now: at, blocked: true, handlesTER: true}
+	}
 	if env == nil {
 		env = &Env{}
 	}
@@ -140,11 +143,7 @@ func (prog *Program) Start(at time.Time, env *Env) *Process {
 	if env.Vars == nil {
 		env.Vars = map[string]string{}
 	}
-	p := &Process{prog: prog, env: env, now: at}
-	if prog == nil {
-		p.blocked, p.handlesTER = true, true
-	}
-	return p
+	return &Process{prog: prog, env: env, now: at}
 }
 
 // Exited reports whether the process has exited (as of the last Advance).
