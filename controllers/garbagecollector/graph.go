@@ -154,9 +154,10 @@ func (c *Controller) processGraphChange(e *event) {
 	}
 	switch {
 	case e.typ != deleteEvent && !found:
+		// dependents stays nil until the node has one: most objects
+		// (every pod) own nothing, and an empty map costs ~50 bytes each.
 		n := &node{
 			identity:           e.identity(),
-			dependents:         map[*node]struct{}{},
 			owners:             e.obj.OwnerReferences,
 			beingDeleted:       beingDeleted(e.obj),
 			deletingDependents: waitsForDependentsDeletion(e.obj),
@@ -273,6 +274,9 @@ func (c *Controller) addDependentToOwners(n *node, refs []metav1.OwnerReference)
 			identity.Namespace = n.identity.Namespace
 			owner = &node{identity: identity, dependents: map[*node]struct{}{}, virtual: true}
 			c.uidToNode[ref.UID] = owner
+		}
+		if owner.dependents == nil {
+			owner.dependents = map[*node]struct{}{}
 		}
 		owner.dependents[n] = struct{}{}
 		if !ok {

@@ -4,10 +4,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unique"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corekube/corekube/controllers/internal/intern"
 )
 
 // bindAllHostIP is the host IP of a port that names none.
@@ -243,11 +245,27 @@ func (ni *nodeInfo) portConflict(hp hostPort) bool {
 	return ni.ports[hostPort{ip: bindAllHostIP, protocol: hp.protocol, port: hp.port}] > 0
 }
 
-// assignedPod is a pod's share of its node.
+// assignedPod is a pod's share of its node. For a pod the informer shows
+// bound, it is also the object the informer stores (transformPod): the
+// scheduler keeps no *v1.Pod of the pods already placed, only what its
+// plugins and preemption read of them, so that 150,000 bound pods cost a
+// few hundred bytes each rather than a stripped v1.Pod (a 1,152-byte
+// struct before any of its fields) and a copy of its sums.
 type assignedPod struct {
-	// pod is the (stripped) pod, which preemption reads: name, labels,
-	// priority, start and deletion times.
-	pod      *v1.Pod
+	// Identity: the informer's key and resourceVersion (its handlers
+	// tell updates from resyncs by it), and what preemption's victims are
+	// patched, deleted and reported by (asPod).
+	name            string
+	uid             types.UID
+	resourceVersion string
+	// startTime (status.startTime): preemption spares the pods that
+	// started first.
+	startTime *metav1.Time
+	// deletionTimestamp and disruption (the DisruptionTarget condition,
+	// if any) tell a pod terminating because it was preempted.
+	deletionTimestamp *metav1.Time
+	disruption        *v1.PodCondition
+
 	priority int32
 	node     string
 	req      resources
@@ -264,6 +282,64 @@ type assignedPod struct {
 	owner       types.UID // controller, for the default spreading
 	terminating bool
 	affinity    *podAffinity // nil: no inter-pod affinity terms
+}
+
+// newAssignedPod is what the scheduler keeps of pod, bound to
+// pod.Spec.NodeName. The names and labels are shared with other pods that
+// have equal ones (package intern): the result is read-only but for the
+// fields nodeCache.setPod sets.
+func newAssignedPod(pod *v1.Pod) *assignedPod {
+	p := &assignedPod{
+		name:              pod.Name,
+		uid:               pod.UID,
+		resourceVersion:   pod.ResourceVersion,
+		startTime:         pod.Status.StartTime,
+		deletionTimestamp: pod.DeletionTimestamp,
+		priority:          podPriority(pod),
+		node:              intern.String(pod.Spec.NodeName),
+		req:               podRequests(pod, false),
+		nonZero:           podRequests(pod, true),
+		ports:             podHostPorts(pod),
+	}
+	p.disruption = disruptionOf(pod)
+	p.setTopology(pod)
+	p.labels = intern.Labels(p.labels)
+	return p
+}
+
+// disruptionOf is a copy of pod's DisruptionTarget condition, nil if none.
+func disruptionOf(pod *v1.Pod) *v1.PodCondition {
+	for i := range pod.Status.Conditions {
+		if c := pod.Status.Conditions[i]; c.Type == v1.DisruptionTarget {
+			return &c
+		}
+	}
+	return nil
+}
+
+// GetObjectMeta makes an assignedPod an object the informer can key and
+// compare (meta.Accessor): namespace, name, uid and resourceVersion.
+func (p *assignedPod) GetObjectMeta() metav1.Object {
+	// Only fields nodeCache.setPod never writes: the informer reads them
+	// from its goroutines while the handlers update the cache.
+	return &metav1.ObjectMeta{Name: p.name, Namespace: p.ns, UID: p.uid, ResourceVersion: p.resourceVersion}
+}
+
+// asPod is the pod p stands for, with what preemption's writes and events
+// read of a victim: name, namespace, uid, resourceVersion, labels, node,
+// priority, start and deletion times and the DisruptionTarget condition.
+func (p *assignedPod) asPod() *v1.Pod {
+	prio := p.priority
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.ns, UID: p.uid, ResourceVersion: p.resourceVersion,
+			Labels: p.labels, DeletionTimestamp: p.deletionTimestamp},
+		Spec:   v1.PodSpec{NodeName: p.node, Priority: &prio},
+		Status: v1.PodStatus{StartTime: p.startTime},
+	}
+	if p.disruption != nil {
+		pod.Status.Conditions = []v1.PodCondition{*p.disruption}
+	}
+	return pod
 }
 
 // nodeCache holds every node and every bound or assumed pod.
@@ -352,12 +428,11 @@ func (c *nodeCache) setPod(key string, p *assignedPod) (left string) {
 		}
 	}
 	c.pods[key] = p
-	// Shared label sets and namespace strings keep the pod-topology
-	// plugins' passes over every pod in few cache lines.
-	p.ns = unique.Make(p.ns).Value()
-	if p.owner != "" {
-		p.owner = types.UID(unique.Make(string(p.owner)).Value())
-	}
+	// Shared label sets (and namespace strings, interned by whoever built
+	// p) keep the pod-topology plugins' passes over every pod in few
+	// cache lines. p may be the informer's stored object, whose identity
+	// (name, namespace, uid, resourceVersion) the informer reads from its
+	// own goroutines: those fields are not written here.
 	if len(p.labels) > 0 {
 		k := labelsKey(p.labels)
 		ls := c.labelSets[k]

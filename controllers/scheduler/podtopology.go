@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"unique"
 
+	"github.com/corekube/corekube/controllers/internal/intern"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -236,9 +238,9 @@ func spreadOwner(pod *v1.Pod) types.UID {
 // setTopology fills in what the pod-topology plugins read of a pod bound
 // to a node.
 func (p *assignedPod) setTopology(pod *v1.Pod) {
-	p.ns = pod.Namespace
+	p.ns = intern.String(pod.Namespace)
 	p.labels = pod.Labels
-	p.owner = spreadOwner(pod)
+	p.owner = types.UID(intern.String(string(spreadOwner(pod))))
 	p.terminating = pod.DeletionTimestamp != nil
 	p.affinity = parsePodAffinity(pod)
 }

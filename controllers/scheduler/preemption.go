@@ -91,14 +91,14 @@ func splitByPDBViolation(pods []*assignedPod, pdbs []pdbInfo) (violating, nonVio
 	}
 	for _, p := range pods {
 		violates := false
-		if len(p.pod.Labels) > 0 {
-			set := labels.Set(p.pod.Labels)
+		if len(p.labels) > 0 {
+			set := labels.Set(p.labels)
 			for i := range pdbs {
 				b := &pdbs[i]
-				if b.namespace != p.pod.Namespace || !b.selector.Matches(set) {
+				if b.namespace != p.ns || !b.selector.Matches(set) {
 					continue
 				}
-				if _, ok := b.disrupted[p.pod.Name]; ok {
+				if _, ok := b.disrupted[p.name]; ok {
 					continue
 				}
 				allowed[i]--
@@ -118,9 +118,9 @@ func splitByPDBViolation(pods []*assignedPod, pdbs []pdbInfo) (violating, nonVio
 
 // startTime is kube's GetPodStartTime: status.startTime, or now for a pod
 // not started yet.
-func startTime(p *v1.Pod, now time.Time) time.Time {
-	if p.Status.StartTime != nil {
-		return p.Status.StartTime.Time
+func startTime(p *assignedPod, now time.Time) time.Time {
+	if p.startTime != nil {
+		return p.startTime.Time
 	}
 	return now
 }
@@ -131,7 +131,7 @@ func moreImportant(a, b *assignedPod, now time.Time) bool {
 	if a.priority != b.priority {
 		return a.priority > b.priority
 	}
-	return startTime(a.pod, now).Before(startTime(b.pod, now))
+	return startTime(a, now).Before(startTime(b, now))
 }
 
 // simNode copies what the filters read of ni into sim, with requests and
@@ -248,7 +248,7 @@ func scoreCandidate(c *candidate, now time.Time) candidateScore {
 		if v.priority != s.highest {
 			continue
 		}
-		if t := startTime(v.pod, now); s.earliestTop.IsZero() || t.Before(s.earliestTop) {
+		if t := startTime(v, now); s.earliestTop.IsZero() || t.Before(s.earliestTop) {
 			s.earliestTop = t
 		}
 	}
@@ -289,16 +289,11 @@ func pickCandidate(cands []candidate, now time.Time) int {
 
 // terminatingByPreemption is kube's podTerminatingByPreemption: the pod is
 // being deleted and says it was preempted.
-func terminatingByPreemption(p *v1.Pod) bool {
-	if p.DeletionTimestamp == nil {
+func terminatingByPreemption(p *assignedPod) bool {
+	if p.deletionTimestamp == nil || p.disruption == nil {
 		return false
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == v1.DisruptionTarget {
-			return c.Status == v1.ConditionTrue && c.Reason == v1.PodReasonPreemptionByScheduler
-		}
-	}
-	return false
+	return p.disruption.Status == v1.ConditionTrue && p.disruption.Reason == v1.PodReasonPreemptionByScheduler
 }
 
 // numCandidates is kube's calculateNumCandidates.
@@ -317,7 +312,7 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 	lower := func(ni *nodeInfo) []*assignedPod {
 		var out []*assignedPod
 		for _, p := range ni.podsOn() {
-			if p.priority < e.priority && p.pod != nil {
+			if p.priority < e.priority && p.name != "" {
 				out = append(out, p)
 			}
 		}
@@ -331,7 +326,7 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 					// A lower-priority pod still terminating there: the
 					// room made for e is on its way.
 					for _, p := range lower(f.node) {
-						if terminatingByPreemption(p.pod) {
+						if terminatingByPreemption(p) {
 							eligible = false
 							break
 						}
@@ -415,7 +410,7 @@ func (s *Scheduler) preempt(e *podEntry, failures []failure) preemption {
 	best := &cands[pickCandidate(cands, now)]
 	out := preemption{node: best.node.name, victims: make([]*v1.Pod, len(best.victims))}
 	for i, v := range best.victims {
-		out.victims[i] = v.pod
+		out.victims[i] = v.asPod()
 	}
 	// Pods of lower priority nominated there may no longer fit: their
 	// nomination goes (a status change, which does not requeue them, as

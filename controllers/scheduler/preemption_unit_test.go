@@ -26,7 +26,9 @@ func victim(name string, prio int32, milliCPU int64, startMin int, lbls ...strin
 		st := metav1.NewTime(t0.Add(time.Duration(startMin) * time.Minute))
 		pod.Status.StartTime = &st
 	}
-	return &assignedPod{pod: pod, priority: prio, req: resources{MilliCPU: milliCPU}}
+	p := newAssignedPod(pod)
+	p.priority, p.req, p.nonZero = prio, resources{MilliCPU: milliCPU}, resources{}
+	return p
 }
 
 func testNode(milliCPU int64, pods ...*assignedPod) *nodeInfo {
@@ -65,7 +67,7 @@ func pdb(name string, allowed int32, app string, disrupted ...string) *policyv1.
 func names(pods []*assignedPod) []string {
 	out := []string{}
 	for _, p := range pods {
-		out = append(out, p.pod.Name)
+		out = append(out, p.name)
 	}
 	return out
 }

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/corekube/corekube/controllers/internal/intern"
 )
 
 // Kube's minimums for percentageOfNodesToScore.
@@ -44,8 +46,10 @@ func (s *Scheduler) scheduleOne(ctx context.Context, key string) {
 		// An assumed pod's nomination ends: its requests now count on its
 		// node as a pod's.
 		s.nominate(e, "")
-		s.cache.setPod(key, &assignedPod{pod: pod, priority: e.priority, node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true,
-			ns: pod.Namespace, labels: pod.Labels, owner: e.owner, affinity: e.affinity})
+		s.cache.setPod(key, &assignedPod{name: pod.Name, uid: pod.UID, resourceVersion: pod.ResourceVersion,
+			startTime: pod.Status.StartTime, deletionTimestamp: pod.DeletionTimestamp, disruption: disruptionOf(pod),
+			priority: e.priority, node: node, req: e.req, nonZero: e.nonZero, ports: e.ports, assumed: true,
+			ns: intern.String(pod.Namespace), labels: pod.Labels, owner: types.UID(intern.String(string(e.owner))), affinity: e.affinity})
 		a := attempt{start: start, first: e.firstAttempt, n: e.attempts + 1}
 		unlock()
 		s.submit(ctx, func(ctx context.Context) { s.bind(ctx, key, pod, node, a) })

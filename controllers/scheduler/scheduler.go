@@ -14,6 +14,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/rest"
@@ -149,9 +150,15 @@ func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, erro
 	// The queue's forwarder ends with the informers when Start never
 	// comes (a standby that stops warm).
 	context.AfterFunc(informerCtx, s.queue.ShutDown)
+	tweak := func(o *metav1.ListOptions) { o.FieldSelector = nonTerminalPods }
 	podFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = nonTerminalPods }),
-		informers.WithTransform(stripPod))
+		informers.WithTweakListOptions(tweak), informers.WithTransform(transformPod))
+	// The pod informer has no namespace index (the factory's default):
+	// nothing looks pods up by namespace, and the index costs a set entry
+	// per pod.
+	podInformer := podFactory.InformerFor(&v1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{}, tweak)
+	})
 	nodeFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(stripNode))
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithTransform(stripNamespace))
 	stop := func() {
@@ -161,7 +168,7 @@ func (s *Scheduler) startInformers(ctx context.Context) (*runningInformers, erro
 		nsFactory.Shutdown()
 		s.queue.ShutDown()
 	}
-	podReg, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    s.onPod,
 		UpdateFunc: func(_, obj any) { s.onPod(obj) },
 		DeleteFunc: s.onPodDelete,
@@ -314,46 +321,26 @@ func (s *Scheduler) submit(ctx context.Context, call func(context.Context)) {
 }
 
 // onPod handles an added or updated pod.
+// The informer hands over an *assignedPod for a pod bound to a node
+// (transformPod) and a stripped *v1.Pod for a pod waiting for one.
 func (s *Scheduler) onPod(obj any) {
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
+	var pod *v1.Pod
+	switch o := obj.(type) {
+	case *assignedPod:
+		s.onBoundPod(o)
+		return
+	case *v1.Pod:
+		if o.Spec.NodeName != "" {
+			s.onBoundPod(newAssignedPod(o))
+			return
+		}
+		pod = o
+	default:
 		return
 	}
 	key := pod.Namespace + "/" + pod.Name
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pod.Spec.NodeName != "" {
-		s.dropPending(key)
-		p := &assignedPod{
-			pod:      pod,
-			priority: podPriority(pod),
-			node:     pod.Spec.NodeName,
-			req:      podRequests(pod, false),
-			nonZero:  podRequests(pod, true),
-			ports:    podHostPorts(pod),
-		}
-		p.setTopology(pod)
-		known := s.cache.pods[key]
-		isNew := known == nil || known.assumed
-		relabelled := !isNew && !maps.Equal(known.labels, pod.Labels)
-		left := s.cache.setPod(key, p)
-		if left != "" {
-			s.markDirty(left, eventAssignedPodUpdate)
-		}
-		// A pod arriving on a node, or changing its labels there, may let
-		// a waiting pod with inter-pod affinity or spreading fit (kube's
-		// AssignedPodAdd and AssignedPodUpdate); only worth a move pass
-		// when pods wait.
-		if len(s.waiting) > 0 {
-			switch {
-			case isNew:
-				s.markDirty(pod.Spec.NodeName, eventAssignedPodAdd)
-			case relabelled:
-				s.markDirty(pod.Spec.NodeName, eventAssignedPodUpdate)
-			}
-		}
-		return
-	}
 	if pod.Spec.SchedulerName != s.cfg.SchedulerName || pod.DeletionTimestamp != nil {
 		s.dropPending(key)
 		return
@@ -396,6 +383,33 @@ func (s *Scheduler) onPod(obj any) {
 		s.requeue(e, eventUnscheduledPodUpdate)
 	case stateFailing:
 		e.missed = true
+	}
+}
+
+// onBoundPod handles an added or updated pod bound to a node.
+func (s *Scheduler) onBoundPod(p *assignedPod) {
+	key := p.ns + "/" + p.name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropPending(key)
+	known := s.cache.pods[key]
+	isNew := known == nil || known.assumed
+	relabelled := !isNew && !maps.Equal(known.labels, p.labels)
+	left := s.cache.setPod(key, p)
+	if left != "" {
+		s.markDirty(left, eventAssignedPodUpdate)
+	}
+	// A pod arriving on a node, or changing its labels there, may let
+	// a waiting pod with inter-pod affinity or spreading fit (kube's
+	// AssignedPodAdd and AssignedPodUpdate); only worth a move pass
+	// when pods wait.
+	if len(s.waiting) > 0 {
+		switch {
+		case isNew:
+			s.markDirty(p.node, eventAssignedPodAdd)
+		case relabelled:
+			s.markDirty(p.node, eventAssignedPodUpdate)
+		}
 	}
 }
 

@@ -10,6 +10,18 @@ import (
 	"github.com/corekube/corekube/controllers/internal/intern"
 )
 
+// transformPod is the pod informer's transform: a pod bound to a node
+// becomes the scheduler's assignedPod (what its plugins and preemption
+// read of a placed pod, the cache's own entry too), a pod waiting for one
+// is stripped (stripPod). It is idempotent, as client-go wants.
+func transformPod(obj any) (any, error) {
+	pod, ok := obj.(*v1.Pod)
+	if !ok || pod.Spec.NodeName == "" {
+		return stripPod(obj)
+	}
+	return newAssignedPod(pod), nil
+}
+
 // stripPod keeps, of a pod the informer stores, only what the scheduler
 // reads, so 30,000 pods stay small in memory. A new pod is built, so that
 // nothing else the decoder allocated stays reachable, and the parts pods

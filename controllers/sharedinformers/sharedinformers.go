@@ -102,29 +102,65 @@ func Transform(obj any) (any, error) {
 //     eviction (node lifecycle);
 //   - status.phase (all three); status.reason: evicted pods go first
 //     (pod GC);
-//   - the Ready and DisruptionTarget conditions: healthy pods, stale
-//     disruption conditions (disruption), marking pods not ready and
-//     eviction (node lifecycle).
+//   - the Ready condition's status: healthy pods (disruption), marking
+//     pods not ready (node lifecycle); the DisruptionTarget condition
+//     whole: stale disruption conditions (disruption), eviction (node
+//     lifecycle).
 //
 // A new pod is built rather than the decoded one trimmed, so that nothing
-// else the decoder allocated stays reachable; labels, tolerations and
-// the namespace and node names are shared between the pods that have
-// equal ones (package intern; the cached objects are read-only).
+// else the decoder allocated stays reachable; labels, tolerations, owner
+// references, the Ready condition and the namespace and node names are
+// shared between the pods that have equal ones (package intern; the
+// cached objects are read-only).
 func stripPod(pod *v1.Pod) *v1.Pod {
 	out := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name, Namespace: intern.String(pod.Namespace), UID: pod.UID, ResourceVersion: pod.ResourceVersion,
 			Labels:            intern.Labels(pod.Labels),
 			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
-			OwnerReferences: pod.OwnerReferences, Finalizers: pod.Finalizers,
+			OwnerReferences: intern.OwnerReferences(pod.OwnerReferences), Finalizers: pod.Finalizers,
 		},
 		Spec:   v1.PodSpec{NodeName: intern.String(pod.Spec.NodeName), Tolerations: intern.Tolerations(pod.Spec.Tolerations)},
 		Status: v1.PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason},
 	}
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == v1.PodReady || cond.Type == v1.DisruptionTarget {
-			out.Status.Conditions = append(out.Status.Conditions, cond)
+	var ready *v1.PodCondition
+	var target *v1.PodCondition
+	for i := range pod.Status.Conditions {
+		switch pod.Status.Conditions[i].Type {
+		case v1.PodReady:
+			ready = &pod.Status.Conditions[i]
+		case v1.DisruptionTarget:
+			target = &pod.Status.Conditions[i]
 		}
 	}
+	switch {
+	case target == nil && ready != nil:
+		// The common case: a list shared by every pod with the same
+		// Ready status.
+		out.Status.Conditions = readyOnly(ready.Status)
+	case target != nil:
+		if ready != nil {
+			out.Status.Conditions = append(out.Status.Conditions, v1.PodCondition{Type: v1.PodReady, Status: ready.Status})
+		}
+		out.Status.Conditions = append(out.Status.Conditions, *target)
+	}
 	return out
+}
+
+// readyConditions are the condition lists of the pods whose only kept
+// condition is Ready, by its status: the Ready condition keeps its type
+// and status only (the readers ask whether it is True, and node lifecycle
+// patches it to False by type), so every such pod shares one of these
+// read-only lists.
+var readyConditions = map[v1.ConditionStatus][]v1.PodCondition{
+	v1.ConditionTrue:    {{Type: v1.PodReady, Status: v1.ConditionTrue}},
+	v1.ConditionFalse:   {{Type: v1.PodReady, Status: v1.ConditionFalse}},
+	v1.ConditionUnknown: {{Type: v1.PodReady, Status: v1.ConditionUnknown}},
+}
+
+func readyOnly(status v1.ConditionStatus) []v1.PodCondition {
+	if l, ok := readyConditions[status]; ok {
+		return l
+	}
+	return []v1.PodCondition{{Type: v1.PodReady, Status: status}}
 }

@@ -16,7 +16,9 @@ import (
 func TestTransformPod(t *testing.T) {
 	created := metav1.Unix(100, 0)
 	deleted := metav1.Unix(200, 0)
-	ready := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue}
+	// Of the Ready condition only the type and status are kept.
+	ready := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, Reason: "r", LastTransitionTime: created}
+	keptReady := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue}
 	target := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "EvictionByEvictionAPI", LastTransitionTime: created}
 	toleration := v1.Toleration{Key: v1.TaintNodeUnreachable, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}
 	pod := &v1.Pod{
@@ -42,7 +44,7 @@ func TestTransformPod(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{Name: "o"}}, Finalizers: []string{"f"},
 		},
 		Spec:   v1.PodSpec{NodeName: "n", Tolerations: []v1.Toleration{toleration}},
-		Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{ready, target}},
+		Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{keptReady, target}},
 	}
 	got, err := Transform(pod)
 	if err != nil {
@@ -113,6 +115,21 @@ func TestTransformSharesTemplateParts(t *testing.T) {
 	}
 	if mapPtr(a.Labels) == mapPtr(c.Labels) || c.Labels["app"] != "db" || a.Labels["app"] != "web" {
 		t.Errorf("labels %v and %v", a.Labels, c.Labels)
+	}
+	// Owner references and a Ready-only condition list are shared too.
+	owned := func(name string, ready v1.ConditionStatus) *v1.Pod {
+		p := pod(name, "web")
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", UID: "rs-uid"}}
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+			{Type: v1.PodReady, Status: ready, LastTransitionTime: metav1.Unix(int64(len(name)), 0)}}
+		return p
+	}
+	d, e, f := strip(owned("d", v1.ConditionTrue)), strip(owned("ee", v1.ConditionTrue)), strip(owned("f", v1.ConditionFalse))
+	if &d.OwnerReferences[0] != &e.OwnerReferences[0] || &d.Status.Conditions[0] != &e.Status.Conditions[0] {
+		t.Error("pods of one template share neither owner references nor their Ready condition")
+	}
+	if want := []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionFalse}}; !reflect.DeepEqual(f.Status.Conditions, want) {
+		t.Errorf("conditions of a pod not ready: %+v, want %+v", f.Status.Conditions, want)
 	}
 }
 

@@ -7,8 +7,12 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,4 +284,64 @@ func saveProfiles(ctx context.Context, client kubernetes.Interface, dir, phase s
 		return fmt.Errorf("cpu profile (%s): %w", phase, err)
 	}
 	return os.WriteFile(filepath.Join(dir, "apiserver-"+phase+"-cpu.pb.gz"), cpu, 0o644)
+}
+
+// componentProfiling is, with a profile directory, where the scheduler and
+// the controllers serve /debug/pprof/: each gets --secure-port on a free
+// loopback port (found here, so a port taken meanwhile fails its start),
+// and saveHeaps fetches their heap profiles. Without a directory they serve nothing, as before: other
+// runs on the machine may hold kube's ports.
+type componentProfiling struct {
+	ports map[string]string // by process name
+}
+
+// args are the serving flags of the process name.
+func (cp *componentProfiling) args(b interface{ Fatal(...any) }, name string) []string {
+	if cp == nil {
+		return []string{"--secure-port=0"}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cp.ports[name] = port
+	// The heap profile is served to anyone on the loopback port (the
+	// admin kubeconfig's client certificate is not one these processes
+	// verify without a --client-ca-file).
+	return []string{"--bind-address=127.0.0.1", "--secure-port=" + port,
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/heap"}
+}
+
+// saveHeaps writes each component's heap profile to dir as
+// NAME-PHASE-heap.pb.gz.
+func (cp *componentProfiling) saveHeaps(ctx context.Context, dir, phase string) error {
+	if cp == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("component profiles: %w", err)
+	}
+	// The components serve a self-signed certificate.
+	hc := &http.Client{Timeout: time.Minute, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for name, port := range cp.ports {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+port+"/debug/pprof/heap", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return fmt.Errorf("%s heap profile (%s): %w", name, phase, err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s heap profile (%s): %d %v %.200s", name, phase, resp.StatusCode, err, body)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+"-"+phase+"-heap.pb.gz"), body, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -551,9 +551,14 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 	c.apiserver = c.start(b, dir, "apiserver", bin, "apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--profiling")
 	client := waitServer(b, &c, kubeconfig)
 	rep.client = client
-	// No secure ports: other runs on the machine may hold kube's.
-	c.start(b, dir, "scheduler", bin, "scheduler", "--kubeconfig", kubeconfig, "--secure-port=0")
-	c.start(b, dir, "controllers", bin, "controllers", "--kubeconfig", kubeconfig, "--secure-port=0")
+	// No secure ports (other runs on the machine may hold kube's) but
+	// free ones for their heap profiles when profiles are asked for.
+	var comps *componentProfiling
+	if cfg.profileDir != "" {
+		comps = &componentProfiling{ports: map[string]string{}}
+	}
+	c.start(b, dir, "scheduler", bin, append([]string{"scheduler", "--kubeconfig", kubeconfig}, comps.args(b, "scheduler")...)...)
+	c.start(b, dir, "controllers", bin, append([]string{"controllers", "--kubeconfig", kubeconfig}, comps.args(b, "controllers")...)...)
 
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scaleNamespace}}, metav1.CreateOptions{}); err != nil {
 		fail("create namespace: %v", err)
@@ -688,6 +693,9 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
+			if err := comps.saveHeaps(ctx, cfg.profileDir, phase); err != nil {
+				fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+			}
 			if err := saveAgentProfiles(ctx, kubeconfig, c.agents(), cfg.profileDir, phase); err != nil {
 				fmt.Fprintf(os.Stderr, "scale: %v\n", err)
 			}
