@@ -65,6 +65,11 @@ type Runtime struct {
 	byID   map[string]*container
 	images map[string]runtime.Image // by full reference
 	down   error
+
+	// Change tracking for ListChanges (changes.go).
+	tracking bool
+	changed  []*pod // queued since the last ListChanges
+	wakes    wakeHeap
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -77,10 +82,17 @@ type pod struct {
 	containers   []*container // in creation order
 	// volumes are the pod's volumes' files (SetVolume), by volume name.
 	volumes map[string]map[string]string
+	rt      *Runtime
+	// queued: in rt.changed.
+	queued bool
 }
 
 type container struct {
 	id, name string
+	pod      *pod
+	// wakeNs is the scheduled change the wake heap holds for it (Unix
+	// nanoseconds; 0: none).
+	wakeNs int64
 	// declaredMemory is SIM_MEMORY_USAGE in bytes (-1: not declared).
 	declaredMemory int64
 	fullID         string // sim://<id>
@@ -151,8 +163,13 @@ func newID() string {
 }
 
 // advance runs a container up to now: its program, then SIGTERM and
-// SIGKILL if it is being stopped.
+// SIGKILL if it is being stopped; then schedules its next change.
 func (c *container) advance(now time.Time) {
+	c.run(now)
+	c.schedule()
+}
+
+func (c *container) run(now time.Time) {
 	if c.exited {
 		return
 	}
@@ -196,6 +213,7 @@ const (
 
 func (c *container) exit(at time.Time, code int, oom bool) {
 	c.exited, c.finished, c.exitCode = true, at, int32(code)
+	c.changed()
 	switch {
 	case oom:
 		c.reason = "OOMKilled"
@@ -334,8 +352,11 @@ func (r *Runtime) RunPodSandbox(_ context.Context, cfg runtime.SandboxConfig) er
 	}
 	p, ok := r.pods[cfg.UID]
 	if !ok {
-		p = &pod{uid: cfg.UID, name: cfg.Name, ns: cfg.Namespace}
+		p = &pod{uid: cfg.UID, name: cfg.Name, ns: cfg.Namespace, rt: r}
 		r.pods[cfg.UID] = p
+	}
+	if !p.sandboxReady {
+		r.markChanged(p)
 	}
 	p.sandboxReady, p.ip = true, cfg.IP
 	return nil
@@ -361,6 +382,9 @@ func (r *Runtime) StopPodSandbox(_ context.Context, uid types.UID) error {
 			c.exit(now, 137, false)
 		}
 	}
+	if p.sandboxReady {
+		r.markChanged(p)
+	}
 	p.sandboxReady = false
 	return nil
 }
@@ -378,6 +402,7 @@ func (r *Runtime) RemovePod(_ context.Context, uid types.UID) error {
 			c.remove()
 		}
 		delete(r.pods, uid)
+		r.markChanged(p)
 	}
 	return nil
 }
@@ -556,7 +581,7 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 	}
 	id := newID()
 	c := &container{
-		id: id, fullID: Name + "://" + id, name: cfg.Name, image: full, ref: img.Ref, hash: cfg.Hash, attempt: cfg.Attempt, created: now,
+		id: id, pod: p, fullID: Name + "://" + id, name: cfg.Name, image: full, ref: img.Ref, hash: cfg.Hash, attempt: cfg.Attempt, created: now,
 		msgPath: cfg.TerminationMessagePath, msgFromLogs: cfg.TerminationMessageFallbackToLogs,
 		mounts: cfg.Mounts, declaredMemory: declaredMemory(cfg.Env),
 	}
@@ -573,6 +598,7 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 	c.advance(now)
 	p.containers = append(p.containers, c)
 	r.byID[c.id] = c
+	r.markChanged(p)
 	return c.fullID, nil
 }
 
@@ -661,6 +687,7 @@ func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
 		for i, pc := range p.containers {
 			if pc == c {
 				p.containers = append(p.containers[:i], p.containers[i+1:]...)
+				r.markChanged(p)
 				return nil
 			}
 		}
@@ -755,7 +782,7 @@ func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedConta
 	if _, ok := r.pods[sandbox.UID]; ok {
 		return fmt.Errorf("adopt pod %s: the runtime has it already", sandbox.UID)
 	}
-	p := &pod{uid: sandbox.UID, name: sandbox.Name, ns: sandbox.Namespace, sandboxReady: true, ip: sandbox.IP}
+	p := &pod{uid: sandbox.UID, name: sandbox.Name, ns: sandbox.Namespace, sandboxReady: true, ip: sandbox.IP, rt: r}
 	now := r.clock.Now()
 	for _, ac := range containers {
 		id, ok := strings.CutPrefix(ac.ID, Name+"://")
@@ -778,7 +805,7 @@ func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedConta
 			vars[k] = v
 		}
 		c := &container{
-			id: id, fullID: ac.ID, name: ac.Config.Name, image: ac.Config.Image, ref: ac.ImageRef, hash: ac.Config.Hash,
+			id: id, pod: p, fullID: ac.ID, name: ac.Config.Name, image: ac.Config.Image, ref: ac.ImageRef, hash: ac.Config.Hash,
 			attempt: ac.Config.Attempt, created: ac.StartedAt,
 			msgPath: ac.Config.TerminationMessagePath, msgFromLogs: ac.Config.TerminationMessageFallbackToLogs,
 			mounts: ac.Config.Mounts, declaredMemory: declaredMemory(ac.Config.Env),
@@ -797,6 +824,7 @@ func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedConta
 		r.byID[id] = c
 	}
 	r.pods[sandbox.UID] = p
+	r.markChanged(p)
 	return nil
 }
 
