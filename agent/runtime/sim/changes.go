@@ -37,69 +37,102 @@ func (c *container) changed() {
 	}
 }
 
-// schedule keeps c's next scheduled change in the wake heap.
+// schedule keeps c's next scheduled change in the wake heap: one entry
+// per container, so a removed container leaves it at once (no stale entry
+// keeps its memory alive).
 func (c *container) schedule() {
 	if c.pod == nil || !c.pod.rt.tracking {
 		return
 	}
+	h := &c.pod.rt.wakes
 	next := c.nextChange()
-	if next.IsZero() {
+	if next.IsZero() || c.removed {
+		if c.wakeIdx > 0 {
+			h.remove(int(c.wakeIdx - 1))
+		}
 		c.wakeNs = 0
 		return
 	}
-	if ns := next.UnixNano(); ns != c.wakeNs {
+	ns := next.UnixNano()
+	switch {
+	case c.wakeIdx == 0:
 		c.wakeNs = ns
-		c.pod.rt.wakes.push(wake{at: ns, c: c})
+		h.push(c)
+	case ns != c.wakeNs:
+		c.wakeNs = ns
+		h.fix(int(c.wakeIdx - 1))
 	}
 }
 
-// wake is a container's scheduled change; stale when the container was
-// rescheduled since (its wakeNs differs) or removed.
-type wake struct {
-	at int64
-	c  *container
+// unschedule takes a removed container out of the wake heap.
+func (c *container) unschedule() {
+	if c.pod != nil && c.wakeIdx > 0 {
+		c.pod.rt.wakes.remove(int(c.wakeIdx - 1))
+	}
 }
 
-// wakeHeap is a min-heap by time (hand-written: container/heap boxes each
-// element in an interface, an allocation per push).
-type wakeHeap []wake
+// wakeHeap is a min-heap of containers by their scheduled change
+// (wakeNs); each knows its place (wakeIdx, 1-based, 0: not in it).
+// Hand-written: container/heap would box each element in an interface.
+type wakeHeap []*container
 
-func (h *wakeHeap) push(w wake) {
-	*h = append(*h, w)
-	s := *h
-	for i := len(s) - 1; i > 0; {
+func (h wakeHeap) swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].wakeIdx, h[j].wakeIdx = int32(i+1), int32(j+1)
+}
+
+func (h wakeHeap) up(i int) {
+	for i > 0 {
 		parent := (i - 1) / 2
-		if s[parent].at <= s[i].at {
-			break
+		if h[parent].wakeNs <= h[i].wakeNs {
+			return
 		}
-		s[parent], s[i] = s[i], s[parent]
+		h.swap(parent, i)
 		i = parent
 	}
 }
 
-func (h *wakeHeap) pop() wake {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s[last] = wake{}
-	s = s[:last]
-	for i := 0; ; {
+func (h wakeHeap) down(i int) {
+	for {
 		l, small := 2*i+1, i
-		if l < len(s) && s[l].at < s[small].at {
+		if l < len(h) && h[l].wakeNs < h[small].wakeNs {
 			small = l
 		}
-		if r := l + 1; r < len(s) && s[r].at < s[small].at {
+		if r := l + 1; r < len(h) && h[r].wakeNs < h[small].wakeNs {
 			small = r
 		}
 		if small == i {
-			break
+			return
 		}
-		s[i], s[small] = s[small], s[i]
+		h.swap(i, small)
 		i = small
 	}
+}
+
+func (h *wakeHeap) push(c *container) {
+	*h = append(*h, c)
+	c.wakeIdx = int32(len(*h))
+	h.up(len(*h) - 1)
+}
+
+func (h wakeHeap) fix(i int) {
+	h.up(i)
+	h.down(i)
+}
+
+func (h *wakeHeap) remove(i int) {
+	s := *h
+	last := len(s) - 1
+	if i != last {
+		s.swap(i, last)
+	}
+	s[last].wakeIdx = 0
+	s[last] = nil
+	s = s[:last]
 	*h = s
-	return top
+	if i < len(s) {
+		s.fix(i)
+	}
 }
 
 // ListChanges lists, advanced to now, the pods whose listing may differ
@@ -144,13 +177,11 @@ func (r *Runtime) ListChanges(_ context.Context, all bool, pods []runtime.Pod, r
 	// At most the heap's size: a container due again at once (nothing
 	// should be) waits for the next call rather than spinning here.
 	nowNs := now.UnixNano()
-	for n := len(r.wakes); n > 0 && len(r.wakes) > 0 && r.wakes[0].at <= nowNs; n-- {
-		w := r.wakes.pop()
-		if w.c.removed || w.c.wakeNs != w.at {
-			continue
-		}
-		w.c.wakeNs = 0
-		w.c.advance(now)
+	for n := len(r.wakes); n > 0 && len(r.wakes) > 0 && r.wakes[0].wakeNs <= nowNs; n-- {
+		c := r.wakes[0]
+		r.wakes.remove(0)
+		c.wakeNs = 0
+		c.advance(now) // schedules its next change
 	}
 	for _, p := range r.changed {
 		if cur, ok := r.pods[p.uid]; !ok {

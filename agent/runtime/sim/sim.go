@@ -90,9 +90,10 @@ type pod struct {
 type container struct {
 	id, name string
 	pod      *pod
-	// wakeNs is the scheduled change the wake heap holds for it (Unix
-	// nanoseconds; 0: none).
-	wakeNs int64
+	// wakeNs is its scheduled change in the wake heap (Unix nanoseconds;
+	// 0: none), wakeIdx its place there (1-based; 0: not in it).
+	wakeNs  int64
+	wakeIdx int32
 	// declaredMemory is SIM_MEMORY_USAGE in bytes (-1: not declared).
 	declaredMemory int64
 	fullID         string // sim://<id>
@@ -724,6 +725,7 @@ func (r *Runtime) ExecSync(_ context.Context, id string, cmd []string, timeout t
 // end.
 func (c *container) remove() {
 	c.removed = true
+	c.unschedule()
 	c.logs.notify()
 }
 
