@@ -5,6 +5,12 @@
 // that only the pods that changed are synced. Healthy reports false when
 // the last successful relist is older than the threshold (3 minutes), which
 // turns the node NotReady ("PLEG is not healthy: ...").
+//
+// A runtime that tracks its changes (ChangeLister, as the simulated one)
+// is relisted incrementally: after the first, full relist only the pods
+// that may have changed and those removed are listed and compared, so a
+// relist costs what changed; the events, counts and timestamps are those
+// of a full relist.
 package pleg
 
 import (
@@ -143,11 +149,31 @@ func convertState(s runtime.ContainerState) plegContainerState {
 	}
 }
 
+// podRecord is what the PLEG keeps of a listed pod.
 type podRecord struct {
-	old, current *runtime.Pod
+	// old is the listing the last events were generated against (nil:
+	// none yet). The PLEG owns it (a copy, reused).
+	old *runtime.Pod
+	// ready and containers are the pod's share of Counts at its last
+	// listing.
+	ready      bool
+	containers [len(ContainerStates)]int32
+	// seen: listed by the current full relist.
+	seen bool
 }
 
-// GenericPLEG relists a runtime and generates events.
+// ChangeLister is a Lister that also tracks what changed, so that a relist
+// costs what changed rather than every pod (a node agent relists thousands
+// of pods a second, nearly all unchanged).
+type ChangeLister interface {
+	Lister
+	// ListChanges lists the pods whose listing may differ from the
+	// previous call's and the UIDs of the pods removed since; with all,
+	// every pod (removed is then empty). The results are written into
+	// the given buffers and valid until the next call.
+	ListChanges(ctx context.Context, all bool, pods []runtime.Pod, removed []types.UID) ([]runtime.Pod, []types.UID, error)
+}
+
 type GenericPLEG struct {
 	runtime   Lister
 	period    time.Duration
@@ -159,10 +185,18 @@ type GenericPLEG struct {
 
 	mu         sync.Mutex // serialises Relist
 	podRecords map[types.UID]*podRecord
+	// changes is the runtime as a ChangeLister (nil: it is not one, every
+	// relist lists every pod); full: the next relist must list all (the
+	// first one).
+	changes ChangeLister
+	full    bool
+	pods    []runtime.Pod // listing buffer, reused
+	removed []types.UID   // removed-pods buffer, reused
+	counts  Counts        // kept up to date pod by pod
 
-	relistMu   sync.RWMutex
-	relistTime time.Time
-	counts     Counts
+	relistMu      sync.RWMutex
+	relistTime    time.Time
+	relistedCount Counts
 }
 
 // New returns a PLEG over the runtime.
@@ -184,8 +218,9 @@ func New(rt Lister, opts Options) *GenericPLEG {
 	}
 	g := &GenericPLEG{
 		runtime: rt, period: opts.RelistPeriod, threshold: opts.RelistThreshold, clock: opts.Clock,
-		events: opts.Events, log: opts.Logger, podRecords: map[types.UID]*podRecord{},
+		events: opts.Events, log: opts.Logger, podRecords: map[types.UID]*podRecord{}, full: true,
 	}
+	g.changes, _ = rt.(ChangeLister)
 	if opts.Metrics != nil {
 		g.metrics = *opts.Metrics
 	}
@@ -228,7 +263,7 @@ func (g *GenericPLEG) RelistTime() time.Time {
 func (g *GenericPLEG) Counts() Counts {
 	g.relistMu.RLock()
 	defer g.relistMu.RUnlock()
-	return g.counts
+	return g.relistedCount
 }
 
 // Relist lists the runtime, compares with the previous listing and sends
@@ -245,81 +280,120 @@ func (g *GenericPLEG) Relist(ctx context.Context) {
 	if last := g.RelistTime(); g.metrics.RelistInterval != nil && !last.IsZero() {
 		g.metrics.RelistInterval.Observe(timestamp.Sub(last).Seconds())
 	}
-	pods, err := g.runtime.ListPods(ctx)
+	var err error
+	full := g.full || g.changes == nil
+	if g.changes != nil {
+		g.pods, g.removed, err = g.changes.ListChanges(ctx, full, g.pods, g.removed)
+	} else {
+		g.pods, err = g.runtime.ListPods(ctx)
+		g.removed = g.removed[:0]
+	}
 	if err != nil {
 		g.log.Warn("PLEG: unable to retrieve pods", "err", err)
 		return
 	}
-	counts := g.Counts()
-	counts.RunningPods, counts.Containers = 0, [len(ContainerStates)]int{}
-	for i := range pods {
-		if pods[i].SandboxReady {
-			counts.RunningPods++
-		}
-		for _, c := range pods[i].Containers {
-			j := stateIndex(c.State)
-			counts.Containers[j]++
-			counts.Seen[j] = true
-		}
-	}
+	g.full = false
 	g.relistMu.Lock()
 	g.relistTime = timestamp
-	g.counts = counts
 	g.relistMu.Unlock()
 
-	// setCurrent (every record's current is nil since the last relist)
-	for i := range pods {
-		p := &pods[i]
-		r, ok := g.podRecords[p.ID]
-		if !ok {
-			r = &podRecord{}
-			g.podRecords[p.ID] = r
+	// Only the pods listed (with a ChangeLister: those that may have
+	// changed) and those gone are compared; every other pod's listing is
+	// the previous relist's, against which it generated all its events.
+	if full {
+		for _, r := range g.podRecords {
+			r.seen = false
 		}
-		r.current = p
+	}
+	for i := range g.pods {
+		g.update(g.pods[i].ID, &g.pods[i])
+	}
+	if full {
+		for pid, r := range g.podRecords {
+			if !r.seen {
+				g.update(pid, nil)
+			}
+		}
+	} else {
+		for _, pid := range g.removed {
+			g.update(pid, nil)
+		}
+	}
+	if g.changes == nil {
+		g.pods = nil // the runtime's listing: not ours to keep
 	}
 
-	for pid, r := range g.podRecords {
-		var events []*PodLifecycleEvent
-		forEachContainerID(r.old, r.current, func(cid string) {
-			events = append(events, generateEvents(pid, cid, containerState(r.old, cid), containerState(r.current, cid))...)
-		})
-		if len(events) == 0 {
-			continue
+	g.relistMu.Lock()
+	g.relistedCount = g.counts
+	g.relistMu.Unlock()
+}
+
+// update compares the pod's listing (nil: gone) with its record, sends the
+// events and updates the record and the counts.
+func (g *GenericPLEG) update(pid types.UID, current *runtime.Pod) {
+	r := g.podRecords[pid]
+	if r == nil {
+		if current == nil {
+			return
 		}
-		// update: the current listing becomes the old one; a pod that is
-		// gone is forgotten.
-		if r.current == nil {
-			delete(g.podRecords, pid)
-		} else {
-			// A copy: a pointer into the listing would keep the whole
-			// listing (every pod of the node) alive until the pod changes
-			// again.
-			cur := *r.current
-			r.old, r.current = &cur, nil
+		r = &podRecord{}
+		g.podRecords[pid] = r
+	}
+	r.seen = true
+	// Counts: the pod's old share out, its new one in.
+	if r.ready {
+		g.counts.RunningPods--
+	}
+	for j, n := range r.containers {
+		g.counts.Containers[j] -= int(n)
+	}
+	r.ready, r.containers = false, [len(ContainerStates)]int32{}
+	if current != nil {
+		r.ready = current.SandboxReady
+		for _, c := range current.Containers {
+			r.containers[stateIndex(c.State)]++
 		}
-		for _, e := range events {
-			if e.Type == ContainerChanged {
-				continue // not reliable, nobody uses it
-			}
-			select {
-			case g.events <- e:
-			default:
-				if g.metrics.DiscardEvents != nil {
-					g.metrics.DiscardEvents.Inc()
-				}
-				g.log.Error("PLEG: event channel is full, discarding this relist() cycle event", "pod", pid, "type", e.Type)
+		if r.ready {
+			g.counts.RunningPods++
+		}
+		for j, n := range r.containers {
+			g.counts.Containers[j] += int(n)
+			if n > 0 {
+				g.counts.Seen[j] = true
 			}
 		}
 	}
-	// Records of pods that vanished without events (no containers) go too.
-	// The others let go of the listing: until the next relist only old is
-	// read, and a pointer into the listing would keep all of it (every
-	// pod of the node) alive in between.
-	for pid, r := range g.podRecords {
-		if r.current == nil && (r.old == nil || len(r.old.Containers) == 0) {
-			delete(g.podRecords, pid)
+
+	var events []*PodLifecycleEvent
+	forEachContainerID(r.old, current, func(cid string) {
+		events = append(events, generateEvents(pid, cid, containerState(r.old, cid), containerState(current, cid))...)
+	})
+	switch {
+	case current == nil:
+		// A pod that is gone is forgotten.
+		delete(g.podRecords, pid)
+	case len(events) > 0:
+		// The current listing becomes the old one: a copy, as the
+		// listing's buffer is reused.
+		if r.old == nil {
+			r.old = &runtime.Pod{}
 		}
-		r.current = nil
+		cs := append(r.old.Containers[:0], current.Containers...)
+		*r.old = *current
+		r.old.Containers = cs
+	}
+	for _, e := range events {
+		if e.Type == ContainerChanged {
+			continue // not reliable, nobody uses it
+		}
+		select {
+		case g.events <- e:
+		default:
+			if g.metrics.DiscardEvents != nil {
+				g.metrics.DiscardEvents.Inc()
+			}
+			g.log.Error("PLEG: event channel is full, discarding this relist() cycle event", "pod", pid, "type", e.Type)
+		}
 	}
 }
 

@@ -67,6 +67,11 @@ type Runtime struct {
 	byID   map[string]*container
 	images map[string]runtime.Image // by full reference
 	down   error
+
+	// Change tracking for ListChanges (changes.go).
+	tracking bool
+	changed  []*pod // queued since the last ListChanges
+	wakes    wakeHeap
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
@@ -80,6 +85,9 @@ type pod struct {
 	// volumes are the pod's volumes' files (SetVolume); a pod has one or
 	// a few, so a slice (a map of one entry costs a few hundred bytes).
 	volumes []podVolume
+	rt      *Runtime
+	// queued: in rt.changed.
+	queued bool
 }
 
 // podVolume is one volume's files.
@@ -102,6 +110,10 @@ type container struct {
 	// id is fullID without its "sim://" prefix (the same bytes).
 	id, name string
 	pod      *pod
+	// wakeNs is its scheduled change in the wake heap (Unix nanoseconds;
+	// 0: none), wakeIdx its place there (1-based; 0: not in it).
+	wakeNs  int64
+	wakeIdx int32
 	// declaredMemory is SIM_MEMORY_USAGE in bytes (-1: not declared).
 	declaredMemory int64
 	fullID         string // sim://<id>
@@ -228,8 +240,13 @@ func newFullID() string {
 }
 
 // advance runs a container up to now: its program, then SIGTERM and
-// SIGKILL if it is being stopped.
+// SIGKILL if it is being stopped; then schedules its next change.
 func (c *container) advance(now time.Time) {
+	c.run(now)
+	c.schedule()
+}
+
+func (c *container) run(now time.Time) {
 	if c.exited {
 		return
 	}
@@ -273,6 +290,7 @@ const (
 
 func (c *container) exit(at time.Time, code int, oom bool) {
 	c.exited, c.finished, c.exitCode = true, at, int32(code)
+	c.changed()
 	switch {
 	case oom:
 		c.reason = "OOMKilled"
@@ -411,8 +429,11 @@ func (r *Runtime) RunPodSandbox(_ context.Context, cfg runtime.SandboxConfig) er
 	}
 	p, ok := r.pods[cfg.UID]
 	if !ok {
-		p = &pod{uid: cfg.UID, name: cfg.Name, ns: cfg.Namespace}
+		p = &pod{uid: cfg.UID, name: cfg.Name, ns: cfg.Namespace, rt: r}
 		r.pods[cfg.UID] = p
+	}
+	if !p.sandboxReady {
+		r.markChanged(p)
 	}
 	p.sandboxReady, p.ip = true, cfg.IP
 	return nil
@@ -438,6 +459,9 @@ func (r *Runtime) StopPodSandbox(_ context.Context, uid types.UID) error {
 			c.exit(now, 137, false)
 		}
 	}
+	if p.sandboxReady {
+		r.markChanged(p)
+	}
 	p.sandboxReady = false
 	return nil
 }
@@ -455,6 +479,7 @@ func (r *Runtime) RemovePod(_ context.Context, uid types.UID) error {
 			c.remove()
 		}
 		delete(r.pods, uid)
+		r.markChanged(p)
 	}
 	return nil
 }
@@ -648,6 +673,7 @@ func (r *Runtime) StartContainer(_ context.Context, uid types.UID, cfg runtime.C
 	c.advance(now)
 	p.containers = append(p.containers, c)
 	r.byID[c.id] = c
+	r.markChanged(p)
 	return c.fullID, nil
 }
 
@@ -736,6 +762,7 @@ func (r *Runtime) RemoveContainer(_ context.Context, id string) error {
 		for i, pc := range p.containers {
 			if pc == c {
 				p.containers = append(p.containers[:i], p.containers[i+1:]...)
+				r.markChanged(p)
 				return nil
 			}
 		}
@@ -772,6 +799,7 @@ func (r *Runtime) ExecSync(_ context.Context, id string, cmd []string, timeout t
 // end.
 func (c *container) remove() {
 	c.removed = true
+	c.unschedule()
 	c.logs.notify()
 }
 
@@ -830,7 +858,7 @@ func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedConta
 	if _, ok := r.pods[sandbox.UID]; ok {
 		return fmt.Errorf("adopt pod %s: the runtime has it already", sandbox.UID)
 	}
-	p := &pod{uid: sandbox.UID, name: sandbox.Name, ns: sandbox.Namespace, sandboxReady: true, ip: sandbox.IP}
+	p := &pod{uid: sandbox.UID, name: sandbox.Name, ns: sandbox.Namespace, sandboxReady: true, ip: sandbox.IP, rt: r}
 	now := r.clock.Now()
 	for _, ac := range containers {
 		id, ok := strings.CutPrefix(ac.ID, Name+"://")
@@ -873,6 +901,7 @@ func (r *Runtime) Adopt(sandbox runtime.SandboxConfig, containers []AdoptedConta
 		r.byID[id] = c
 	}
 	r.pods[sandbox.UID] = p
+	r.markChanged(p)
 	return nil
 }
 
