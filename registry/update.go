@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/corekube/corekube/storage/trace"
 
@@ -62,10 +63,16 @@ func (s *Store) write(ctx context.Context, namespace, name string, transform Tra
 	var deleteNow bool
 	tr := trace.From(ctx)
 	writeOpts := s.writeOpts
+	suggested := int64(-1)
 	if cur, ok := s.cachedCurrent(key); ok {
 		writeOpts = append(slices.Clip(writeOpts), storage.WithCurrent(cur))
+		suggested = cur.Revision
 	}
 	kv, err := s.storage.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		if suggested >= 0 && cur.Revision != suggested {
+			staleCurrents.Add(1)
+			suggested = -1
+		}
 		obj, del, data, err := s.updateFrom(ctx, cur, namespace, transform, opts, apply)
 		if err != nil {
 			return nil, err
@@ -127,6 +134,10 @@ func (s *Store) cachedCurrent(key string) (storage.KV, bool) {
 // useCachedCurrent turns cachedCurrent off when false; the tests compare
 // updates with it on and off.
 var useCachedCurrent = true
+
+// staleCurrents counts the updates whose cached copy was stale (they were
+// retried from the stored value), for the tests.
+var staleCurrents atomic.Int64
 
 // createOnUpdate handles PUT (or a server-side apply) to a name that does
 // not exist.
