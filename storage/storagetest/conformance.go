@@ -989,4 +989,3 @@ func testUpdateFromDeletedCurrent(t *testing.T, s storage.Interface, prefix stri
 		t.Errorf("Get after updates of a deleted key: err = %v, want ErrNotFound", err)
 	}
 }
-
