@@ -33,6 +33,23 @@ func (s *Store) encode(obj runtime.Object) ([]byte, error) {
 	return data, nil
 }
 
+// encodeWithoutManagedFields is encode of obj without its managedFields,
+// to which spliceManagedFields adds a list of entries to make what encode
+// gives for obj with those entries. ok is false when encode does not
+// encode obj so (obj has no managedFields, or the encoding failed).
+func (s *Store) encodeWithoutManagedFields(obj runtime.Object) (rest []byte, ok bool) {
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, false
+	}
+	rv := accessor.GetResourceVersion()
+	accessor.SetResourceVersion("")
+	defer accessor.SetResourceVersion(rv)
+	s.setTypeMeta(obj)
+	rest, _, ok, err = marshalWithoutManagedFields(obj)
+	return rest, ok && err == nil
+}
+
 // decode reverses encode and sets the resourceVersion from the revision.
 func (s *Store) decode(kv storage.KV) (runtime.Object, error) {
 	obj := s.strategy.New()

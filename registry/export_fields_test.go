@@ -11,3 +11,16 @@ func SetSkipLiveValidation(on bool) (restore func()) {
 // TrustedConversions is the number of live objects converted without
 // validation so far.
 func TrustedConversions() int64 { return trustedConversions.Load() }
+
+// SetUpdateFastPaths turns the update fast paths on or off for a test:
+// starting from the watch cache's copy, and one encoding when only
+// managedFields times change. restore undoes it.
+func SetUpdateFastPaths(on bool) (restore func()) {
+	cached, twice := useCachedCurrent, encodeTwice
+	useCachedCurrent, encodeTwice = on, !on
+	return func() { useCachedCurrent, encodeTwice = cached, twice }
+}
+
+// StaleCurrents is the number of updates so far whose cached starting
+// point was stale.
+func StaleCurrents() int64 { return staleCurrents.Load() }

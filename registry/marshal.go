@@ -26,31 +26,43 @@ func MarshalJSON(obj any) ([]byte, error) {
 	case *metav1.Table:
 		return marshalTable(o)
 	case runtime.Object:
-		m, err := meta.Accessor(o)
-		if err != nil || len(m.GetManagedFields()) == 0 {
+		rest, managed, ok, err := marshalWithoutManagedFields(o)
+		if !ok {
 			return json.Marshal(obj)
 		}
-		managed := m.GetManagedFields()
-		// A shallow copy of the object without them: obj may be shared.
-		v := reflect.ValueOf(o)
-		if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-			return json.Marshal(obj)
-		}
-		cp := reflect.New(v.Elem().Type())
-		cp.Elem().Set(v.Elem())
-		cm, err := meta.Accessor(cp.Interface())
-		if err != nil {
-			return json.Marshal(obj)
-		}
-		cm.SetManagedFields(nil)
-		data, err := json.Marshal(cp.Interface())
 		if err != nil {
 			return nil, err
 		}
-		return spliceManagedFields(data, managed)
+		return spliceManagedFields(rest, managed)
 	default:
 		return json.Marshal(obj)
 	}
+}
+
+// marshalWithoutManagedFields is the first half of MarshalJSON of an
+// object with managedFields: the encoding of the object without them, and
+// them. ok is false when MarshalJSON encodes o as encoding/json does (no
+// managedFields, or not a pointer to a struct).
+func marshalWithoutManagedFields(o runtime.Object) (rest []byte, managed []metav1.ManagedFieldsEntry, ok bool, err error) {
+	m, err := meta.Accessor(o)
+	if err != nil || len(m.GetManagedFields()) == 0 {
+		return nil, nil, false, nil
+	}
+	managed = m.GetManagedFields()
+	// A shallow copy of the object without them: obj may be shared.
+	v := reflect.ValueOf(o)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, nil, false, nil
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	cm, err := meta.Accessor(cp.Interface())
+	if err != nil {
+		return nil, nil, false, nil
+	}
+	cm.SetManagedFields(nil)
+	rest, err = json.Marshal(cp.Interface())
+	return rest, managed, true, err
 }
 
 // spliceManagedFields adds "managedFields" as the last member of the

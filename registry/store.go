@@ -75,6 +75,9 @@ type Store struct {
 	writeOpts []storage.WriteOption
 	// cache serves WATCH and most LISTs; Run keeps it current.
 	cache *watch.Cache
+	// converted: the objects are stored in another version than the one
+	// served (StorageVersionConverter), which the cache holds.
+	converted bool
 }
 
 // NewStore returns the Store of the resource described by strategy.
@@ -83,7 +86,8 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		opts.Now = time.Now
 	}
 	info := strategy.Info()
-	if conv, ok := strategy.(StorageVersionConverter); ok {
+	conv, converted := strategy.(StorageVersionConverter)
+	if converted {
 		// Another version's objects, converted on every read and write.
 		st = newConvertingStorage(st, conv)
 	}
@@ -102,6 +106,7 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		fields:      &fieldTracker{},
 		fieldLabels: labels,
 		writeOpts:   writeOptions(strategy, keyPrefix(info)),
+		converted:   converted,
 	}
 	cacheCfg := watch.Config{
 		Storage:          st,

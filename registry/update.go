@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
+
 	"github.com/corekube/corekube/storage/trace"
 
 	"github.com/corekube/corekube/admission"
@@ -52,23 +55,35 @@ func (s *Store) write(ctx context.Context, namespace, name string, transform Tra
 		if err != nil {
 			return nil, false, toAPIError(err, s.info.GroupResource(), name)
 		}
-		obj, _, err := s.updateFrom(ctx, kv, namespace, transform, opts, apply)
+		obj, _, _, err := s.updateFrom(ctx, kv, namespace, transform, opts, apply)
 		return obj, false, toAPIError(err, s.info.GroupResource(), name)
 	}
 
 	var updated runtime.Object
 	var deleteNow bool
 	tr := trace.From(ctx)
+	writeOpts := s.writeOpts
+	suggested := int64(-1)
+	if cur, ok := s.cachedCurrent(key); ok {
+		writeOpts = append(slices.Clip(writeOpts), storage.WithCurrent(cur))
+		suggested = cur.Revision
+	}
 	kv, err := s.storage.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
-		obj, del, err := s.updateFrom(ctx, cur, namespace, transform, opts, apply)
+		if suggested >= 0 && cur.Revision != suggested {
+			staleCurrents.Add(1)
+			suggested = -1
+		}
+		obj, del, data, err := s.updateFrom(ctx, cur, namespace, transform, opts, apply)
 		if err != nil {
 			return nil, err
 		}
 		updated, deleteNow = obj, del
-		data, err := s.encode(obj)
+		if data == nil {
+			data, err = s.encode(obj)
+		}
 		tr.Mark(trace.StorageWrite)
 		return data, err
-	}, s.writeOpts...)
+	}, writeOpts...)
 	tr.Mark(trace.StorageWritten)
 	if errors.Is(err, storage.ErrNotFound) {
 		return s.createOnUpdate(ctx, namespace, name, transform, opts, apply, err)
@@ -94,6 +109,36 @@ func (s *Store) write(ctx context.Context, namespace, name string, transform Tra
 	return updated, false, nil
 }
 
+// cachedCurrent is the watch cache's copy of the stored value of key, for
+// an update to start from instead of reading etcd (kube's store starts
+// from its cached object the same way): one etcd read less per update
+// when, as nearly always, the cache has the latest revision, and only a
+// retry when it has not (storage.WithCurrent). ok is false when the
+// cache keeps nothing, does not have key or cannot give its stored bytes,
+// and for resources stored in another version than the cache's.
+func (s *Store) cachedCurrent(key string) (storage.KV, bool) {
+	if !useCachedCurrent || s.converted || s.cache == nil || s.cache.Disabled() {
+		return storage.KV{}, false
+	}
+	o, ok := s.cache.Get(key)
+	if !ok || o.Key != key {
+		return storage.KV{}, false
+	}
+	value, ok := o.Stored()
+	if !ok {
+		return storage.KV{}, false
+	}
+	return storage.KV{Key: key, Value: value, Revision: o.Revision}, true
+}
+
+// useCachedCurrent turns cachedCurrent off when false; the tests compare
+// updates with it on and off.
+var useCachedCurrent = true
+
+// staleCurrents counts the updates whose cached copy was stale (they were
+// retried from the stored value), for the tests.
+var staleCurrents atomic.Int64
+
 // createOnUpdate handles PUT (or a server-side apply) to a name that does
 // not exist.
 func (s *Store) createOnUpdate(ctx context.Context, namespace, name string, transform TransformFunc, opts UpdateOptions, apply bool, notFound error) (runtime.Object, bool, error) {
@@ -110,27 +155,29 @@ func (s *Store) createOnUpdate(ctx context.Context, namespace, name string, tran
 
 // updateFrom computes, admits and validates the new object from the stored
 // one. deleteNow reports that the update completes a pending deletion.
-func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string, transform TransformFunc, opts UpdateOptions, apply bool) (obj runtime.Object, deleteNow bool, err error) {
+// data is the new object's encoding for storage when updateFrom had to
+// make it (nil: the caller encodes it).
+func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string, transform TransformFunc, opts UpdateOptions, apply bool) (obj runtime.Object, deleteNow bool, data []byte, err error) {
 	old, err := s.decode(cur)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	obj, err = transform(ctx, old.DeepCopyObject())
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	newM, oldM := accessor(obj), accessor(old)
 	if err := s.setNamespace(newM, namespace); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	if newM.GetName() == "" {
 		newM.SetName(oldM.GetName())
 	}
 	if rv := newM.GetResourceVersion(); rv != "" && rv != oldM.GetResourceVersion() {
-		return nil, false, apierrors.NewConflict(s.info.GroupResource(), oldM.GetName(), errors.New(optimisticLockMessage))
+		return nil, false, nil, apierrors.NewConflict(s.info.GroupResource(), oldM.GetName(), errors.New(optimisticLockMessage))
 	}
 	if uid := newM.GetUID(); uid != "" && uid != oldM.GetUID() {
-		return nil, false, apierrors.NewConflict(s.info.GroupResource(), oldM.GetName(),
+		return nil, false, nil, apierrors.NewConflict(s.info.GroupResource(), oldM.GetName(),
 			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", uid, oldM.GetUID()))
 	}
 	// System fields clients cannot change (kube's FillObjectMetaSystemFields
@@ -153,13 +200,13 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 	}
 	if !apply {
 		if obj, err = s.trackUpdate(old, obj, opts.FieldManager); err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
 		newM = accessor(obj)
 	}
 	managed := newM.GetManagedFields()
 	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, updateOptions(opts.DryRun), false); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	keepValidManagedFields(obj, managed)
 	s.update.PrepareForUpdate(ctx, obj, old)
@@ -169,13 +216,13 @@ func (s *Store) updateFrom(ctx context.Context, cur storage.KV, namespace string
 	errs := apivalidation.ValidateObjectMetaAccessorUpdate(newM, oldM, field.NewPath("metadata"))
 	errs = append(errs, s.update.ValidateUpdate(ctx, obj, old)...)
 	if len(errs) > 0 {
-		return nil, false, apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), oldM.GetName(), errs)
+		return nil, false, nil, apierrors.NewInvalid(s.info.GroupVersion().WithKind(s.info.Kind).GroupKind(), oldM.GetName(), errs)
 	}
 	if err := s.admit(ctx, admission.Update, oldM.GetName(), namespace, obj, old, opts.DryRun, updateOptions(opts.DryRun), true); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
-	s.ignoreManagedFieldsTimestamps(obj, old, cur.Value)
-	return obj, s.shouldDeleteDuringUpdate(ctx, obj, old), nil
+	data = s.ignoreManagedFieldsTimestamps(obj, old, cur.Value)
+	return obj, s.shouldDeleteDuringUpdate(ctx, obj, old), data, nil
 }
 
 // shouldDeleteDuringUpdate: an update that removes the last finalizer of an

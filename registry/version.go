@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/corekube/corekube/storage"
 )
@@ -124,7 +125,7 @@ func (c *convertingStorage) GuaranteedUpdate(ctx context.Context, key string, tr
 			return current.Value, nil
 		}
 		return c.to(key, next)
-	}, opts...)
+	}, append(slices.Clip(opts), storage.WithoutCurrent())...) // a served value is not a stored one
 	if err != nil {
 		return kv, err
 	}

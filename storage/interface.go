@@ -112,6 +112,17 @@ type WriteOptions struct {
 	// one (callers pass a resource's key prefix): keys of different scopes
 	// never do, as kube-apiserver keeps one lease manager per resource.
 	LeaseScope string
+	// Current, when set, is what the caller believes the key's current
+	// value to be (a watch cache's copy, which may be stale): a
+	// GuaranteedUpdate starts from it instead of reading the key, as
+	// kube-apiserver's store starts from its cached object. Nothing changes
+	// for the caller when it is stale: the compare-and-swap fails and the
+	// update is retried from the value the store returns; and a tryUpdate
+	// error or a no-op is only returned once tryUpdate has seen the value
+	// actually stored. Its Value must be what the store held at its
+	// Revision, byte for byte. Ignored unless its Key is the updated key;
+	// other writes ignore it.
+	Current *KV
 }
 
 // WriteOption sets one of the WriteOptions.
@@ -124,6 +135,30 @@ func WithTTL(scope string, ttl time.Duration) WriteOption {
 	return func(o *WriteOptions) {
 		o.LeaseScope, o.TTL = scope, max(ttl, 0)
 	}
+}
+
+// WithCurrent makes a GuaranteedUpdate start from kv, what the caller
+// believes the key holds (see WriteOptions.Current).
+func WithCurrent(kv KV) WriteOption {
+	return func(o *WriteOptions) { o.Current = &kv }
+}
+
+// WithoutCurrent undoes WithCurrent: wrappers that change values on their
+// way to the store pass it on, as the caller's value is not in the
+// store's form.
+func WithoutCurrent() WriteOption {
+	return func(o *WriteOptions) { o.Current = nil }
+}
+
+// StartFrom is the value a GuaranteedUpdate of key starts from: o.Current
+// when it is that key's (then current is false: it may be stale), else
+// what read returns (current is true).
+func (o WriteOptions) StartFrom(key string, read func() (KV, error)) (kv KV, current bool, err error) {
+	if o.Current != nil && o.Current.Key == key {
+		return *o.Current, false, nil
+	}
+	kv, err = read()
+	return kv, true, err
 }
 
 // ApplyWriteOptions folds opts into a WriteOptions, for implementations.
@@ -149,6 +184,8 @@ type Interface interface {
 	// a compare-and-swap on the read revision, retrying on races. If the key
 	// does not exist it returns ErrNotFound without calling tryUpdate. A
 	// no-op update writes nothing, so it leaves the key's expiry as it was.
+	// WithCurrent replaces the first read by the caller's copy, which may
+	// be stale (then tryUpdate is called again with the stored value).
 	GuaranteedUpdate(ctx context.Context, key string, tryUpdate UpdateFunc, opts ...WriteOption) (KV, error)
 	// Delete removes key after precondition (may be nil) accepts its current
 	// value, with a compare-and-swap so the checked value is the deleted

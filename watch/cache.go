@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -39,8 +40,11 @@ type Object struct {
 	Labels   Attrs
 	Fields   Attrs
 
-	json   []byte
-	decode ObjectDecodeFunc // nil for bookmarks
+	json []byte
+	// spliceAt and spliceLen locate in json the resourceVersion the cache
+	// spliced into the stored value (spliceLen 0: json is no splice).
+	spliceAt, spliceLen int32
+	decode              ObjectDecodeFunc // nil for bookmarks
 	// transcoder writes the protobuf encoding from the JSON; nil when the
 	// type has none (the object is then decoded and marshalled).
 	transcoder *rawproto.Transcoder
@@ -83,6 +87,19 @@ func (o *Object) JSON() ([]byte, error) {
 		return nil, errors.New("watch: object has no encoding")
 	}
 	return o.json, nil
+}
+
+// Stored returns the value the object was read from in storage (its
+// JSON without the resourceVersion, byte for byte what storage holds at
+// its Revision), in a new slice; ok is false when the cache cannot tell
+// (its JSON is not the stored value with the resourceVersion spliced in).
+func (o *Object) Stored() (value []byte, ok bool) {
+	if o.spliceLen == 0 {
+		return nil, false
+	}
+	end := int(o.spliceAt) + int(o.spliceLen)
+	value = make([]byte, 0, len(o.json)-int(o.spliceLen))
+	return append(append(value, o.json[:o.spliceAt]...), o.json[end:]...), true
 }
 
 // Decode returns a new decoded copy of the object, which the caller owns.
@@ -465,7 +482,7 @@ func (c *Cache) decode(kv storage.KV) (*Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
 	}
-	data, ok := spliceResourceVersion(kv.Value, kv.Revision)
+	data, at, ok := spliceResourceVersion(kv.Value, kv.Revision)
 	if !ok {
 		// Decode may leave out what attributes do not need: encode the
 		// whole object.
@@ -478,7 +495,19 @@ func (c *Cache) decode(kv storage.KV) (*Object, error) {
 			return nil, fmt.Errorf("encode %s: %w", kv.Key, err)
 		}
 	}
-	return &Object{Key: kv.Key, Revision: kv.Revision, Labels: NewAttrs(l), Fields: NewAttrs(f), json: data, decode: c.cfg.DecodeObject, transcoder: c.cfg.Transcoder}, nil
+	o := &Object{Key: kv.Key, Revision: kv.Revision, Labels: NewAttrs(l), Fields: NewAttrs(f), json: data, decode: c.cfg.DecodeObject, transcoder: c.cfg.Transcoder}
+	if ok {
+		o.setSplice(at, len(data)-len(kv.Value))
+	}
+	return o, nil
+}
+
+// setSplice records where the resourceVersion was spliced into the
+// object's JSON (Stored), when the offsets fit.
+func (o *Object) setSplice(at, n int) {
+	if at >= 0 && at <= math.MaxInt32 && n > 0 && n <= math.MaxInt32 {
+		o.spliceAt, o.spliceLen = int32(at), int32(n)
+	}
 }
 
 // attrs returns an Object carrying only o's attributes, for event.prev.

@@ -27,8 +27,10 @@ func (c *Cache) Disabled() bool { return c.cfg.Disabled }
 // a reader that selects nothing.
 func (c *Cache) Object(kv storage.KV, attrs bool) (*Object, error) {
 	if !attrs {
-		if data, ok := spliceResourceVersion(kv.Value, kv.Revision); ok {
-			return &Object{Key: kv.Key, Revision: kv.Revision, json: data, decode: c.cfg.DecodeObject}, nil
+		if data, at, ok := spliceResourceVersion(kv.Value, kv.Revision); ok {
+			o := &Object{Key: kv.Key, Revision: kv.Revision, json: data, decode: c.cfg.DecodeObject}
+			o.setSplice(at, len(data)-len(kv.Value))
+			return o, nil
 		}
 	}
 	return c.decode(kv)

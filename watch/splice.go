@@ -15,38 +15,40 @@ var metaBeforeResourceVersion = [...]string{"name", "generateName", "namespace",
 // encoding/json writes it: after name, generateName, namespace, selfLink
 // and uid. Stored values are json.Marshal of the typed object, so the
 // result is the bytes json.Marshal gives for the object read back, without
-// decoding it. ok is false when data is not an object with a metadata
-// object, or already carries a resourceVersion.
-func spliceResourceVersion(data []byte, rev int64) (out []byte, ok bool) {
+// decoding it. The field (and the comma that goes with it) is inserted at
+// offset at of data: out[at:at+len(out)-len(data)]. ok is false when data
+// is not an object with a metadata object, or already carries a
+// resourceVersion.
+func spliceResourceVersion(data []byte, rev int64) (out []byte, at int, ok bool) {
 	s := rawjson.Scanner{B: data}
 	s.Space()
 	if !s.Byte('{') {
-		return nil, false
+		return nil, 0, false
 	}
 	for {
 		s.Space()
 		key, ok := s.Str()
 		if !ok {
-			return nil, false
+			return nil, 0, false
 		}
 		s.Space()
 		if !s.Byte(':') {
-			return nil, false
+			return nil, 0, false
 		}
 		s.Space()
 		if string(key) == "metadata" {
 			break
 		}
 		if !s.Value() {
-			return nil, false
+			return nil, 0, false
 		}
 		s.Space()
 		if !s.Byte(',') {
-			return nil, false
+			return nil, 0, false
 		}
 	}
 	if !s.Byte('{') {
-		return nil, false
+		return nil, 0, false
 	}
 	// Find the first field encoding/json writes after resourceVersion, or
 	// the end of metadata.
@@ -55,11 +57,11 @@ func spliceResourceVersion(data []byte, rev int64) (out []byte, ok bool) {
 		s.Space()
 		at := s.I
 		if s.Peek() == '}' {
-			return insertResourceVersion(data, at, rev, !first, false), true
+			return insertResourceVersion(data, at, rev, !first, false), at, true
 		}
 		key, ok := s.Str()
 		if !ok || string(key) == "resourceVersion" {
-			return nil, false
+			return nil, 0, false
 		}
 		before := false
 		for _, k := range metaBeforeResourceVersion {
@@ -69,16 +71,16 @@ func spliceResourceVersion(data []byte, rev int64) (out []byte, ok bool) {
 			}
 		}
 		if !before {
-			return insertResourceVersion(data, at, rev, false, true), true
+			return insertResourceVersion(data, at, rev, false, true), at, true
 		}
 		first = false
 		s.Space()
 		if !s.Byte(':') {
-			return nil, false
+			return nil, 0, false
 		}
 		s.Space()
 		if !s.Value() {
-			return nil, false
+			return nil, 0, false
 		}
 		s.Space()
 		if s.Peek() == ',' {

@@ -29,10 +29,16 @@ func TestSpliceResourceVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := spliceResourceVersion(stored, 12345)
+		got, at, ok := spliceResourceVersion(stored, 12345)
 		if !ok {
 			t.Errorf("%s: splice refused %s", name, stored)
 			continue
+		}
+		// The Object the cache makes of it gives the stored value back.
+		o := &Object{json: got}
+		o.setSplice(at, len(got)-len(stored))
+		if back, ok := o.Stored(); !ok || !bytes.Equal(back, stored) {
+			t.Errorf("%s: Stored() = %s, %v; want %s", name, back, ok, stored)
 		}
 		pod.ResourceVersion = strconv.Itoa(12345)
 		want, _ := json.Marshal(pod)
@@ -41,7 +47,7 @@ func TestSpliceResourceVersion(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`x`, `{}`, `{"metadata":{"resourceVersion":"1"}}`, `{"metadata":[]}`, `{"kind":"Pod"`, `{"metadata":{"name":"p"`} {
-		if out, ok := spliceResourceVersion([]byte(bad), 1); ok {
+		if out, _, ok := spliceResourceVersion([]byte(bad), 1); ok {
 			t.Errorf("splice accepted %s: %s", bad, out)
 		}
 	}

@@ -204,17 +204,32 @@ func (s *Store) lease(ctx context.Context, o storage.WriteOptions) (clientv3.Lea
 // store applies its TTLFunc on update too).
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc, opts ...storage.WriteOption) (storage.KV, error) {
 	o := storage.ApplyWriteOptions(opts)
-	cur, err := s.get(ctx, key)
+	read := func() (storage.KV, error) { return s.get(ctx, key) }
+	cur, current, err := o.StartFrom(key, read)
 	if err != nil {
 		return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 	}
 	leaseRetried := false
 	for {
 		value, err := tryUpdate(cur)
+		noChange := err == nil && bytes.Equal(value, cur.Value)
+		if (err != nil || noChange) && !current {
+			// The caller's copy may be stale: answer from the stored value
+			// (the same revision is the same value: the answer stands).
+			stored, readErr := read()
+			if readErr != nil {
+				return storage.KV{}, fmt.Errorf("update %s: %w", key, readErr)
+			}
+			current = true
+			if stored.Revision != cur.Revision {
+				cur = stored
+				continue
+			}
+		}
 		if err != nil {
 			return storage.KV{}, err // unchanged, so callers can errors.As it
 		}
-		if bytes.Equal(value, cur.Value) {
+		if noChange {
 			return cur, nil
 		}
 		lease, err := s.lease(ctx, o)
@@ -241,6 +256,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		if cur, err = elseKV(resp); err != nil {
 			return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 		}
+		current = true
 	}
 }
 

@@ -223,16 +223,37 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, opts ...st
 // revision it read, retried with the newer value when another write won.
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc, opts ...storage.WriteOption) (storage.KV, error) {
 	o := storage.ApplyWriteOptions(opts)
-	cur, err := s.Get(ctx, key)
+	read := func() (storage.KV, error) {
+		kv, err := s.Get(ctx, key)
+		if err != nil {
+			return storage.KV{}, errors.Unwrap(err)
+		}
+		return kv, nil
+	}
+	cur, current, err := o.StartFrom(key, read)
 	if err != nil {
-		return storage.KV{}, fmt.Errorf("update %s: %w", key, errors.Unwrap(err))
+		return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 	}
 	for {
 		value, err := tryUpdate(cur)
+		noChange := err == nil && bytes.Equal(value, cur.Value)
+		if (err != nil || noChange) && !current {
+			// The caller's copy may be stale: answer from the stored value
+			// (the same revision is the same value: the answer stands).
+			stored, readErr := read()
+			if readErr != nil {
+				return storage.KV{}, fmt.Errorf("update %s: %w", key, readErr)
+			}
+			current = true
+			if stored.Revision != cur.Revision {
+				cur = stored
+				continue
+			}
+		}
 		if err != nil {
 			return storage.KV{}, err // unchanged, so callers can errors.As it
 		}
-		if bytes.Equal(value, cur.Value) {
+		if noChange {
 			return cur, nil
 		}
 		kv, won, err := s.swap(ctx, cur, func() storage.KV { return s.put(key, bytes.Clone(value), o) })
@@ -242,7 +263,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		if won {
 			return kv, nil
 		}
-		cur = kv
+		cur, current = kv, true
 	}
 }
 

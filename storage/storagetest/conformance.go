@@ -49,6 +49,9 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Interface)
 			{"UpdateRetriesOnRace", testUpdateRetriesOnRace},
 			{"UpdateKeyDeletedDuringUpdate", testUpdateKeyDeleted},
 			{"UpdateConcurrent", testUpdateConcurrent},
+			{"UpdateFromCurrent", testUpdateFromCurrent},
+			{"UpdateFromStaleCurrent", testUpdateFromStaleCurrent},
+			{"UpdateFromDeletedCurrent", testUpdateFromDeletedCurrent},
 			{"DeletePrecondition", testDeletePrecondition},
 			{"DeletePreconditionFails", testDeletePreconditionFails},
 			{"DeleteNotFound", testDeleteNotFound},
@@ -870,5 +873,145 @@ func waitDeleted(t *testing.T, ch <-chan storage.Event, key string) storage.Even
 		case <-deadline:
 			t.Fatalf("%s did not expire within %v", key, expiryTimeout)
 		}
+	}
+}
+
+// testUpdateFromCurrent: an update given the current value (WithCurrent)
+// starts from it, and a no-op or an error answered from it are the
+// update's answer, the value untouched.
+func testUpdateFromCurrent(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	key := prefix + "a"
+	old := mustCreate(t, s, key, "v1")
+	calls := 0
+	kv, err := s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		calls++
+		return slices.Clone(cur.Value), nil
+	}, storage.WithCurrent(old))
+	if err != nil || !equalKV(kv, old) {
+		t.Errorf("no-op from current = %+v, %v; want %+v", kv, err, old)
+	}
+	want := &apiError{reason: "invalid"}
+	if _, err := s.GuaranteedUpdate(ctx, key, func(storage.KV) ([]byte, error) {
+		calls++
+		return nil, want
+	}, storage.WithCurrent(old)); err != want {
+		t.Errorf("error from current: err = %v, want the tryUpdate error unchanged", err)
+	}
+	if calls != 2 {
+		t.Errorf("tryUpdate called %d times for a no-op and an error from the current value, want once each", calls)
+	}
+	kv, err = s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		if !equalKV(cur, old) {
+			t.Errorf("tryUpdate got %+v, want the given current %+v", cur, old)
+		}
+		return []byte("v2"), nil
+	}, storage.WithCurrent(old))
+	if err != nil || string(kv.Value) != "v2" || kv.Revision <= old.Revision {
+		t.Fatalf("update from current = %+v, %v", kv, err)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, kv) {
+		t.Errorf("Get = %+v, want %+v", got, kv)
+	}
+	// Another key's current value is ignored.
+	other := mustCreate(t, s, prefix+"b", "b1")
+	kv, err = s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		if string(cur.Value) != "v2" {
+			t.Errorf("tryUpdate got %+v, want the stored v2", cur)
+		}
+		return []byte("v3"), nil
+	}, storage.WithCurrent(other))
+	if err != nil || string(kv.Value) != "v3" {
+		t.Errorf("update given another key's value = %+v, %v", kv, err)
+	}
+}
+
+// testUpdateFromStaleCurrent: given a stale value, the update answers as
+// if it had read the stored one: the write is retried from it, and an
+// error or a no-op computed from the stale value is computed again.
+func testUpdateFromStaleCurrent(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	key := prefix + "a"
+	stale := mustCreate(t, s, key, "v1")
+	mustUpdate(t, s, key, "v2")
+	var seen []string
+	kv, err := s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		seen = append(seen, string(cur.Value))
+		return append(slices.Clone(cur.Value), '+'), nil
+	}, storage.WithCurrent(stale))
+	if err != nil || string(kv.Value) != "v2+" {
+		t.Fatalf("update from stale = %+v, %v; want v2+", kv, err)
+	}
+	if !slices.Equal(seen, []string{"v1", "v2"}) {
+		t.Errorf("tryUpdate saw %q, want the stale then the stored value", seen)
+	}
+	// An error on the stale value, success on the stored one.
+	now := kv
+	kv, err = s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		if cur.Revision != now.Revision {
+			return nil, &apiError{reason: "conflict"}
+		}
+		return []byte("v3"), nil
+	}, storage.WithCurrent(stale))
+	if err != nil || string(kv.Value) != "v3" {
+		t.Fatalf("update failing on the stale value = %+v, %v; want v3", kv, err)
+	}
+	// A no-op on the stale value, a change on the stored one.
+	now = kv
+	kv, err = s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		if string(cur.Value) == "v1" {
+			return slices.Clone(cur.Value), nil
+		}
+		return []byte("v4"), nil
+	}, storage.WithCurrent(stale))
+	if err != nil || string(kv.Value) != "v4" || kv.Revision <= now.Revision {
+		t.Fatalf("update that is a no-op on the stale value = %+v, %v; want v4", kv, err)
+	}
+	// A no-op on both: the stored value, unchanged.
+	now = kv
+	kv, err = s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		return slices.Clone(cur.Value), nil
+	}, storage.WithCurrent(stale))
+	if err != nil || !equalKV(kv, now) {
+		t.Errorf("no-op from stale = %+v, %v; want the stored %+v", kv, err, now)
+	}
+	// An error on both is the stored value's.
+	want := &apiError{reason: "invalid"}
+	_, err = s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+		if cur.Revision == now.Revision {
+			return nil, want
+		}
+		return nil, &apiError{reason: "stale"}
+	}, storage.WithCurrent(stale))
+	if err != want {
+		t.Errorf("error from stale: err = %v, want the stored value's error", err)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, now) {
+		t.Errorf("Get = %+v, want %+v", got, now)
+	}
+}
+
+// testUpdateFromDeletedCurrent: given the value of a key deleted since,
+// the update is ErrNotFound, whatever tryUpdate made of the value.
+func testUpdateFromDeletedCurrent(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	key := prefix + "a"
+	stale := mustCreate(t, s, key, "v1")
+	if _, err := s.Delete(ctx, key, nil); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	for _, fail := range []bool{false, true} {
+		_, err := s.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
+			if fail {
+				return nil, &apiError{reason: "conflict"}
+			}
+			return []byte("v2"), nil
+		}, storage.WithCurrent(stale))
+		if !errors.Is(err, storage.ErrNotFound) {
+			t.Errorf("update of a deleted key (tryUpdate fails: %v): err = %v, want ErrNotFound", fail, err)
+		}
+	}
+	if _, err := s.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get after updates of a deleted key: err = %v, want ErrNotFound", err)
 	}
 }
