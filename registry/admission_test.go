@@ -56,7 +56,14 @@ func TestAdmissionSeesEveryWrite(t *testing.T) {
 
 	expect := func(what string, want ...string) {
 		t.Helper()
-		if !slices.Equal(log.calls, want) {
+		// An update that started from the watch cache's copy and found it
+		// stale runs again from etcd's, admission included (as kube's
+		// GuaranteedUpdate with a cached object): the same calls repeated.
+		calls := log.calls
+		for len(want) > 0 && len(calls) >= 2*len(want) && slices.Equal(calls[:len(want)], calls[len(want):2*len(want)]) {
+			calls = calls[len(want):]
+		}
+		if !slices.Equal(calls, want) {
 			t.Errorf("%s: admission calls\n%q\nwant\n%q", what, log.calls, want)
 		}
 		log.calls = nil
