@@ -150,16 +150,49 @@ func WithoutCurrent() WriteOption {
 	return func(o *WriteOptions) { o.Current = nil }
 }
 
-// StartFrom is the value a GuaranteedUpdate of key starts from: o.Current
-// when it is that key's (then current is false: it may be stale), else
-// what read returns (current is true).
-func (o WriteOptions) StartFrom(key string, read func() (KV, error)) (kv KV, current bool, err error) {
-	if o.Current != nil && o.Current.Key == key {
-		return *o.Current, false, nil
-	}
-	kv, err = read()
-	return kv, true, err
+// UpdateFrom is where a GuaranteedUpdate stands: the value its tryUpdate
+// runs on, and whether that value is known to be the stored one (it is
+// not when it is the caller's copy, WriteOptions.Current).
+type UpdateFrom struct {
+	KV      KV
+	current bool
+	read    func() (KV, error)
 }
+
+// StartFrom is where a GuaranteedUpdate of key starts: o.Current when it
+// is that key's (it may be stale), else what read returns. read is also
+// how Stands learns the stored value.
+func (o WriteOptions) StartFrom(key string, read func() (KV, error)) (*UpdateFrom, error) {
+	if o.Current != nil && o.Current.Key == key {
+		return &UpdateFrom{KV: *o.Current, read: read}, nil
+	}
+	kv, err := read()
+	return &UpdateFrom{KV: kv, current: true, read: read}, err
+}
+
+// Stands reports whether an answer of tryUpdate that writes nothing (an
+// error, or the value unchanged) stands. It does when KV is known to be
+// the stored value, or when the stored value, read now, is at KV's
+// revision (the same revision is the same value). Otherwise KV moves to
+// the stored value and the update must try again from it.
+func (u *UpdateFrom) Stands() (bool, error) {
+	if u.current {
+		return true, nil
+	}
+	stored, err := u.read()
+	if err != nil {
+		return false, err
+	}
+	u.current = true
+	if stored.Revision != u.KV.Revision {
+		u.KV = stored
+		return false, nil
+	}
+	return true, nil
+}
+
+// Lost moves to the value a lost compare-and-swap returned: the stored one.
+func (u *UpdateFrom) Lost(kv KV) { u.KV, u.current = kv, true }
 
 // ApplyWriteOptions folds opts into a WriteOptions, for implementations.
 func ApplyWriteOptions(opts []WriteOption) WriteOptions {

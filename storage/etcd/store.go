@@ -205,31 +205,28 @@ func (s *Store) lease(ctx context.Context, o storage.WriteOptions) (clientv3.Lea
 func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc, opts ...storage.WriteOption) (storage.KV, error) {
 	o := storage.ApplyWriteOptions(opts)
 	read := func() (storage.KV, error) { return s.get(ctx, key) }
-	cur, current, err := o.StartFrom(key, read)
+	from, err := o.StartFrom(key, read)
 	if err != nil {
 		return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 	}
 	leaseRetried := false
 	for {
+		cur := from.KV
 		value, err := tryUpdate(cur)
 		noChange := err == nil && bytes.Equal(value, cur.Value)
-		if (err != nil || noChange) && !current {
-			// The caller's copy may be stale: answer from the stored value
-			// (the same revision is the same value: the answer stands).
-			stored, readErr := read()
+		if err != nil || noChange {
+			// An answer from a copy that may be stale stands only once the
+			// stored value is known to be the same.
+			stands, readErr := from.Stands()
 			if readErr != nil {
 				return storage.KV{}, fmt.Errorf("update %s: %w", key, readErr)
 			}
-			current = true
-			if stored.Revision != cur.Revision {
-				cur = stored
+			if !stands {
 				continue
 			}
-		}
-		if err != nil {
-			return storage.KV{}, err // unchanged, so callers can errors.As it
-		}
-		if noChange {
+			if err != nil {
+				return storage.KV{}, err // unchanged, so callers can errors.As it
+			}
 			return cur, nil
 		}
 		lease, err := s.lease(ctx, o)
@@ -253,10 +250,11 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		if resp.Succeeded {
 			return storage.KV{Key: key, Value: value, Revision: resp.Header.Revision}, nil
 		}
-		if cur, err = elseKV(resp); err != nil {
+		stored, err := elseKV(resp)
+		if err != nil {
 			return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 		}
-		current = true
+		from.Lost(stored)
 	}
 }
 

@@ -230,30 +230,27 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		}
 		return kv, nil
 	}
-	cur, current, err := o.StartFrom(key, read)
+	from, err := o.StartFrom(key, read)
 	if err != nil {
 		return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 	}
 	for {
+		cur := from.KV
 		value, err := tryUpdate(cur)
 		noChange := err == nil && bytes.Equal(value, cur.Value)
-		if (err != nil || noChange) && !current {
-			// The caller's copy may be stale: answer from the stored value
-			// (the same revision is the same value: the answer stands).
-			stored, readErr := read()
+		if err != nil || noChange {
+			// An answer from a copy that may be stale stands only once the
+			// stored value is known to be the same.
+			stands, readErr := from.Stands()
 			if readErr != nil {
 				return storage.KV{}, fmt.Errorf("update %s: %w", key, readErr)
 			}
-			current = true
-			if stored.Revision != cur.Revision {
-				cur = stored
+			if !stands {
 				continue
 			}
-		}
-		if err != nil {
-			return storage.KV{}, err // unchanged, so callers can errors.As it
-		}
-		if noChange {
+			if err != nil {
+				return storage.KV{}, err // unchanged, so callers can errors.As it
+			}
 			return cur, nil
 		}
 		kv, won, err := s.swap(ctx, cur, func() storage.KV { return s.put(key, bytes.Clone(value), o) })
@@ -263,7 +260,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		if won {
 			return kv, nil
 		}
-		cur, current = kv, true
+		from.Lost(kv)
 	}
 }
 
