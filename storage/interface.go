@@ -6,6 +6,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -155,6 +156,7 @@ func WithoutCurrent() WriteOption {
 // not when it is the caller's copy, WriteOptions.Current).
 type UpdateFrom struct {
 	KV      KV
+	key     string
 	current bool
 	read    func() (KV, error)
 }
@@ -164,10 +166,36 @@ type UpdateFrom struct {
 // how Stands learns the stored value.
 func (o WriteOptions) StartFrom(key string, read func() (KV, error)) (*UpdateFrom, error) {
 	if o.Current != nil && o.Current.Key == key {
-		return &UpdateFrom{KV: *o.Current, read: read}, nil
+		return &UpdateFrom{KV: *o.Current, key: key, read: read}, nil
 	}
 	kv, err := read()
-	return &UpdateFrom{KV: kv, current: true, read: read}, err
+	return &UpdateFrom{KV: kv, key: key, current: true, read: read}, err
+}
+
+// Attempt runs tryUpdate on KV. When it computes a new value, Attempt
+// returns it to be written (write is true) by a compare-and-swap on KV's
+// revision. Otherwise it returns the final answer of the update: KV
+// unchanged, or tryUpdate's error as it is (so callers can errors.As
+// it), both only once KV is known to be the stored value; from a stale
+// copy it tries again from the stored value.
+func (u *UpdateFrom) Attempt(tryUpdate UpdateFunc) (value []byte, write bool, kv KV, err error) {
+	for {
+		value, err := tryUpdate(u.KV)
+		if err == nil && !bytes.Equal(value, u.KV.Value) {
+			return value, true, KV{}, nil
+		}
+		stands, readErr := u.Stands()
+		if readErr != nil {
+			return nil, false, KV{}, fmt.Errorf("update %s: %w", u.key, readErr)
+		}
+		if !stands {
+			continue
+		}
+		if err != nil {
+			return nil, false, KV{}, err
+		}
+		return nil, false, u.KV, nil
+	}
 }
 
 // Stands reports whether an answer of tryUpdate that writes nothing (an

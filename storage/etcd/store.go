@@ -8,7 +8,6 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -211,24 +210,11 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 	}
 	leaseRetried := false
 	for {
-		cur := from.KV
-		value, err := tryUpdate(cur)
-		noChange := err == nil && bytes.Equal(value, cur.Value)
-		if err != nil || noChange {
-			// An answer from a copy that may be stale stands only once the
-			// stored value is known to be the same.
-			stands, readErr := from.Stands()
-			if readErr != nil {
-				return storage.KV{}, fmt.Errorf("update %s: %w", key, readErr)
-			}
-			if !stands {
-				continue
-			}
-			if err != nil {
-				return storage.KV{}, err // unchanged, so callers can errors.As it
-			}
-			return cur, nil
+		value, write, kv, err := from.Attempt(tryUpdate)
+		if !write {
+			return kv, err
 		}
+		cur := from.KV
 		lease, err := s.lease(ctx, o)
 		if err != nil {
 			return storage.KV{}, fmt.Errorf("update %s: %w", key, err)

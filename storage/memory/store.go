@@ -235,24 +235,11 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
 	}
 	for {
-		cur := from.KV
-		value, err := tryUpdate(cur)
-		noChange := err == nil && bytes.Equal(value, cur.Value)
-		if err != nil || noChange {
-			// An answer from a copy that may be stale stands only once the
-			// stored value is known to be the same.
-			stands, readErr := from.Stands()
-			if readErr != nil {
-				return storage.KV{}, fmt.Errorf("update %s: %w", key, readErr)
-			}
-			if !stands {
-				continue
-			}
-			if err != nil {
-				return storage.KV{}, err // unchanged, so callers can errors.As it
-			}
-			return cur, nil
+		value, write, kv, err := from.Attempt(tryUpdate)
+		if !write {
+			return kv, err
 		}
+		cur := from.KV
 		kv, won, err := s.swap(ctx, cur, func() storage.KV { return s.put(key, bytes.Clone(value), o) })
 		if err != nil {
 			return storage.KV{}, fmt.Errorf("update %s: %w", key, err)
