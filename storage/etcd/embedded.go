@@ -158,6 +158,14 @@ func startEmbedded(ctx context.Context, cfg EmbeddedConfig) (_ *Embedded, err er
 	if err != nil {
 		return nil, err
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := defragmentIfFragmented(ctx, client, endpoints[0], log); err != nil {
+		client.Close()
+		return nil, err
+	}
 	emb := &Embedded{etcd: e, client: client, endpoints: endpoints, lock: lock}
 	if private {
 		emb.sockDir = sockDir
