@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/auth/user"
 	"strconv"
 
 	"github.com/corekube/corekube/storage"
@@ -94,6 +95,9 @@ func (s *Store) Watch(ctx context.Context, namespace string, opts *metainternalv
 		Prefix:    s.cachePrefix(namespace),
 		Match:     cacheMatcher(opts.LabelSelector, opts.FieldSelector),
 		Bookmarks: opts.AllowWatchBookmarks,
+	}
+	if u, ok := user.From(ctx); ok {
+		wo.Client = u.Name
 	}
 	if ix, ok := s.strategy.(WatchIndexStrategy); ok && opts.FieldSelector != nil {
 		if value, found := opts.FieldSelector.RequiresExactMatch(ix.WatchIndexField()); found {

@@ -53,7 +53,9 @@ func startCache(t *testing.T, cfg Config) (*Cache, storage.Interface, string) {
 	st := store(t)
 	prefix := freshPrefix(t)
 	cfg.Storage, cfg.Prefix, cfg.Decode = st, prefix, decodePod
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	c := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -225,11 +227,31 @@ func TestWatchInitialEventsThenChanges(t *testing.T) {
 	}
 }
 
+// syncBuffer is a log destination shared by the cache's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // TestSlowWatcherIsClosed: a watcher that does not read is closed once its
-// buffer is full, and the others keep receiving.
+// buffer is full, with a log line naming its client, and the others keep
+// receiving.
 func TestSlowWatcherIsClosed(t *testing.T) {
-	c, st, prefix := startCache(t, Config{WatcherBuffer: 2})
-	slow, err := c.Watch(context.Background(), WatchOptions{})
+	var log syncBuffer
+	c, st, prefix := startCache(t, Config{WatcherBuffer: 2, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	slow, err := c.Watch(context.Background(), WatchOptions{Client: "system:kube-scheduler"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,6 +276,9 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 	}
 	if c.SlowWatchersClosed() != 1 {
 		t.Fatalf("SlowWatchersClosed = %d, want 1", c.SlowWatchersClosed())
+	}
+	if out := log.String(); !strings.Contains(out, `msg="closing a watcher that fell behind"`) || !strings.Contains(out, "buffer=2 client=system:kube-scheduler\n") {
+		t.Errorf("log does not name the slow watcher's client:\n%s", out)
 	}
 }
 

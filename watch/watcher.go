@@ -27,6 +27,9 @@ type WatchOptions struct {
 	// IndexValue, when set, is the one value of the cache's IndexField the
 	// watch selects (Match must require it too).
 	IndexValue *string
+	// Client names who watches (the user), for the log line when the
+	// watcher is closed for falling behind.
+	Client string
 }
 
 // Event is one event for one watcher. For Bookmark, Object carries only
@@ -81,6 +84,8 @@ type watcher struct {
 	// closed. The queue itself grows on demand, so that a watcher that
 	// sees few events (a node agent) costs little memory.
 	limit int
+	// client is who watches (WatchOptions.Client), for the log.
+	client string
 
 	mu sync.Mutex
 	// queue[head:] are the events not yet taken.
@@ -129,6 +134,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 		prefix:    c.cfg.Prefix + opts.Prefix,
 		bookmarks: opts.Bookmarks,
 		limit:     c.cfg.WatcherBuffer,
+		client:    opts.Client,
 		notify:    make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
@@ -384,7 +390,14 @@ func (c *Cache) dropLocked(w *watcher, slow bool) {
 	if slow {
 		c.slowWatchersClosed++
 		c.metrics.terminatedWatcher()
-		c.log.Info("closing a watcher that fell behind", "buffer", w.limit)
+		attrs := []any{"buffer", w.limit, "client", w.client}
+		if within := strings.TrimPrefix(w.prefix, c.cfg.Prefix); within != "" {
+			attrs = append(attrs, "within", within)
+		}
+		if w.indexed {
+			attrs = append(attrs, "index", w.indexValue)
+		}
+		c.log.Info("closing a watcher that fell behind", attrs...)
 	}
 	w.closeOnce.Do(func() {
 		close(w.done)
