@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/corekube/corekube/controllers/record"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"github.com/corekube/corekube/controllers/useragent"
 	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -35,7 +35,7 @@ type Controller struct {
 	events  *record.Recorder
 	started worker.Once
 
-	pods       corelisters.PodLister
+	pods       sharedinformers.PodLister
 	pdbs       policylisters.PodDisruptionBudgetLister
 	synced     []cache.InformerSynced
 	queue      workqueue.TypedRateLimitingInterface[string] // budget keys
@@ -95,11 +95,11 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 // register takes the pod and budget informers from factory and adds the
 // event handlers.
 func (c *Controller) register(factory informers.SharedInformerFactory) error {
-	podInformer := factory.Core().V1().Pods()
+	podInformer, pods := sharedinformers.PodsOf(factory)
 	pdbInformer := factory.Policy().V1().PodDisruptionBudgets()
-	c.pods = podInformer.Lister()
+	c.pods = pods
 	c.pdbs = pdbInformer.Lister()
-	podReg, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	podReg, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.podChanged(nil, obj) },
 		UpdateFunc: c.podChanged,
 		DeleteFunc: c.podDeleted,
@@ -194,15 +194,15 @@ func (c *Controller) enqueueBudget(obj any) {
 // labels changed, those that selected it before; and schedules the reset
 // of a stale DisruptionTarget condition.
 func (c *Controller) podChanged(oldObj, obj any) {
-	pod, ok := obj.(*v1.Pod)
+	pod, ok := obj.(*sharedinformers.Pod)
 	if !ok {
 		return
 	}
 	c.enqueueBudgetsOf(pod, true)
-	if old, ok := oldObj.(*v1.Pod); ok && !labels.Equals(old.Labels, pod.Labels) {
+	if old, ok := oldObj.(*sharedinformers.Pod); ok && !labels.Equals(old.Labels, pod.Labels) {
 		c.enqueueBudgetsOf(old, false)
 	}
-	if stale, after := c.staleDisruptionCondition(pod); stale {
+	if stale, after := c.staleDisruptionCondition(pod.DeletionTimestamp, pod.Status.Phase, pod.Status.Conditions); stale {
 		c.staleQueue.AddAfter(pod.Namespace+"/"+pod.Name, after)
 	}
 }
@@ -211,7 +211,7 @@ func (c *Controller) podDeleted(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if pod, ok := obj.(*v1.Pod); ok {
+	if pod, ok := obj.(*sharedinformers.Pod); ok {
 		c.enqueueBudgetsOf(pod, false)
 	}
 }
@@ -219,7 +219,7 @@ func (c *Controller) podDeleted(obj any) {
 // enqueueBudgetsOf enqueues every budget that selects pod. kube enqueues
 // one of several and warns; corekube warns the same way but keeps every
 // budget's status current.
-func (c *Controller) enqueueBudgetsOf(pod *v1.Pod, warn bool) {
+func (c *Controller) enqueueBudgetsOf(pod *sharedinformers.Pod, warn bool) {
 	pdbs, err := c.budgetsFor(pod)
 	if err != nil || len(pdbs) == 0 {
 		return
@@ -235,7 +235,7 @@ func (c *Controller) enqueueBudgetsOf(pod *v1.Pod, warn bool) {
 }
 
 // budgetsFor returns the budgets whose selector matches pod, by name.
-func (c *Controller) budgetsFor(pod *v1.Pod) ([]*policyv1.PodDisruptionBudget, error) {
+func (c *Controller) budgetsFor(pod *sharedinformers.Pod) ([]*policyv1.PodDisruptionBudget, error) {
 	all, err := c.pdbs.PodDisruptionBudgets(pod.Namespace).List(labels.Everything())
 	if err != nil {
 		return nil, err
@@ -290,11 +290,7 @@ func (c *Controller) trySync(ctx context.Context, pdb *policyv1.PodDisruptionBud
 		c.events.Eventf(ref, eventSource, v1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
 		return err
 	}
-	pods, err := c.pods.Pods(pdb.Namespace).List(sel)
-	if err != nil {
-		c.events.Eventf(ref, eventSource, v1.EventTypeWarning, "NoPods", "Failed to get pods: %v", err)
-		return err
-	}
+	pods := c.pods.ListNamespace(pdb.Namespace, sel)
 	if len(pods) == 0 {
 		c.events.Eventf(ref, eventSource, v1.EventTypeNormal, "NoPods", "No matching pods found")
 	}

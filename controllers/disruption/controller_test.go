@@ -193,7 +193,7 @@ func TestControllerResetsStaleDisruptionTarget(t *testing.T) {
 	})
 	client, clk := startFake(t, stale, byKubelet)
 	clk.Step(time.Minute)
-	if p, err := client.CoreV1().Pods("ns").Get(t.Context(), "p", metav1.GetOptions{}); err != nil || podCondition(&p.Status, v1.DisruptionTarget).Status != v1.ConditionTrue {
+	if p, err := client.CoreV1().Pods("ns").Get(t.Context(), "p", metav1.GetOptions{}); err != nil || podCondition(p.Status.Conditions, v1.DisruptionTarget).Status != v1.ConditionTrue {
 		t.Fatalf("reset early: %v %+v", err, p.Status.Conditions)
 	}
 	poll(t, "the stale condition reset", clk, 10*time.Second, func(ctx context.Context) (bool, error) {
@@ -201,11 +201,11 @@ func TestControllerResetsStaleDisruptionTarget(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		c := podCondition(&p.Status, v1.DisruptionTarget)
+		c := podCondition(p.Status.Conditions, v1.DisruptionTarget)
 		return c.Status == v1.ConditionFalse && c.Reason == "" && c.Message == "", nil
 	})
 	k, err := client.CoreV1().Pods("ns").Get(t.Context(), "k", metav1.GetOptions{})
-	if err != nil || podCondition(&k.Status, v1.DisruptionTarget).Status != v1.ConditionTrue {
+	if err != nil || podCondition(k.Status.Conditions, v1.DisruptionTarget).Status != v1.ConditionTrue {
 		t.Errorf("the node agent's condition was reset: %v %+v", err, k.Status.Conditions)
 	}
 }

@@ -10,17 +10,18 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// staleDisruptionCondition reports whether pod carries a DisruptionTarget
-// condition that will be stale if the pod is still not being deleted after
+// staleDisruptionCondition reports whether a pod (its deletionTimestamp,
+// phase and conditions) carries a DisruptionTarget condition that will be
+// stale if the pod is still not being deleted after
 // StalePodDisruptionTimeout, and how long until then. Conditions the node
 // agent set, and those of pods that finished, never go stale.
-func (c *Controller) staleDisruptionCondition(pod *v1.Pod) (bool, time.Duration) {
-	if pod.DeletionTimestamp != nil {
+func (c *Controller) staleDisruptionCondition(deletion *metav1.Time, phase v1.PodPhase, conditions []v1.PodCondition) (bool, time.Duration) {
+	if deletion != nil {
 		return false, 0
 	}
-	cond := podCondition(&pod.Status, v1.DisruptionTarget)
+	cond := podCondition(conditions, v1.DisruptionTarget)
 	if cond == nil || cond.Status != v1.ConditionTrue || cond.Reason == v1.PodReasonTerminationByKubelet ||
-		pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		phase == v1.PodSucceeded || phase == v1.PodFailed {
 		return false, 0
 	}
 	return true, max(c.cfg.StalePodDisruptionTimeout-c.cfg.Clock.Since(cond.LastTransitionTime.Time), 0)
@@ -34,14 +35,11 @@ func (c *Controller) syncStalePod(ctx context.Context, key string) error {
 	if err != nil {
 		return nil
 	}
-	cached, err := c.pods.Pods(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
+	cached, ok := c.pods.Get(namespace, name)
+	if !ok {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	stale, after := c.staleDisruptionCondition(cached)
+	stale, after := c.staleDisruptionCondition(cached.DeletionTimestamp, cached.Status.Phase, cached.Status.Conditions)
 	if !stale {
 		return nil
 	}
@@ -57,7 +55,7 @@ func (c *Controller) syncStalePod(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if stale, after := c.staleDisruptionCondition(pod); !stale || after > 0 {
+	if stale, after := c.staleDisruptionCondition(pod.DeletionTimestamp, pod.Status.Phase, pod.Status.Conditions); !stale || after > 0 {
 		return nil // changed meanwhile; its update event requeues it if needed
 	}
 	if !setPodCondition(&pod.Status, v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionFalse}, c.cfg.Clock.Now()) {
@@ -70,10 +68,10 @@ func (c *Controller) syncStalePod(ctx context.Context, key string) error {
 	return nil
 }
 
-func podCondition(status *v1.PodStatus, t v1.PodConditionType) *v1.PodCondition {
-	for i := range status.Conditions {
-		if status.Conditions[i].Type == t {
-			return &status.Conditions[i]
+func podCondition(conditions []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
+	for i := range conditions {
+		if conditions[i].Type == t {
+			return &conditions[i]
 		}
 	}
 	return nil
@@ -83,7 +81,7 @@ func podCondition(status *v1.PodStatus, t v1.PodConditionType) *v1.PodCondition 
 // only when the status changes; it reports whether anything changed.
 func setPodCondition(status *v1.PodStatus, cond v1.PodCondition, now time.Time) bool {
 	cond.LastTransitionTime = metav1.NewTime(now)
-	old := podCondition(status, cond.Type)
+	old := podCondition(status.Conditions, cond.Type)
 	if old == nil {
 		status.Conditions = append(status.Conditions, cond)
 		return true

@@ -3,6 +3,8 @@ package disruption
 import (
 	"time"
 
+	"github.com/corekube/corekube/controllers/sharedinformers"
+
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -46,7 +48,7 @@ func expectedAndDesired(spec *policyv1.PodDisruptionBudgetSpec, podCount int) (e
 // was recorded less than timeout ago. expired lists the pods whose entry
 // timed out without a deletion; recheck is when the next kept entry times
 // out (nil if none).
-func disruptedPods(pods []*v1.Pod, recorded map[string]metav1.Time, now time.Time, timeout time.Duration) (kept map[string]metav1.Time, expired []*v1.Pod, recheck *time.Time) {
+func disruptedPods(pods []*sharedinformers.Pod, recorded map[string]metav1.Time, now time.Time, timeout time.Duration) (kept map[string]metav1.Time, expired []*sharedinformers.Pod, recheck *time.Time) {
 	kept = map[string]metav1.Time{}
 	if recorded == nil {
 		return kept, nil, nil
@@ -74,7 +76,7 @@ func disruptedPods(pods []*v1.Pod, recorded map[string]metav1.Time, now time.Tim
 
 // countHealthy counts the Ready pods that are neither being deleted nor
 // about to be (recorded in disrupted less than timeout ago).
-func countHealthy(pods []*v1.Pod, disrupted map[string]metav1.Time, now time.Time, timeout time.Duration) int32 {
+func countHealthy(pods []*sharedinformers.Pod, disrupted map[string]metav1.Time, now time.Time, timeout time.Duration) int32 {
 	var n int32
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil {
@@ -91,13 +93,9 @@ func countHealthy(pods []*v1.Pod, disrupted map[string]metav1.Time, now time.Tim
 }
 
 // podReady is kube's IsPodReady: the Ready condition is True.
-func podReady(pod *v1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.PodReady {
-			return c.Status == v1.ConditionTrue
-		}
-	}
-	return false
+func podReady(pod *sharedinformers.Pod) bool {
+	c := pod.Condition(v1.PodReady)
+	return c != nil && c.Status == v1.ConditionTrue
 }
 
 // disruptionsAllowed is currentHealthy - desiredHealthy, never below 0, and

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"errors"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"reflect"
 	"testing"
 	"time"
@@ -98,11 +99,24 @@ func pod(name string, ready, deleting bool) *v1.Pod {
 	return p
 }
 
+// cached is what the shared informer keeps of pods.
+func cached(pods ...*v1.Pod) []*sharedinformers.Pod {
+	out := make([]*sharedinformers.Pod, len(pods))
+	for i, p := range pods {
+		obj, err := sharedinformers.Transform(p)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = obj.(*sharedinformers.Pod)
+	}
+	return out
+}
+
 func TestDisruptedPodsAndHealthy(t *testing.T) {
 	now := time.Date(2026, 11, 21, 20, 17, 19, 0, time.UTC)
 	timeout := 2 * time.Minute
 	at := func(ago time.Duration) metav1.Time { return metav1.NewTime(now.Add(-ago)) }
-	pods := []*v1.Pod{
+	pods := cached(
 		pod("recent", true, false),   // recorded 30s ago: kept, not healthy
 		pod("old", true, false),      // recorded 3m ago: dropped (NotDeleted), healthy
 		pod("going", true, true),     // being deleted: dropped, not healthy
@@ -111,7 +125,7 @@ func TestDisruptedPodsAndHealthy(t *testing.T) {
 		pod("recent2", false, false), // recorded 1m ago: kept
 		pod("deleting", false, true), // not recorded, being deleted
 		pod("exact", true, false),    // recorded exactly timeout ago: kept, healthy (kube's edges)
-	}
+	)
 	recorded := map[string]metav1.Time{
 		"recent":  at(30 * time.Second),
 		"old":     at(3 * time.Minute),

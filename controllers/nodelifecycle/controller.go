@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/corekube/corekube/controllers/record"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"github.com/corekube/corekube/controllers/useragent"
 	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
@@ -39,7 +40,8 @@ type Controller struct {
 
 	nodes      corelisters.NodeLister
 	leases     coordlisters.LeaseLister
-	pods       cache.Indexer
+	pods       sharedinformers.PodLister
+	podIndex   cache.Indexer          // pods by node (byNode)
 	synced     []cache.InformerSynced // this controller's handlers and caches
 	noSchedule workqueue.TypedRateLimitingInterface[string]
 	evictor    *evictor
@@ -97,9 +99,9 @@ func (c *Controller) register(factory informers.SharedInformerFactory) error {
 	// All namespaces, as kube's: the lister is read in kube-node-lease only,
 	// and the other leases (leader election) are few.
 	leaseInformer := factory.Coordination().V1().Leases()
-	podInformer := factory.Core().V1().Pods().Informer()
+	podInformer, pods := sharedinformers.PodsOf(factory)
 	if err := podInformer.AddIndexers(cache.Indexers{byNode: func(obj any) ([]string, error) {
-		if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
+		if pod, ok := obj.(*sharedinformers.Pod); ok && pod.Spec.NodeName != "" {
 			return []string{pod.Spec.NodeName}, nil
 		}
 		return nil, nil
@@ -108,7 +110,8 @@ func (c *Controller) register(factory informers.SharedInformerFactory) error {
 	}
 	c.nodes = nodeInformer.Lister()
 	c.leases = leaseInformer.Lister()
-	c.pods = podInformer.GetIndexer()
+	c.pods = pods
+	c.podIndex = podInformer.GetIndexer()
 
 	nodeReg, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -214,14 +217,14 @@ func (c *Controller) every(ctx context.Context, wg *sync.WaitGroup, name string,
 }
 
 // podsOnNode lists the pods bound to node from the cache.
-func (c *Controller) podsOnNode(node string) []*v1.Pod {
-	objs, err := c.pods.ByIndex(byNode, node)
+func (c *Controller) podsOnNode(node string) []*sharedinformers.Pod {
+	objs, err := c.podIndex.ByIndex(byNode, node)
 	if err != nil {
 		return nil
 	}
-	out := make([]*v1.Pod, 0, len(objs))
+	out := make([]*sharedinformers.Pod, 0, len(objs))
 	for _, obj := range objs {
-		if pod, ok := obj.(*v1.Pod); ok {
+		if pod, ok := obj.(*sharedinformers.Pod); ok {
 			out = append(out, pod)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/corekube/corekube/controllers/record"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"math"
 	"reflect"
 	"sync"
@@ -53,7 +54,7 @@ func newEvictor(c *Controller) *evictor {
 }
 
 func (e *evictor) podChanged(obj any) {
-	if pod, ok := obj.(*v1.Pod); ok && pod.Spec.NodeName != "" {
+	if pod, ok := obj.(*sharedinformers.Pod); ok && pod.Spec.NodeName != "" {
 		e.queue.Add(pod.Namespace + "/" + pod.Name)
 	}
 }
@@ -95,12 +96,11 @@ func noExecuteTaints(node *v1.Node) []v1.Taint {
 
 // process decides about one pod (kube's processPodOnNode).
 func (e *evictor) process(ctx context.Context, key string) error {
-	obj, exists, err := e.c.pods.GetByKey(key)
-	if err != nil || !exists {
+	pod, exists := e.c.pods.GetByKey(key)
+	if !exists {
 		e.forget(key)
 		return nil
 	}
-	pod := obj.(*v1.Pod)
 	if pod.DeletionTimestamp != nil || pod.Spec.NodeName == "" {
 		e.forget(key)
 		return nil
@@ -151,7 +151,7 @@ func (e *evictor) forget(key string) {
 }
 
 // cancel drops a scheduled eviction, with kube's event when there was one.
-func (e *evictor) cancel(pod *v1.Pod, key string) {
+func (e *evictor) cancel(pod *sharedinformers.Pod, key string) {
 	e.mu.Lock()
 	ev := e.scheduled[key]
 	delete(e.scheduled, key)
@@ -163,7 +163,7 @@ func (e *evictor) cancel(pod *v1.Pod, key string) {
 
 // evict marks the pod a disruption target and deletes it, gracefully, as
 // kube's taint eviction controller does.
-func (e *evictor) evict(ctx context.Context, pod *v1.Pod, key string, now time.Time) error {
+func (e *evictor) evict(ctx context.Context, pod *sharedinformers.Pod, key string, now time.Time) error {
 	e.mu.Lock()
 	ev := e.scheduled[key]
 	if ev == nil || ev.uid != pod.UID {
@@ -208,13 +208,9 @@ func (e *evictor) evict(ctx context.Context, pod *v1.Pod, key string, now time.T
 	return nil
 }
 
-func hasDisruptionTarget(pod *v1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == v1.DisruptionTarget && c.Status == v1.ConditionTrue && c.Reason == reasonDeletionByTaintManager {
-			return true
-		}
-	}
-	return false
+func hasDisruptionTarget(pod *sharedinformers.Pod) bool {
+	c := pod.Condition(v1.DisruptionTarget)
+	return c != nil && c.Status == v1.ConditionTrue && c.Reason == reasonDeletionByTaintManager
 }
 
 // matchingTolerations is kube's GetMatchingTolerations: whether every

@@ -262,12 +262,7 @@ func (c *Controller) updateHealth(ctx context.Context, node *v1.Node) (observed 
 func (c *Controller) markPodsNotReady(ctx context.Context, nodeName string) error {
 	var errs []error
 	for _, pod := range c.podsOnNode(nodeName) {
-		var ready *v1.PodCondition
-		for i := range pod.Status.Conditions {
-			if pod.Status.Conditions[i].Type == v1.PodReady {
-				ready = &pod.Status.Conditions[i]
-			}
-		}
+		ready := pod.Condition(v1.PodReady)
 		if ready == nil || ready.Status == v1.ConditionFalse {
 			continue
 		}

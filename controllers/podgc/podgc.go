@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/corekube/corekube/controllers/sharedinformers"
 	"github.com/corekube/corekube/controllers/useragent"
 	"github.com/corekube/corekube/controllers/worker"
 	"log/slog"
@@ -81,7 +82,7 @@ type Controller struct {
 	cfg    Config
 	log    *slog.Logger
 
-	pods       corelisters.PodLister
+	pods       sharedinformers.PodLister
 	nodes      corelisters.NodeLister
 	podSynced  cache.InformerSynced
 	nodeSynced cache.InformerSynced
@@ -95,18 +96,18 @@ type Controller struct {
 // informers (all pods: unscheduled terminating pods are collected too) and
 // writes through client. factory's owner starts the factory after New and
 // shuts it down after Start returned; its transform must keep what pod GC
-// reads (sharedinformers.Transform does).
+// reads (sharedinformers.Transform does: the pods are sharedinformers.Pods).
 func New(client kubernetes.Interface, factory informers.SharedInformerFactory, cfg Config) *Controller {
 	cfg = cfg.withDefaults()
-	podInformer := factory.Core().V1().Pods()
+	podInformer, pods := sharedinformers.PodsOf(factory)
 	nodeInformer := factory.Core().V1().Nodes()
 	return &Controller{
 		client:     client,
 		cfg:        cfg,
 		log:        cfg.Logger.With("controller", "podgc"),
-		pods:       podInformer.Lister(),
+		pods:       pods,
 		nodes:      nodeInformer.Lister(),
-		podSynced:  podInformer.Informer().HasSynced,
+		podSynced:  podInformer.HasSynced,
 		nodeSynced: nodeInformer.Informer().HasSynced,
 	}
 }
@@ -145,10 +146,7 @@ func (c *Controller) Start(ctx context.Context) error {
 
 // gc is one pass, in kube's order.
 func (c *Controller) gc(ctx context.Context) {
-	pods, err := c.pods.List(labels.Everything())
-	if err != nil {
-		return
-	}
+	pods := c.pods.List(labels.Everything())
 	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return
@@ -162,19 +160,19 @@ func (c *Controller) gc(ctx context.Context) {
 }
 
 // isTerminated is kube's isPodTerminated.
-func isTerminated(pod *v1.Pod) bool {
+func isTerminated(pod *sharedinformers.Pod) bool {
 	p := pod.Status.Phase
 	return p != v1.PodPending && p != v1.PodRunning && p != v1.PodUnknown
 }
 
 // isEvicted is kube's eviction.PodIsEvicted.
-func isEvicted(pod *v1.Pod) bool {
+func isEvicted(pod *sharedinformers.Pod) bool {
 	return pod.Status.Phase == v1.PodFailed && pod.Status.Reason == "Evicted"
 }
 
 // sortForDeletion orders pods as kube's byEvictionAndCreationTimestamp:
 // evicted first, then oldest, then by name.
-func sortForDeletion(pods []*v1.Pod) {
+func sortForDeletion(pods []*sharedinformers.Pod) {
 	sort.SliceStable(pods, func(i, j int) bool {
 		if ei, ej := isEvicted(pods[i]), isEvicted(pods[j]); ei != ej {
 			return ei
@@ -187,8 +185,8 @@ func sortForDeletion(pods []*v1.Pod) {
 }
 
 // gcTerminated deletes the terminated pods beyond the threshold.
-func (c *Controller) gcTerminated(ctx context.Context, pods []*v1.Pod) {
-	var terminated []*v1.Pod
+func (c *Controller) gcTerminated(ctx context.Context, pods []*sharedinformers.Pod) {
+	var terminated []*sharedinformers.Pod
 	for _, pod := range pods {
 		if isTerminated(pod) {
 			terminated = append(terminated, pod)
@@ -205,8 +203,8 @@ func (c *Controller) gcTerminated(ctx context.Context, pods []*v1.Pod) {
 
 // gcTerminating deletes terminating pods on nodes that are not ready and
 // tainted out-of-service (non-graceful node shutdown).
-func (c *Controller) gcTerminating(ctx context.Context, pods []*v1.Pod) {
-	var doomed []*v1.Pod
+func (c *Controller) gcTerminating(ctx context.Context, pods []*sharedinformers.Pod) {
+	var doomed []*sharedinformers.Pod
 	for _, pod := range pods {
 		if pod.DeletionTimestamp == nil || pod.Spec.NodeName == "" {
 			continue
@@ -229,7 +227,7 @@ func (c *Controller) gcTerminating(ctx context.Context, pods []*v1.Pod) {
 
 // gcOrphaned deletes the pods of nodes that have been missing for the
 // quarantine and are confirmed gone by a fresh read.
-func (c *Controller) gcOrphaned(ctx context.Context, pods []*v1.Pod, nodes []*v1.Node) {
+func (c *Controller) gcOrphaned(ctx context.Context, pods []*sharedinformers.Pod, nodes []*v1.Node) {
 	existing := make(map[string]bool, len(nodes))
 	for _, node := range nodes {
 		existing[node.Name] = true
@@ -259,7 +257,7 @@ func (c *Controller) gcOrphaned(ctx context.Context, pods []*v1.Pod, nodes []*v1
 	if len(deleted) == 0 {
 		return
 	}
-	var orphans []*v1.Pod
+	var orphans []*sharedinformers.Pod
 	for _, pod := range pods {
 		if deleted[pod.Spec.NodeName] {
 			orphans = append(orphans, pod)
@@ -272,8 +270,8 @@ func (c *Controller) gcOrphaned(ctx context.Context, pods []*v1.Pod, nodes []*v1
 }
 
 // gcUnscheduledTerminating deletes terminating pods that never got a node.
-func (c *Controller) gcUnscheduledTerminating(ctx context.Context, pods []*v1.Pod) {
-	var doomed []*v1.Pod
+func (c *Controller) gcUnscheduledTerminating(ctx context.Context, pods []*sharedinformers.Pod) {
+	var doomed []*sharedinformers.Pod
 	for _, pod := range pods {
 		if pod.DeletionTimestamp != nil && pod.Spec.NodeName == "" {
 			doomed = append(doomed, pod)
@@ -285,7 +283,7 @@ func (c *Controller) gcUnscheduledTerminating(ctx context.Context, pods []*v1.Po
 }
 
 // deleteAll runs markFailedAndDelete on the pods, Workers at a time.
-func (c *Controller) deleteAll(ctx context.Context, pods []*v1.Pod, cond *v1.PodCondition) {
+func (c *Controller) deleteAll(ctx context.Context, pods []*sharedinformers.Pod, cond *v1.PodCondition) {
 	var failed atomic.Int32
 	var mu sync.Mutex
 	var firstErr error
@@ -307,7 +305,7 @@ func (c *Controller) deleteAll(ctx context.Context, pods []*v1.Pod, cond *v1.Pod
 // markFailedAndDelete is kube's markFailedAndDeletePodWithCondition: a
 // pod not yet terminal is set Failed (kube's pods on a vanished node would
 // otherwise stay Running forever), then force-deleted.
-func (c *Controller) markFailedAndDelete(ctx context.Context, pod *v1.Pod, cond *v1.PodCondition) error {
+func (c *Controller) markFailedAndDelete(ctx context.Context, pod *sharedinformers.Pod, cond *v1.PodCondition) error {
 	c.log.Info("force deleting pod", "pod", pod.Namespace+"/"+pod.Name, "node", pod.Spec.NodeName)
 	if pod.Status.Phase != v1.PodSucceeded && pod.Status.Phase != v1.PodFailed {
 		status := map[string]any{"phase": v1.PodFailed}

@@ -221,9 +221,10 @@ func (r *Recorder) Eventf(ref v1.ObjectReference, source, typ, reason, format st
 	r.Event(ref, v1.EventSource{Component: source}, typ, reason, fmt.Sprintf(format, args...))
 }
 
-// PodRef is the involvedObject of an event about pod.
-func PodRef(pod *v1.Pod) v1.ObjectReference {
-	return v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID, ResourceVersion: pod.ResourceVersion}
+// PodRef is the involvedObject of an event about pod (a v1.Pod, or what a
+// cache keeps of one).
+func PodRef(pod metav1.Object) v1.ObjectReference {
+	return v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.GetNamespace(), Name: pod.GetName(), UID: pod.GetUID(), ResourceVersion: pod.GetResourceVersion()}
 }
 
 // NodeRef is the involvedObject of an event about node (kube's node

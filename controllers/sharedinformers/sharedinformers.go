@@ -12,8 +12,9 @@
 // forever for its caches).
 //
 // Memory: the factory's transform (Transform) keeps, of every pod, only the
-// union of what the controllers sharing it read: a pod field a controller
-// starts to read must be kept there.
+// union of what the controllers sharing it read, in a Pod of this package
+// rather than a v1.Pod: a pod field a controller starts to read must be
+// added there.
 package sharedinformers
 
 import (
@@ -67,9 +68,10 @@ func Run(ctx context.Context, factory informers.SharedInformerFactory) {
 // Transform is the factory's transform: it keeps what the controllers read
 // of the objects the informers store.
 //
-//   - Pods keep the union of what node lifecycle, pod GC, disruption and
-//     the garbage collector read (see stripPod). None of them writes a pod built from its cached
-//     copy: they patch, or read the whole pod from the server first.
+//   - Pods become Pods (see stripPod) holding the union of what node
+//     lifecycle, pod GC, disruption and the garbage collector read. None
+//     of them writes a pod built from its cached copy: they patch, or read
+//     the whole pod from the server first.
 //   - Nodes are kept whole: node lifecycle writes node status from its
 //     cached copy (kube's node controller does the same), so a field
 //     dropped here would be dropped on the server.
@@ -82,6 +84,8 @@ func Transform(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *v1.Pod:
 		return stripPod(o), nil
+	case *Pod:
+		return o, nil
 	case *policyv1.PodDisruptionBudget:
 		o.ManagedFields = nil
 	case *coordinationv1.Lease:
@@ -107,21 +111,20 @@ func Transform(obj any) (any, error) {
 //     whole: stale disruption conditions (disruption), eviction (node
 //     lifecycle).
 //
-// A new pod is built rather than the decoded one trimmed, so that nothing
-// else the decoder allocated stays reachable; labels, tolerations, owner
-// references, the Ready condition and the namespace and node names are
-// shared between the pods that have equal ones (package intern; the
-// cached objects are read-only).
-func stripPod(pod *v1.Pod) *v1.Pod {
-	out := &v1.Pod{
+// Building a Pod lets go of everything else the decoder allocated; labels,
+// tolerations, owner references, the Ready condition and the namespace
+// and node names are shared between the pods that have equal ones
+// (package intern; the cached objects are read-only).
+func stripPod(pod *v1.Pod) *Pod {
+	out := &Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name, Namespace: intern.String(pod.Namespace), UID: pod.UID, ResourceVersion: pod.ResourceVersion,
 			Labels:            intern.Labels(pod.Labels),
 			CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
 			OwnerReferences: intern.OwnerReferences(pod.OwnerReferences), Finalizers: pod.Finalizers,
 		},
-		Spec:   v1.PodSpec{NodeName: intern.String(pod.Spec.NodeName), Tolerations: intern.Tolerations(pod.Spec.Tolerations)},
-		Status: v1.PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason},
+		Spec:   PodSpec{NodeName: intern.String(pod.Spec.NodeName), Tolerations: intern.Tolerations(pod.Spec.Tolerations)},
+		Status: PodStatus{Phase: pod.Status.Phase, Reason: pod.Status.Reason},
 	}
 	var ready *v1.PodCondition
 	var target *v1.PodCondition

@@ -5,12 +5,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"reflect"
 	"runtime"
+	"sort"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestTransformPod(t *testing.T) {
@@ -37,14 +40,14 @@ func TestTransformPod(t *testing.T) {
 			Conditions: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}, ready, target},
 		},
 	}
-	want := &v1.Pod{
+	want := &Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "7", Labels: map[string]string{"app": "a"},
 			CreationTimestamp: created, DeletionTimestamp: &deleted,
 			OwnerReferences: []metav1.OwnerReference{{Name: "o"}}, Finalizers: []string{"f"},
 		},
-		Spec:   v1.PodSpec{NodeName: "n", Tolerations: []v1.Toleration{toleration}},
-		Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{keptReady, target}},
+		Spec:   PodSpec{NodeName: "n", Tolerations: []v1.Toleration{toleration}},
+		Status: PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Conditions: []v1.PodCondition{keptReady, target}},
 	}
 	got, err := Transform(pod)
 	if err != nil {
@@ -59,6 +62,23 @@ func TestTransformPod(t *testing.T) {
 	}
 	if !apiequality.Semantic.DeepEqual(again, want) {
 		t.Errorf("Transform is not idempotent: %+v", again)
+	}
+	// A deep copy is equal and shares nothing.
+	cp := got.(*Pod).DeepCopyObject().(*Pod)
+	if !apiequality.Semantic.DeepEqual(cp, want) {
+		t.Errorf("DeepCopyObject = %+v\nwant %+v", cp, want)
+	}
+	cp.Labels["app"] = "changed"
+	cp.Spec.Tolerations[0].Key = "changed"
+	cp.Status.Conditions[1].Reason = "changed"
+	if !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("changing the deep copy changed the original: %+v", got)
+	}
+	if c := got.(*Pod).Condition(v1.DisruptionTarget); c == nil || c.Reason != "EvictionByEvictionAPI" {
+		t.Errorf("Condition(DisruptionTarget) = %+v", c)
+	}
+	if c := got.(*Pod).Condition(v1.PodScheduled); c != nil {
+		t.Errorf("Condition(PodScheduled) = %+v, want nil (not kept)", c)
 	}
 }
 
@@ -101,12 +121,12 @@ func TestTransformSharesTemplateParts(t *testing.T) {
 			}},
 		}
 	}
-	strip := func(p *v1.Pod) *v1.Pod {
+	strip := func(p *v1.Pod) *Pod {
 		got, err := Transform(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got.(*v1.Pod)
+		return got.(*Pod)
 	}
 	a, b, c := strip(pod("a", "web")), strip(pod("b", "web")), strip(pod("c", "db"))
 	mapPtr := func(m map[string]string) uintptr { return uintptr(reflect.ValueOf(m).UnsafePointer()) }
@@ -186,4 +206,52 @@ func BenchmarkTransformPodRetained(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/pod-kept")
 	runtime.KeepAlive(kept)
+}
+
+func TestPodLister(t *testing.T) {
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	add := func(ns, name, app string) {
+		obj, err := Transform(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := indexer.Add(obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add("a", "web-1", "web")
+	add("a", "db-1", "db")
+	add("b", "web-2", "web")
+	lister := PodLister{indexer: indexer}
+	names := func(pods []*Pod) []string {
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	web := labels.SelectorFromSet(labels.Set{"app": "web"})
+	for _, c := range []struct {
+		name string
+		got  []*Pod
+		want []string
+	}{
+		{"List(everything)", lister.List(labels.Everything()), []string{"a/db-1", "a/web-1", "b/web-2"}},
+		{"List(app=web)", lister.List(web), []string{"a/web-1", "b/web-2"}},
+		{"List(nothing)", lister.List(labels.Nothing()), nil},
+		{"ListNamespace(a, everything)", lister.ListNamespace("a", labels.Everything()), []string{"a/db-1", "a/web-1"}},
+		{"ListNamespace(b, app=web)", lister.ListNamespace("b", web), []string{"b/web-2"}},
+		{"ListNamespace(c, everything)", lister.ListNamespace("c", labels.Everything()), nil},
+	} {
+		if got := names(c.got); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if p, ok := lister.Get("a", "db-1"); !ok || p.Labels["app"] != "db" {
+		t.Errorf("Get(a, db-1) = %+v, %v", p, ok)
+	}
+	if p, ok := lister.GetByKey("b/db-1"); ok || p != nil {
+		t.Errorf("GetByKey(b/db-1) = %+v, %v; want none", p, ok)
+	}
 }
