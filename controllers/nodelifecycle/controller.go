@@ -40,9 +40,8 @@ type Controller struct {
 
 	nodes      corelisters.NodeLister
 	leases     coordlisters.LeaseLister
-	pods       sharedinformers.PodLister
-	podIndex   cache.Indexer          // pods by node (byNode)
-	synced     []cache.InformerSynced // this controller's handlers and caches
+	pods       sharedinformers.PodLister // with the byNode index
+	synced     []cache.InformerSynced    // this controller's handlers and caches
 	noSchedule workqueue.TypedRateLimitingInterface[string]
 	evictor    *evictor
 
@@ -111,7 +110,6 @@ func (c *Controller) register(factory informers.SharedInformerFactory) error {
 	c.nodes = nodeInformer.Lister()
 	c.leases = leaseInformer.Lister()
 	c.pods = pods
-	c.podIndex = podInformer.GetIndexer()
 
 	nodeReg, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
@@ -218,15 +216,5 @@ func (c *Controller) every(ctx context.Context, wg *sync.WaitGroup, name string,
 
 // podsOnNode lists the pods bound to node from the cache.
 func (c *Controller) podsOnNode(node string) []*sharedinformers.Pod {
-	objs, err := c.podIndex.ByIndex(byNode, node)
-	if err != nil {
-		return nil
-	}
-	out := make([]*sharedinformers.Pod, 0, len(objs))
-	for _, obj := range objs {
-		if pod, ok := obj.(*sharedinformers.Pod); ok {
-			out = append(out, pod)
-		}
-	}
-	return out
+	return c.pods.ByIndex(byNode, node)
 }

@@ -101,6 +101,16 @@ func (l PodLister) ListNamespace(namespace string, selector labels.Selector) []*
 	return matching(objs, selector)
 }
 
+// ByIndex returns the pods whose index (one a controller added to the
+// informer) has value; none if there is no such index.
+func (l PodLister) ByIndex(index, value string) []*Pod {
+	objs, err := l.indexer.ByIndex(index, value)
+	if err != nil {
+		return nil
+	}
+	return matching(objs, nil)
+}
+
 // Get returns the pod namespace/name, and whether it is cached.
 func (l PodLister) Get(namespace, name string) (*Pod, bool) {
 	return l.GetByKey(namespace + "/" + name)

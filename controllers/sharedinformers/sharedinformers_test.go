@@ -209,7 +209,8 @@ func BenchmarkTransformPodRetained(b *testing.B) {
 }
 
 func TestPodLister(t *testing.T) {
-	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	byApp := func(obj any) ([]string, error) { return []string{obj.(*Pod).Labels["app"]}, nil }
+	indexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc, "app": byApp})
 	add := func(ns, name, app string) {
 		obj, err := Transform(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}}})
 		if err != nil {
@@ -243,6 +244,8 @@ func TestPodLister(t *testing.T) {
 		{"ListNamespace(a, everything)", lister.ListNamespace("a", labels.Everything()), []string{"a/db-1", "a/web-1"}},
 		{"ListNamespace(b, app=web)", lister.ListNamespace("b", web), []string{"b/web-2"}},
 		{"ListNamespace(c, everything)", lister.ListNamespace("c", labels.Everything()), nil},
+		{"ByIndex(app, web)", lister.ByIndex("app", "web"), []string{"a/web-1", "b/web-2"}},
+		{"ByIndex(none, web)", lister.ByIndex("none", "web"), nil},
 	} {
 		if got := names(c.got); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s = %v, want %v", c.name, got, c.want)
