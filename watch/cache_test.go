@@ -282,6 +282,61 @@ func TestSlowWatcherIsClosed(t *testing.T) {
 	}
 }
 
+// TestWatcherSendingInitialEventsIsNotSlow: while a watcher still has its
+// initial events to send, changes may queue beyond its buffer, up to as
+// many as it has left to send; once they are sent, the buffer alone bounds
+// it again.
+func TestWatcherSendingInitialEventsIsNotSlow(t *testing.T) {
+	c, st, prefix := startCache(t, Config{WatcherBuffer: 2})
+	var last int64
+	for i := range 10 {
+		last = put(t, st, prefix+"k"+strconv.Itoa(i), "0")
+	}
+	// The ten are the initial state, not changes queued for the watchers.
+	if err := c.waitFor(context.Background(), last, 5*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(context.Background(), WatchOptions{SendInitial: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// Probes: a second watcher, read at once, tells when the cache has
+	// dispatched each change to both.
+	probe, err := c.Watch(context.Background(), WatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Stop()
+	for i := range 5 { // 5 > the buffer of 2, < 2 + 10 initial
+		put(t, st, prefix+"k"+strconv.Itoa(i), "1")
+		next(t, probe)
+	}
+	if n := c.SlowWatchersClosed(); n != 0 {
+		t.Fatalf("a watcher with its initial events still to send was closed (%d)", n)
+	}
+	for i := range 15 {
+		ev := next(t, w)
+		want := "0"
+		if i >= 10 {
+			want = "1"
+		}
+		if got := ev.Object.Labels.Get("v"); got != want {
+			t.Fatalf("event %d: %s, want v=%s", i, describe(ev), want)
+		}
+	}
+	// Initial events sent: the buffer alone bounds it. Of four unread
+	// changes, Events' relay holds one and the buffer two: the fourth
+	// overflows.
+	for i := range 4 {
+		put(t, st, prefix+"k"+strconv.Itoa(i), "2")
+		next(t, probe)
+	}
+	if n := c.SlowWatchersClosed(); n != 1 {
+		t.Fatalf("SlowWatchersClosed = %d, want 1 once the initial events were sent", n)
+	}
+}
+
 // TestIndexedWatchers: with IndexField, a watcher of one value sees only
 // its objects, including one that moves in (ADDED) or out (DELETED).
 func TestIndexedWatchers(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/corekube/corekube/storage"
 )
@@ -84,6 +85,12 @@ type watcher struct {
 	// closed. The queue itself grows on demand, so that a watcher that
 	// sees few events (a node agent) costs little memory.
 	limit int
+	// backlog counts the watch's initial or replayed events (Watcher.first)
+	// not yet taken. The queue may hold that many more than limit: a
+	// watcher still sending its initial state (150,000 pods take seconds)
+	// is busy, not slow, and closing it would only make its client start
+	// over, with the same backlog.
+	backlog atomic.Int64
 	// client is who watches (WatchOptions.Client), for the log.
 	client string
 
@@ -193,6 +200,7 @@ func (c *Cache) Watch(ctx context.Context, opts WatchOptions) (*Watcher, error) 
 	}
 	c.metrics.initialEvents(initial)
 
+	w.backlog.Store(int64(len(first)))
 	pw := &Watcher{c: c, w: w, first: first}
 	// No goroutine waits on ctx: AfterFunc starts one only once ctx ends,
 	// to unregister the watcher (which wakes a blocked Next).
@@ -216,6 +224,7 @@ func (p *Watcher) Next() (Event, bool) {
 			if p.first = p.first[1:]; len(p.first) == 0 {
 				p.first = nil // release the initial events' backing array
 			}
+			p.w.backlog.Add(-1)
 			return ev, true
 		}
 		ev, ok, finished := p.w.take()
@@ -318,7 +327,8 @@ func (w *watcher) finish() {
 }
 
 // offer queues ev for the watcher without blocking (the cache holds its
-// lock); false means the watcher already holds limit events.
+// lock); false means the watcher already holds limit events beyond its
+// backlog.
 func (w *watcher) offer(ev *event) bool {
 	if ev.typ != Bookmark && ev.typ != Error && (ev.revision() <= w.after || !strings.HasPrefix(ev.obj.Key, w.prefix)) {
 		return true
@@ -330,7 +340,7 @@ func (w *watcher) offer(ev *event) bool {
 	// A direct watcher's objects are its own: nothing shared to count once.
 	out.Dispatched = ev.typ != Bookmark && ev.typ != Error && w.space == nil
 	w.mu.Lock()
-	if len(w.queue)-w.head >= w.limit {
+	if len(w.queue)-w.head >= w.limit+int(w.backlog.Load()) {
 		w.mu.Unlock()
 		return false
 	}
