@@ -162,6 +162,9 @@ func (r *scaleReport) checksDone() {
 	for _, p := range ch.Problems {
 		fmt.Fprintf(r.w, "  PROBLEM: %s\n", p)
 	}
+	for _, n := range ch.Notes {
+		fmt.Fprintf(r.w, "  NOTE: %s\n", n)
+	}
 	r.res.Done = append(r.res.Done, "checks")
 	r.end()
 }

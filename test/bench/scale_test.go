@@ -466,8 +466,13 @@ type checks struct {
 	BenchWatchErrors int `json:"bench_watch_errors"`
 	// SampleConverged: an informer on one label group equals a
 	// consistent LIST once writes stopped.
-	SampleConverged bool     `json:"sample_converged"`
-	Problems        []string `json:"problems,omitempty"`
+	SampleConverged bool `json:"sample_converged"`
+	// ClosedWatchers counts the watchers closed for falling behind by
+	// client (user) and cache, from the API server's log.
+	ClosedWatchers map[string]int `json:"closed_watchers,omitempty"`
+	Problems       []string       `json:"problems,omitempty"`
+	// Notes qualify the figures without failing the run.
+	Notes []string `json:"notes,omitempty"`
 }
 
 func (r scaleResult) writeJSON(path string) error {
@@ -818,7 +823,26 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 	} else {
 		ch.TerminatedWatchers, _ = m.Value("apiserver_terminated_watchers_total")
 		if ch.TerminatedWatchers != 0 {
-			ch.Problems = append(ch.Problems, fmt.Sprintf("apiserver_terminated_watchers_total %v: watchers closed for falling behind", ch.TerminatedWatchers))
+			// Whose: the cluster's components must keep up; the bench's
+			// own watches falling behind make its watch-observed times late.
+			byClient, err := closedWatchers(c.apiserver.log)
+			user, uerr := benchUser(ctx, client)
+			switch {
+			case err != nil || uerr != nil:
+				ch.Problems = append(ch.Problems, fmt.Sprintf("apiserver_terminated_watchers_total %v: watchers closed for falling behind (whose: %v)",
+					ch.TerminatedWatchers, errors.Join(err, uerr)))
+			default:
+				ch.ClosedWatchers = byClient
+				own, cluster := splitClosedWatchers(byClient, user)
+				if len(cluster) > 0 {
+					ch.Problems = append(ch.Problems, fmt.Sprintf("apiserver_terminated_watchers_total %v: the cluster's watchers closed for falling behind: %s",
+						ch.TerminatedWatchers, strings.Join(cluster, ", ")))
+				}
+				if len(own) > 0 {
+					ch.Notes = append(ch.Notes, fmt.Sprintf("the bench's own watches (%s) were closed for falling behind: %s; its watch-observed times are late by as much",
+						user, strings.Join(own, ", ")))
+				}
+			}
 		}
 	}
 	werrs.mu.Lock()
