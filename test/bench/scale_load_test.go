@@ -38,9 +38,26 @@ func podGroup(i int) string { return strconv.Itoa(i % scaleGroups) }
 // protobufClient is a client of kubeconfig speaking protobuf, as the
 // controllers and the scheduler do, without a client-side rate limit.
 func protobufClient(kubeconfig string) (kubernetes.Interface, error) {
+	return newProtobufClient(kubeconfig, false)
+}
+
+// protobufWatchClient is protobufClient on a connection of its own, as a
+// component's informers have: the bench's watches then do not share one
+// HTTP/2 connection (and the server's writer for it) with its 16 create
+// clients and the probe's LISTs of every pod.
+func protobufWatchClient(kubeconfig string) (kubernetes.Interface, error) {
+	return newProtobufClient(kubeconfig, true)
+}
+
+func newProtobufClient(kubeconfig string, ownConnection bool) (kubernetes.Interface, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	if ownConnection {
+		// client-go shares a transport between configs alike, unless
+		// they dial by themselves.
+		rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	rc.QPS = -1
 	rc.ContentType = "application/vnd.kubernetes.protobuf"

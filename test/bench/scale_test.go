@@ -579,14 +579,19 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 	// steady state carries their two watches.
 	infCtx, stopInformers := context.WithCancel(ctx)
 	var werrs watchErrors
-	factory := informers.NewSharedInformerFactory(pclient, 0)
+	wclient, err := protobufWatchClient(kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(wclient, 0)
 	nodeInf := factory.Core().V1().Nodes().Informer()
 	_ = nodeInf.SetWatchErrorHandler(werrs.handler("nodes"))
 	readyNodes := newCounter(nodeInf, func(obj any) bool {
 		n, ok := obj.(*v1.Node)
 		return ok && nodeReady(n)
 	})
-	podFactory := informers.NewSharedInformerFactoryWithOptions(pclient, 0, informers.WithNamespace(scaleNamespace))
+	podFactory := informers.NewSharedInformerFactoryWithOptions(wclient, 0, informers.WithNamespace(scaleNamespace),
+		informers.WithTransform(keepStartupFields))
 	podInf := podFactory.Core().V1().Pods().Informer()
 	_ = podInf.SetWatchErrorHandler(werrs.handler("pods"))
 	// The Running count is kept by the handler that records the startup
