@@ -120,6 +120,11 @@ func TestAgentSIGKILLAdoptsPods(t *testing.T) {
 	}
 
 	ag := startAgent(t, dataDir, "--nodes", "2")
+	// kubectl wait fails at once on a node not registered yet.
+	poll("the agent's nodes registered", func(ctx context.Context) (bool, error) {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		return err == nil && len(nodes.Items) >= 2, err
+	})
 	p.mustKubectl("wait", "--for=condition=Ready", "node/node-1", "node/node-2", "--timeout=30s")
 
 	pods := adoptionPods()
