@@ -3,11 +3,11 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/corekube/corekube/test/logbuf"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -205,7 +205,7 @@ func TestProfiling(t *testing.T) {
 func TestInsecureHTTPWarns(t *testing.T) {
 	skipShort(t)
 	for _, insecure := range []bool{false, true} {
-		logs := &syncLog{}
+		logs := &logbuf.Buffer{}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		srv, err := Start(ctx, Config{Listen: "127.0.0.1:0", Storage: memoryStore(t), InsecureHTTP: insecure,
 			AnonymousAuth: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
@@ -225,25 +225,6 @@ func TestInsecureHTTPWarns(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-// syncLog is a log destination read while the server writes to it
-// (testserver.SyncBuffer, which imports this package, cannot serve here).
-type syncLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *syncLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
 
 // TestRevisionLog: the compactor's target is the newest revision seen at

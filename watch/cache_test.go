@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/corekube/corekube/test/logbuf"
 	"io"
 	"log/slog"
 	"strconv"
@@ -227,29 +228,11 @@ func TestWatchInitialEventsThenChanges(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination shared by the cache's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestSlowWatcherIsClosed: a watcher that does not read is closed once its
 // buffer is full, with a log line naming its client, and the others keep
 // receiving.
 func TestSlowWatcherIsClosed(t *testing.T) {
-	var log syncBuffer
+	var log logbuf.Buffer
 	c, st, prefix := startCache(t, Config{WatcherBuffer: 2, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	slow, err := c.Watch(context.Background(), WatchOptions{Client: "system:kube-scheduler"})
 	if err != nil {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"github.com/corekube/corekube/test/logbuf"
 	"io"
 	"log/slog"
 	"strings"
@@ -14,24 +15,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	testingclock "k8s.io/utils/clock/testing"
 )
-
-// lockedBuffer collects log output from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -92,7 +75,7 @@ func TestLoopOutcomes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs logbuf.Buffer
 			var attempts atomic.Int32
 			var mu sync.Mutex
 			var failures []string
@@ -311,7 +294,7 @@ func TestTick(t *testing.T) {
 // TestRecover: a panic is logged with the item and onPanic called; no
 // panic calls nothing.
 func TestRecover(t *testing.T) {
-	var logs lockedBuffer
+	var logs logbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	called := 0
 	func() {

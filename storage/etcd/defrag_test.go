@@ -1,11 +1,10 @@
 package etcd
 
 import (
-	"bytes"
 	"fmt"
+	"github.com/corekube/corekube/test/logbuf"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -30,24 +29,6 @@ func TestDefragWorthIt(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination that etcd's goroutines may share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestEmbeddedDefragmentsAtStart: a database file left mostly free by a
 // compaction is rewritten at the next start, with its data; a file with
 // little free space is left as it is.
@@ -56,7 +37,7 @@ func TestEmbeddedDefragmentsAtStart(t *testing.T) {
 	defragMinFree = 4 << 20
 
 	dir := t.TempDir()
-	var log lockedBuffer
+	var log logbuf.Buffer
 	start := func() *Embedded {
 		t.Helper()
 		e, err := StartEmbedded(t.Context(), EmbeddedConfig{Dir: dir, UnsafeNoFsync: true, Logger: slog.New(slog.NewTextHandler(&log, nil))})

@@ -7,11 +7,11 @@
 package testserver
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"github.com/corekube/corekube/test/logbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -329,24 +329,9 @@ func testCA() (*testAuthority, error) {
 	return sharedCA.ca, sharedCA.err
 }
 
-// SyncBuffer is a bytes.Buffer that a server's logger or a process writes
-// while the test reads it.
-type SyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// SyncBuffer is a log destination that a server's logger or a process
+// writes while the test reads it.
+type SyncBuffer = logbuf.Buffer
 
 // KubeletHTTPClient is an HTTP client for node agents' kubelet APIs: it
 // presents a client certificate of the test CA for user name in groups
