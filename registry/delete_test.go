@@ -39,8 +39,8 @@ type racingStorage struct {
 	afterFailedDelete func(ctx context.Context, key string)
 }
 
-func (r *racingStorage) Delete(ctx context.Context, key string, precondition func(storage.KV) error) (storage.KV, error) {
-	kv, err := r.Interface.Delete(ctx, key, precondition)
+func (r *racingStorage) Delete(ctx context.Context, key string, precondition func(storage.KV) error, opts ...storage.WriteOption) (storage.KV, error) {
+	kv, err := r.Interface.Delete(ctx, key, precondition, opts...)
 	if err != nil && r.afterFailedDelete != nil {
 		r.afterFailedDelete(ctx, key)
 	}

@@ -101,7 +101,7 @@ func (s *Store) write(ctx context.Context, namespace, name string, transform Tra
 				return storage.ErrConflict
 			}
 			return nil
-		})
+		}, storage.WithCurrent(kv)) // the value just written: no read
 		if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
 			return nil, false, toAPIError(err, s.info.GroupResource(), name)
 		}

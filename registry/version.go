@@ -136,7 +136,7 @@ func (c *convertingStorage) GuaranteedUpdate(ctx context.Context, key string, tr
 	return c.from(kv)
 }
 
-func (c *convertingStorage) Delete(ctx context.Context, key string, precondition func(current storage.KV) error) (storage.KV, error) {
+func (c *convertingStorage) Delete(ctx context.Context, key string, precondition func(current storage.KV) error, opts ...storage.WriteOption) (storage.KV, error) {
 	var check func(storage.KV) error
 	if precondition != nil {
 		check = func(current storage.KV) error {
@@ -147,7 +147,7 @@ func (c *convertingStorage) Delete(ctx context.Context, key string, precondition
 			return precondition(served)
 		}
 	}
-	kv, err := c.Interface.Delete(ctx, key, check)
+	kv, err := c.Interface.Delete(ctx, key, check, append(slices.Clip(opts), storage.WithoutCurrent())...) // a served value is not a stored one
 	if err != nil {
 		return kv, err
 	}

@@ -219,6 +219,28 @@ func (u *UpdateFrom) Stands() (bool, error) {
 	return true, nil
 }
 
+// Check runs a Delete's precondition (nil accepts anything) on KV. Its
+// error is the answer, unchanged, only once KV is known to be the stored
+// value; on a stale copy Check moves to the stored value and checks that.
+func (u *UpdateFrom) Check(precondition func(KV) error) error {
+	if precondition == nil {
+		return nil
+	}
+	for {
+		err := precondition(u.KV)
+		if err == nil {
+			return nil
+		}
+		stands, readErr := u.Stands()
+		if readErr != nil {
+			return fmt.Errorf("delete %s: %w", u.key, readErr)
+		}
+		if stands {
+			return err
+		}
+	}
+}
+
 // Lost moves to the value a lost compare-and-swap returned: the stored one.
 func (u *UpdateFrom) Lost(kv KV) { u.KV, u.current = kv, true }
 
@@ -251,7 +273,9 @@ type Interface interface {
 	// Delete removes key after precondition (may be nil) accepts its current
 	// value, with a compare-and-swap so the checked value is the deleted
 	// one. It returns the deleted value with the revision of the delete.
-	Delete(ctx context.Context, key string, precondition func(current KV) error) (KV, error)
+	// Of the WriteOptions only Current counts: where the delete starts
+	// (precondition sees it first), as a GuaranteedUpdate's.
+	Delete(ctx context.Context, key string, precondition func(current KV) error, opts ...WriteOption) (KV, error)
 	// Watch streams every change under prefix after revision fromRevision
 	// (exclusive; 0 means from now). The channel is closed when ctx ends or
 	// after an Error event. Progress events are sent when the backend reports

@@ -246,17 +246,16 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 
 // Delete implements storage.Interface. Like GuaranteedUpdate it retries
 // with the value a lost compare-and-swap returns.
-func (s *Store) Delete(ctx context.Context, key string, precondition func(current storage.KV) error) (storage.KV, error) {
-	cur, err := s.get(ctx, key)
+func (s *Store) Delete(ctx context.Context, key string, precondition func(current storage.KV) error, opts ...storage.WriteOption) (storage.KV, error) {
+	from, err := storage.ApplyWriteOptions(opts).StartFrom(key, func() (storage.KV, error) { return s.get(ctx, key) })
 	if err != nil {
 		return storage.KV{}, fmt.Errorf("delete %s: %w", key, err)
 	}
 	for {
-		if precondition != nil {
-			if err := precondition(cur); err != nil {
-				return storage.KV{}, err // unchanged, like tryUpdate's
-			}
+		if err := from.Check(precondition); err != nil {
+			return storage.KV{}, err // a precondition's unchanged, like tryUpdate's
 		}
+		cur := from.KV
 		// The compare pins the deleted value to cur, so there is no need to
 		// ask etcd for it (WithPrevKV) again.
 		start := s.metrics.now()
@@ -273,9 +272,11 @@ func (s *Store) Delete(ctx context.Context, key string, precondition func(curren
 			cur.Revision = resp.Header.Revision
 			return cur, nil
 		}
-		if cur, err = elseKV(resp); err != nil {
+		stored, err := elseKV(resp)
+		if err != nil {
 			return storage.KV{}, fmt.Errorf("delete %s: %w", key, err)
 		}
+		from.Lost(stored)
 	}
 }
 

@@ -252,17 +252,23 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 }
 
 // Delete implements storage.Interface, retrying like GuaranteedUpdate.
-func (s *Store) Delete(ctx context.Context, key string, precondition func(current storage.KV) error) (storage.KV, error) {
-	cur, err := s.Get(ctx, key)
+func (s *Store) Delete(ctx context.Context, key string, precondition func(current storage.KV) error, opts ...storage.WriteOption) (storage.KV, error) {
+	read := func() (storage.KV, error) {
+		kv, err := s.Get(ctx, key)
+		if err != nil {
+			return storage.KV{}, errors.Unwrap(err)
+		}
+		return kv, nil
+	}
+	from, err := storage.ApplyWriteOptions(opts).StartFrom(key, read)
 	if err != nil {
-		return storage.KV{}, fmt.Errorf("delete %s: %w", key, errors.Unwrap(err))
+		return storage.KV{}, fmt.Errorf("delete %s: %w", key, err)
 	}
 	for {
-		if precondition != nil {
-			if err := precondition(cur); err != nil {
-				return storage.KV{}, err // unchanged, like tryUpdate's
-			}
+		if err := from.Check(precondition); err != nil {
+			return storage.KV{}, err // a precondition's unchanged, like tryUpdate's
 		}
+		cur := from.KV
 		kv, won, err := s.swap(ctx, cur, func() storage.KV { return s.remove(cur) })
 		if err != nil {
 			return storage.KV{}, fmt.Errorf("delete %s: %w", key, err)
@@ -270,7 +276,7 @@ func (s *Store) Delete(ctx context.Context, key string, precondition func(curren
 		if won {
 			return kv, nil
 		}
-		cur = kv
+		from.Lost(kv)
 	}
 }
 

@@ -54,6 +54,7 @@ func RunConformance(t *testing.T, newStore func(t *testing.T) storage.Interface)
 			{"UpdateFromDeletedCurrent", testUpdateFromDeletedCurrent},
 			{"DeletePrecondition", testDeletePrecondition},
 			{"DeletePreconditionFails", testDeletePreconditionFails},
+			{"DeleteFromStaleCurrent", testDeleteFromStaleCurrent},
 			{"DeleteNotFound", testDeleteNotFound},
 			{"DeleteRetriesOnRace", testDeleteRetriesOnRace},
 			{"ListPrefix", testListPrefix},
@@ -296,6 +297,60 @@ func testDeletePrecondition(t *testing.T, s storage.Interface, prefix string) {
 	mustCreate(t, s, key, "v3")
 	if kv, err := s.Delete(ctx, key, nil); err != nil || string(kv.Value) != "v3" {
 		t.Errorf("Delete(nil precondition) = %+v, %v; want v3", kv, err)
+	}
+}
+
+// testDeleteFromStaleCurrent: a Delete given a stale value (WithCurrent)
+// deletes the stored one, which its precondition sees; a precondition
+// that fails only on the stale value does not fail the delete; one given
+// the value of a key deleted since is ErrNotFound.
+func testDeleteFromStaleCurrent(t *testing.T, s storage.Interface, prefix string) {
+	ctx := t.Context()
+	key := prefix + "a"
+	stale := mustCreate(t, s, key, "v1")
+	stored := mustUpdate(t, s, key, "v2")
+	var seen []string
+	kv, err := s.Delete(ctx, key, func(cur storage.KV) error {
+		seen = append(seen, string(cur.Value))
+		return nil
+	}, storage.WithCurrent(stale))
+	if err != nil || string(kv.Value) != "v2" || kv.Revision <= stored.Revision {
+		t.Fatalf("Delete from stale = %+v, %v; want the stored v2 deleted", kv, err)
+	}
+	if !slices.Equal(seen, []string{"v1", "v2"}) {
+		t.Errorf("precondition saw %q, want the stale then the stored value", seen)
+	}
+	if _, err := s.Get(ctx, key); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Get after Delete: err = %v, want ErrNotFound", err)
+	}
+
+	stale = mustCreate(t, s, key, "v1")
+	mustUpdate(t, s, key, "v2")
+	kv, err = s.Delete(ctx, key, func(cur storage.KV) error {
+		if string(cur.Value) == "v1" {
+			return &apiError{reason: "stale"}
+		}
+		return nil
+	}, storage.WithCurrent(stale))
+	if err != nil || string(kv.Value) != "v2" {
+		t.Errorf("Delete whose precondition fails on the stale value = %+v, %v; want v2 deleted", kv, err)
+	}
+	want := &apiError{reason: "uid mismatch"}
+	stale = mustCreate(t, s, key, "v1")
+	now := mustUpdate(t, s, key, "v2")
+	if _, err := s.Delete(ctx, key, func(storage.KV) error { return want }, storage.WithCurrent(stale)); err != want {
+		t.Errorf("Delete failing on both values: err = %v, want the precondition's error unchanged", err)
+	}
+	if got := mustGet(t, s, key); !equalKV(got, now) {
+		t.Errorf("Get after a failed Delete = %+v, want %+v", got, now)
+	}
+
+	stale = mustGet(t, s, key)
+	if _, err := s.Delete(ctx, key, nil); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := s.Delete(ctx, key, nil, storage.WithCurrent(stale)); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("Delete from the value of a deleted key: err = %v, want ErrNotFound", err)
 	}
 }
 

@@ -128,6 +128,7 @@ func (r *scaleReport) printPhase(ph phaseResult) {
 				fmt.Fprintf(w, "    %-12s %9.0f %9.0f %9.0f %13.1f %12.2f\n", m.Name, m.BaseMiB, m.IdleMiB, m.FullMiB, m.PerNodeKiB, m.PerPodKiB)
 			}
 		}
+	case "reads":
 		if !ph.Partial {
 			fmt.Fprintf(w, "  at full size: kubectl get pods -A %.2fs (--chunk-size=0: %.2fs); a protobuf pod informer's initial LIST+sync %.2fs (%d pods)\n",
 				res.KubectlGetPodsS, res.KubectlUnpagedS, res.InformerSyncS, res.InformerPods)

@@ -377,8 +377,10 @@ type scaleResult struct {
 	AllRunningS     float64 `json:"all_running_s"`
 	CreatePerSecond float64 `json:"creates_per_s"`
 	// Phases: "create" (the initial creates until all Running),
-	// "steady" (the window, probe running) and "churn" (replacing a share
-	// of the pods until all Running again).
+	// "steady" (the window, probe running, profiles taken before it),
+	// "reads" (cluster-wide LISTs, kubectl and an informer reading every
+	// pod) and "churn" (replacing a share of the pods until all Running
+	// again).
 	Phases []phaseResult `json:"phases"`
 	// Steady and Churn are each process's CPU and memory over the
 	// steady-state window and over the churn's pacing.
@@ -681,11 +683,12 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 	if err != nil {
 		fail("%v", err)
 	}
-	// The probe's period: a round of 4 calls 5 times a second, the two
-	// cluster-wide LISTs every 10 s.
-	runProbe := func(rec *latencyRecorder) (stop func()) {
+	// The probe's period: a round of 4 calls 5 times a second, the
+	// cluster-wide LISTs (of every pod only with clusterPods) every 10 s.
+	runProbe := func(rec *latencyRecorder, clusterPods bool) (stop func()) {
 		pctx, pcancel := context.WithCancel(ctx)
-		p := &probe{client: pclient, namespace: scaleNamespace, pick: pick, nodes: cfg.nodes, rec: rec, period: 200 * time.Millisecond, listEvery: 50}
+		p := &probe{client: pclient, namespace: scaleNamespace, pick: pick, nodes: cfg.nodes, rec: rec, period: 200 * time.Millisecond,
+			listEvery: 50, clusterPods: clusterPods}
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -715,14 +718,24 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		}()
 		return func() { <-done }
 	}
+	if cfg.profileDir != "" {
+		// The profiles come before the window, the probe running
+		// unrecorded: taking them costs CPU (a forced GC in each agent for
+		// its heap profile), which the window must not pay.
+		fmt.Fprintf(os.Stderr, "scale: steady-state profiles\n")
+		stopProbe := runProbe(newLatencyRecorder(), false)
+		profiles("steady")()
+		stopProbe()
+		if m2, err = scrapeMetrics(ctx, client); err != nil {
+			fail("%v", err)
+		}
+	}
 	start = time.Now()
 	rep.begin(func() phaseResult {
 		return phaseResult{Name: "steady", DurationS: time.Since(start).Seconds(), Client: steadyRec.summaries(), Server: rep.serverSince(m2)}
 	})
-	stopProbe := runProbe(steadyRec)
-	waitProfiles := profiles("steady")
+	stopProbe := runProbe(steadyRec, false)
 	res.Steady, err = measure(ctx, c.all(), cfg.window)
-	waitProfiles()
 	stopProbe()
 	if err != nil {
 		fail("steady state: %v", err)
@@ -738,8 +751,20 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 	steady := phaseResult{Name: "steady", DurationS: res.Steady.WindowS, Client: steadyRec.summaries(),
 		Server: serverLatencies(diffHistograms(requestHistograms(m2), requestHistograms(m3)))}
 
-	// At full size, after the window: what a user's kubectl and a new
+	rep.phaseDone(steady)
+
+	// Phase reads, at full size after the window: cluster-wide LISTs of
+	// every pod (CL2's 30 s SLO), and what a user's kubectl and a new
 	// controller's informer pay to read every pod.
+	readsRec := newLatencyRecorder()
+	start = time.Now()
+	rep.begin(func() phaseResult {
+		return phaseResult{Name: "reads", DurationS: time.Since(start).Seconds(), Client: readsRec.summaries(), Server: rep.serverSince(m3)}
+	})
+	lister := &probe{client: pclient, rec: readsRec}
+	for range clusterListsTimed {
+		lister.listAllPods(ctx)
+	}
 	d, err := timeKubectl(ctx, kubeconfig)
 	if err != nil {
 		fail("%v", err)
@@ -755,7 +780,12 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		fail("%v", err)
 	}
 	res.InformerSyncS, res.InformerPods = d.Seconds(), n
-	rep.phaseDone(steady)
+	mReads, err := scrapeMetrics(ctx, client)
+	if err != nil {
+		fail("%v", err)
+	}
+	rep.phaseDone(phaseResult{Name: "reads", DurationS: time.Since(start).Seconds(), Client: readsRec.summaries(),
+		Server: serverLatencies(diffHistograms(requestHistograms(m3), requestHistograms(mReads)))})
 
 	// Phase churn: replace a share of the pods, paced, as ClusterLoader2's
 	// load test does, measuring meanwhile; then wait for all Running.
@@ -777,7 +807,7 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 			return phaseResult{Name: "churn", DurationS: time.Since(start).Seconds(), Client: churnRec.summaries(),
 				Server: rep.serverSince(m4), Startup: ptr.To(startup.result())}
 		})
-		stopProbe := runProbe(churnRec)
+		stopProbe := runProbe(churnRec, true)
 		waitProfiles := profiles("churn")
 		churnErr := make(chan error, 1)
 		go func() { churnErr <- churn(ctx, pclient, cfg, victims, cfg.pods, cfg.churnDuration, churnRec, startup) }()
@@ -876,6 +906,10 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 }
 
 // waitStoreLen waits until inf holds n objects (the deleted pods gone).
+// clusterListsTimed is how many cluster-wide LISTs of every pod the reads
+// phase times.
+const clusterListsTimed = 3
+
 func waitStoreLen(ctx context.Context, inf cache.SharedIndexInformer, n int) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

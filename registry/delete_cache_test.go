@@ -1,0 +1,131 @@
+package registry_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/storage"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+)
+
+// readCountingStorage counts the reads of single keys.
+type readCountingStorage struct {
+	storage.Interface
+	gets atomic.Int64
+}
+
+func (r *readCountingStorage) Get(ctx context.Context, key string) (storage.KV, error) {
+	r.gets.Add(1)
+	return r.Interface.Get(ctx, key)
+}
+
+// newCachedPodStore is a pods Store on st with its watch cache running.
+func newCachedPodStore(t *testing.T, st storage.Interface) *registry.Store {
+	t.Helper()
+	store, _ := newPodStores(st, true, registry.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = store.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	deadline := time.Now().Add(30 * time.Second)
+	for !store.CacheReady() {
+		if time.Now().After(deadline) {
+			t.Fatal("watch cache not ready after 30s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return store
+}
+
+// TestDeleteFromCache: a delete whose watch cache has the object's last
+// revision reads nothing from storage, a graceful one and the final one
+// alike (a graceful delete used to read the pod twice).
+func TestDeleteFromCache(t *testing.T) {
+	st := &readCountingStorage{Interface: newTestStorage(t)}
+	pods := newCachedPodStore(t, st)
+	ctx := t.Context()
+	scheduled := benchPod(benchPodName("cached"))
+	scheduled.Spec.NodeName = "node-1" // else a delete is final at once
+	created, err := pods.Create(ctx, "dc", scheduled, registry.CreateOptions{FieldManager: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := created.(*v1.Pod)
+	// Wait for the cache to have it (a GET at its resourceVersion does),
+	// then count.
+	if _, err := pods.Get(ctx, "dc", pod.Name, &metav1.GetOptions{ResourceVersion: pod.ResourceVersion}); err != nil {
+		t.Fatal(err)
+	}
+	st.gets.Store(0)
+	out, deleted, err := pods.Delete(ctx, "dc", pod.Name, &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30),
+		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion}})
+	if err != nil || deleted {
+		t.Fatalf("graceful delete = deleted %v, %v; want the pod kept, terminating", deleted, err)
+	}
+	if got := st.gets.Load(); got != 0 {
+		t.Errorf("graceful delete from a fresh cache read storage %d times, want 0", got)
+	}
+	terminating := out.(*v1.Pod)
+	if terminating.DeletionTimestamp == nil {
+		t.Fatal("graceful delete did not set deletionTimestamp")
+	}
+	if _, err := pods.Get(ctx, "dc", pod.Name, &metav1.GetOptions{ResourceVersion: terminating.ResourceVersion}); err != nil {
+		t.Fatal(err)
+	}
+	st.gets.Store(0)
+	if _, deleted, err := pods.Delete(ctx, "dc", pod.Name, &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
+		Preconditions: &metav1.Preconditions{UID: &pod.UID}}); err != nil || !deleted {
+		t.Fatalf("final delete = deleted %v, %v", deleted, err)
+	}
+	if got := st.gets.Load(); got != 0 {
+		t.Errorf("final delete from a fresh cache read storage %d times, want 0", got)
+	}
+}
+
+// TestDeleteFromStaleCache: deletes through a Store whose watch cache has
+// not yet seen the last write (made through another Store, as another API
+// server would) answer as if it had: a precondition on the newest
+// resourceVersion holds, and the pod deleted is the newest one.
+func TestDeleteFromStaleCache(t *testing.T) {
+	st := newTestStorage(t)
+	pods := newCachedPodStore(t, st)
+	other, _ := newPodStores(st, true, registry.Options{})
+	ctx := t.Context()
+	for i := range 40 {
+		scheduled := benchPod(benchPodName("stale"))
+		scheduled.Spec.NodeName = "node-1"
+		created, err := pods.Create(ctx, "dc", scheduled, registry.CreateOptions{FieldManager: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := created.(*v1.Pod).Name
+		if _, err := pods.Get(ctx, "dc", name, &metav1.GetOptions{ResourceVersion: created.(*v1.Pod).ResourceVersion}); err != nil {
+			t.Fatal(err)
+		}
+		labelled, _, err := other.Update(ctx, "dc", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			cur.(*v1.Pod).Labels["round"] = fmt.Sprint(i)
+			return cur, nil
+		}, registry.UpdateOptions{FieldManager: "labeller"})
+		if err != nil {
+			t.Fatalf("round %d: label: %v", i, err)
+		}
+		rv := labelled.(*v1.Pod).ResourceVersion
+		grace := int64(30 * (i % 2)) // graceful and graceless
+		out, _, err := pods.Delete(ctx, "dc", name, &metav1.DeleteOptions{GracePeriodSeconds: &grace,
+			Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if err != nil {
+			t.Fatalf("round %d: delete with the newest resourceVersion as its precondition: %v", i, err)
+		}
+		if got := out.(*v1.Pod).Labels["round"]; got != fmt.Sprint(i) {
+			t.Fatalf("round %d: the delete answered a pod labelled round=%q, not the newest", i, got)
+		}
+	}
+}
