@@ -85,6 +85,21 @@ func serviceAccountPod(a *Attributes) *v1.Pod {
 	return pod
 }
 
+// serviceAccountTarget is the start Admit and Validate share: the pod the
+// plugin works on, or done with the answer when there is none or it is a
+// mirror pod. The kubelet deletes a mirror pod whose spec differs from its
+// file, so such a pod is refused for what it may not use, never changed.
+func serviceAccountTarget(a *Attributes) (pod *v1.Pod, done bool, err error) {
+	pod = serviceAccountPod(a)
+	if pod == nil {
+		return nil, true, nil
+	}
+	if isMirrorPod(pod) {
+		return nil, true, checkMirrorPod(a, pod)
+	}
+	return pod, false, nil
+}
+
 func isMirrorPod(pod *v1.Pod) bool {
 	_, ok := pod.Annotations[MirrorPodAnnotation]
 	return ok
@@ -92,14 +107,9 @@ func isMirrorPod(pod *v1.Pod) bool {
 
 // Admit implements Mutator.
 func (p *ServiceAccount) Admit(ctx context.Context, a *Attributes) error {
-	pod := serviceAccountPod(a)
-	if pod == nil {
-		return nil
-	}
-	if isMirrorPod(pod) {
-		// The kubelet deletes a mirror pod whose spec differs from its
-		// file: refuse what it may not use rather than change it.
-		return checkMirrorPod(a, pod)
+	pod, done, err := serviceAccountTarget(a)
+	if done {
+		return err
 	}
 	// The admission chain runs before the v1 conversion folds the
 	// deprecated serviceAccount into serviceAccountName; kube's plugin
@@ -132,12 +142,9 @@ func (p *ServiceAccount) Admit(ctx context.Context, a *Attributes) error {
 // an existing ServiceAccount (and uses only the secrets it allows when it
 // enforces that), and a mirror pod still uses none.
 func (p *ServiceAccount) Validate(ctx context.Context, a *Attributes) error {
-	pod := serviceAccountPod(a)
-	if pod == nil {
-		return nil
-	}
-	if isMirrorPod(pod) {
-		return checkMirrorPod(a, pod)
+	pod, done, err := serviceAccountTarget(a)
+	if done {
+		return err
 	}
 	if pod.Spec.ServiceAccountName == "" {
 		return forbidden(a, fmt.Errorf("no service account specified for pod %s/%s", a.Namespace, pod.Name))

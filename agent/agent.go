@@ -122,14 +122,11 @@ func New(restConfig *rest.Config, cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	rc := rest.CopyConfig(restConfig)
+	rc := useragent.Config(restConfig, useragent.For(useragent.Kubelet, "agent"))
 	if rc.QPS == 0 {
 		// Concurrency is bounded by the worker counts; client-go's default
 		// of 5 requests per second would starve a thousand nodes.
 		rc.QPS = -1
-	}
-	if rc.UserAgent == "" {
-		rc.UserAgent = useragent.For(useragent.Kubelet, "agent")
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

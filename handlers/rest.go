@@ -224,18 +224,39 @@ func (q *request) dryRun(optionsKind string) (bool, error) {
 	return len(values) > 0, nil
 }
 
-func (q *request) create() {
+// acceptedWriteOptions is the start every create and update shares, in
+// kube's order: the Accept check (406), then the options validated as
+// optionsKind. It answers the request and returns false when either fails.
+func (q *request) acceptedWriteOptions(optionsKind string) (writeOptions, bool) {
 	if !q.acceptable() {
-		return
+		return writeOptions{}, false
 	}
-	opts, err := q.writeOptions("CreateOptions", "")
+	opts, err := q.writeOptions(optionsKind, "")
 	if err != nil {
 		q.fail(err)
-		return
+		return writeOptions{}, false
+	}
+	return opts, true
+}
+
+// decodedWrite is acceptedWriteOptions followed by the body decoded into a
+// new object of the endpoint's type, as create and update both begin.
+func (q *request) decodedWrite(optionsKind string) (writeOptions, runtime.Object, bool) {
+	opts, ok := q.acceptedWriteOptions(optionsKind)
+	if !ok {
+		return writeOptions{}, nil, false
 	}
 	obj := q.store.New()
 	if err := q.decodeBody(obj, q.gvk()); err != nil {
 		q.fail(err)
+		return writeOptions{}, nil, false
+	}
+	return opts, obj, true
+}
+
+func (q *request) create() {
+	opts, obj, ok := q.decodedWrite("CreateOptions")
+	if !ok {
 		return
 	}
 	out, err := q.store.Create(q.ctx(), q.info.Namespace, obj, registry.CreateOptions{DryRun: opts.dryRun, FieldManager: opts.manager})
@@ -247,17 +268,8 @@ func (q *request) create() {
 }
 
 func (q *request) update() {
-	if !q.acceptable() {
-		return
-	}
-	opts, err := q.writeOptions("UpdateOptions", "")
-	if err != nil {
-		q.fail(err)
-		return
-	}
-	obj := q.store.New()
-	if err := q.decodeBody(obj, q.gvk()); err != nil {
-		q.fail(err)
+	opts, obj, ok := q.decodedWrite("UpdateOptions")
+	if !ok {
 		return
 	}
 	m, err := meta.Accessor(obj)
@@ -288,13 +300,24 @@ func (q *request) update() {
 	q.respond(code, out)
 }
 
-func (q *request) delete() {
+// acceptedDeleteOptions is the start delete and deleteCollection share:
+// the Accept check (406), then the delete options. It answers the request
+// and returns false when either fails.
+func (q *request) acceptedDeleteOptions() (*metav1.DeleteOptions, bool) {
 	if !q.acceptable() {
-		return
+		return nil, false
 	}
 	opts, err := q.deleteOptions()
 	if err != nil {
 		q.fail(err)
+		return nil, false
+	}
+	return opts, true
+}
+
+func (q *request) delete() {
+	opts, ok := q.acceptedDeleteOptions()
+	if !ok {
 		return
 	}
 	out, deleted, err := q.store.Delete(q.ctx(), q.info.Namespace, q.info.Name, opts)
@@ -316,12 +339,8 @@ func (q *request) delete() {
 }
 
 func (q *request) deleteCollection() {
-	if !q.acceptable() {
-		return
-	}
-	opts, err := q.deleteOptions()
-	if err != nil {
-		q.fail(err)
+	opts, ok := q.acceptedDeleteOptions()
+	if !ok {
 		return
 	}
 	listOpts, err := q.listOptions()
@@ -377,14 +396,10 @@ func (q *request) deleteOptions() (*metav1.DeleteOptions, error) {
 // createSubresource answers a POST to a Creater; admit runs the admission
 // chain on the decoded object before the Creater acts.
 func (q *request) createSubresource(c Creater, admit func(ctx context.Context, obj runtime.Object, dryRun bool) error) {
-	if !q.acceptable() {
-		return
-	}
 	// Validated as every create's options are (kube's createHandler),
 	// though nothing is stored to record a manager for.
-	opts, err := q.writeOptions("CreateOptions", "")
-	if err != nil {
-		q.fail(err)
+	opts, ok := q.acceptedWriteOptions("CreateOptions")
+	if !ok {
 		return
 	}
 	dryRun := opts.dryRun

@@ -54,11 +54,7 @@ func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFacto
 }
 
 func newClient(restConfig *rest.Config) (kubernetes.Interface, error) {
-	rc := rest.CopyConfig(restConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = useragent.For(useragent.KubeControllerManager, "disruption-controller")
-	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := useragent.NewClient(restConfig, useragent.For(useragent.KubeControllerManager, "disruption-controller"))
 	if err != nil {
 		return nil, fmt.Errorf("disruption controller: %w", err)
 	}
@@ -85,11 +81,15 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "stale_pod_disruption", Clock: cfg.Clock, MetricsProvider: cfg.QueueMetrics}),
 	}
 	if err := c.register(factory); err != nil {
-		c.queue.ShutDown()
-		c.staleQueue.ShutDown()
+		c.shutDownQueues()
 		return nil, fmt.Errorf("disruption controller: %w", err)
 	}
 	return c, nil
+}
+
+func (c *Controller) shutDownQueues() {
+	c.queue.ShutDown()
+	c.staleQueue.ShutDown()
 }
 
 // register takes the pod and budget informers from factory and adds the
@@ -124,20 +124,12 @@ func (c *Controller) register(factory informers.SharedInformerFactory) error {
 // goroutine it starts has ended when it returns (the informers are the
 // factory owner's). A Controller runs once.
 func (c *Controller) Start(ctx context.Context) error {
-	if err := c.started.Start("disruption controller"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	return c.started.Run(ctx, "disruption controller", c.shutDownQueues, c.run)
+}
 
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		c.queue.ShutDown()
-		c.staleQueue.ShutDown()
-		wg.Wait()
-	}()
-	c.events.Run(ctx, &wg)
+// run is Start's body, in the frame worker.Once.Run gives it.
+func (c *Controller) run(ctx context.Context, wg *sync.WaitGroup) error {
+	c.events.Run(ctx, wg)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return nil // ctx ended first
 	}
@@ -148,10 +140,10 @@ func (c *Controller) Start(ctx context.Context) error {
 		Sync: worker.NoResult(c.syncStalePod), OnError: func(key string, err error) {
 			c.log.Warn("resetting a stale DisruptionTarget condition failed, requeuing", "pod", key, "err", err)
 		}}
-	if err := budgets.Start(ctx, &wg); err != nil {
+	if err := budgets.Start(ctx, wg); err != nil {
 		return fmt.Errorf("disruption controller: %w", err)
 	}
-	if err := stale.Start(ctx, &wg); err != nil {
+	if err := stale.Start(ctx, wg); err != nil {
 		return fmt.Errorf("disruption controller: %w", err)
 	}
 	if c.cfg.ResyncPeriod > 0 {

@@ -178,10 +178,7 @@ func New(md metadata.Interface, disc discovery.DiscoveryInterface, client kubern
 // generic-garbage-collector, kube's, unless set) for the server
 // restConfig points at.
 func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	rc := rest.CopyConfig(restConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = useragent.For(useragent.KubeControllerManager, "generic-garbage-collector")
-	}
+	rc := useragent.Config(restConfig, useragent.For(useragent.KubeControllerManager, "generic-garbage-collector"))
 	md, err := metadata.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("garbage collector: %w", err)

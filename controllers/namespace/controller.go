@@ -51,10 +51,7 @@ type Controller struct {
 // when not nil, gives its workqueue ("namespace", as kube's) kube's
 // workqueue_* metrics.
 func New(cfg *rest.Config, log *slog.Logger, metrics workqueue.MetricsProvider) (*Controller, error) {
-	if cfg.UserAgent == "" {
-		cfg = rest.CopyConfig(cfg)
-		cfg.UserAgent = useragent.For(useragent.KubeControllerManager, "namespace-controller")
-	}
+	cfg = useragent.Config(cfg, useragent.For(useragent.KubeControllerManager, "namespace-controller"))
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("namespace controller: %w", err)

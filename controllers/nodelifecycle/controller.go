@@ -150,11 +150,7 @@ func (c *Controller) shutDownQueues() {
 // NewForConfig returns New with a client of its own (user agent
 // node-lifecycle-controller unless set) for the server restConfig points at.
 func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	rc := rest.CopyConfig(restConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = useragent.For(useragent.KubeControllerManager, "node-lifecycle-controller")
-	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := useragent.NewClient(restConfig, useragent.For(useragent.KubeControllerManager, "node-lifecycle-controller"))
 	if err != nil {
 		return nil, fmt.Errorf("node lifecycle controller: %w", err)
 	}
@@ -166,32 +162,25 @@ func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFacto
 // and an error when it cannot start; it runs once. Every goroutine it
 // started has returned when it returns.
 func (c *Controller) Start(ctx context.Context) error {
-	if err := c.started.Start("node lifecycle controller"); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	return c.started.Run(ctx, "node lifecycle controller", c.shutDownQueues, c.run)
+}
 
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		c.shutDownQueues()
-		wg.Wait()
-	}()
+// run is Start's body, in the frame worker.Once.Run gives it.
+func (c *Controller) run(ctx context.Context, wg *sync.WaitGroup) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return nil
 	}
 	c.log.Info("node lifecycle controller started", "gracePeriod", c.cfg.GracePeriod)
 
-	c.events.Run(ctx, &wg)
-	if err := c.runWorkers(ctx, &wg, "noschedule-taint-node", 2, c.noSchedule, c.syncNoScheduleTaints); err != nil {
+	c.events.Run(ctx, wg)
+	if err := c.runWorkers(ctx, wg, "noschedule-taint-node", 2, c.noSchedule, c.syncNoScheduleTaints); err != nil {
 		return fmt.Errorf("node lifecycle controller: %w", err)
 	}
-	if err := c.runWorkers(ctx, &wg, "node-eviction", 2, c.evictor.queue, c.evictor.process); err != nil {
+	if err := c.runWorkers(ctx, wg, "node-eviction", 2, c.evictor.queue, c.evictor.process); err != nil {
 		return fmt.Errorf("node lifecycle controller: %w", err)
 	}
-	c.every(ctx, &wg, "noexecute-tainting", noExecuteTaintingPeriod, c.noExecuteTaintingPass)
-	c.every(ctx, &wg, "node-monitor", c.cfg.MonitorPeriod, c.monitor)
+	c.every(ctx, wg, "noexecute-tainting", noExecuteTaintingPeriod, c.noExecuteTaintingPass)
+	c.every(ctx, wg, "node-monitor", c.cfg.MonitorPeriod, c.monitor)
 	<-ctx.Done()
 	return nil
 }

@@ -16,16 +16,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
-const (
-	ns          = metav1.NamespaceDefault
-	waitTimeout = 30 * time.Second
-)
+const ns = metav1.NamespaceDefault
 
 // fastConfig: a node is lost after two seconds of silence (its live
 // neighbours renew every 100ms); with startServer's tolerations its pods
@@ -217,22 +212,11 @@ func createRunningPod(t *testing.T, c kubernetes.Interface, name, node string, t
 	return updated
 }
 
-func waitFor(t *testing.T, what string, cond func(ctx context.Context) (bool, error), describe func() string) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, waitTimeout, true, cond); err != nil {
-		last := ""
-		if describe != nil {
-			last = ": " + describe()
-		}
-		t.Fatalf("waiting for %s: %v%s", what, err, last)
-	}
-}
-
 // waitNode waits until check accepts the node and returns it.
 func waitNode(t *testing.T, c kubernetes.Interface, name, what string, check func(*v1.Node) bool) *v1.Node {
 	t.Helper()
 	var node *v1.Node
-	waitFor(t, "node "+name+" "+what, func(ctx context.Context) (bool, error) {
+	testserver.WaitFor(t, "node "+name+" "+what, func(ctx context.Context) (bool, error) {
 		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -248,7 +232,7 @@ func waitNode(t *testing.T, c kubernetes.Interface, name, what string, check fun
 func waitPod(t *testing.T, c kubernetes.Interface, name, what string, check func(*v1.Pod) bool) *v1.Pod {
 	t.Helper()
 	var pod *v1.Pod
-	waitFor(t, "pod "+name+" "+what, func(ctx context.Context) (bool, error) {
+	testserver.WaitFor(t, "pod "+name+" "+what, func(ctx context.Context) (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -296,29 +280,4 @@ func taintKeys(node *v1.Node) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// waitEvent waits for an event with reason and message about the object
-// named name in namespace evNS.
-func waitEvent(t *testing.T, c kubernetes.Interface, evNS, name, reason, msg string) v1.Event {
-	t.Helper()
-	var found v1.Event
-	var seen []string
-	sel := fields.Set{"involvedObject.name": name, "reason": reason}.String()
-	waitFor(t, reason+" event for "+name, func(ctx context.Context) (bool, error) {
-		list, err := c.CoreV1().Events(evNS).List(ctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			return false, err
-		}
-		seen = seen[:0]
-		for _, ev := range list.Items {
-			seen = append(seen, ev.Message)
-			if ev.Message == msg {
-				found = ev
-				return true, nil
-			}
-		}
-		return false, nil
-	}, func() string { return fmt.Sprintf("seen %q", seen) })
-	return found
 }

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+
+	"github.com/corekube/corekube/test/testserver"
 )
 
 func TestStaleLeaseMarksNodeUnknownTaintsItAndEvictsPods(t *testing.T) {
@@ -37,7 +39,7 @@ func TestStaleLeaseMarksNodeUnknownTaintsItAndEvictsPods(t *testing.T) {
 			t.Errorf("%s = %+v, want Unknown/NodeStatusNeverUpdated", ct, cond)
 		}
 	}
-	waitEvent(t, c, ns, "dead", "NodeNotReady", "Node dead status is now: NodeNotReady")
+	testserver.WaitEvent(t, c, ns, "dead", "NodeNotReady", "Node dead status is now: NodeNotReady")
 
 	// Tainted unreachable, NoSchedule and NoExecute.
 	node = waitNode(t, c, "dead", "to be tainted unreachable", func(n *v1.Node) bool {
@@ -54,7 +56,7 @@ func TestStaleLeaseMarksNodeUnknownTaintsItAndEvictsPods(t *testing.T) {
 		cond := podCondition(p, v1.PodReady)
 		return cond != nil && cond.Status == v1.ConditionFalse
 	})
-	waitEvent(t, c, ns, "tolerant", "NodeNotReady", "Node is not ready")
+	testserver.WaitEvent(t, c, ns, "tolerant", "NodeNotReady", "Node is not ready")
 
 	// The pod without a toleration goes after the eviction delay.
 	victim := waitPod(t, c, "victim", "to be evicted", func(p *v1.Pod) bool { return p.DeletionTimestamp != nil })
@@ -62,7 +64,7 @@ func TestStaleLeaseMarksNodeUnknownTaintsItAndEvictsPods(t *testing.T) {
 	if target == nil || target.Status != v1.ConditionTrue || target.Reason != "DeletionByTaintManager" || target.Message != "Taint manager: deleting due to NoExecute taint" {
 		t.Errorf("DisruptionTarget = %+v", target)
 	}
-	ev := waitEvent(t, c, ns, "victim", "TaintManagerEviction", "Marking for deletion Pod default/victim")
+	ev := testserver.WaitEvent(t, c, ns, "victim", "TaintManagerEviction", "Marking for deletion Pod default/victim")
 	if ev.Source.Component != "taint-eviction-controller" || ev.Type != v1.EventTypeNormal {
 		t.Errorf("eviction event = %+v", ev)
 	}

@@ -115,11 +115,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 // NewForConfig returns New with a client of its own (user agent
 // pod-garbage-collector unless set) for the server restConfig points at.
 func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	rc := rest.CopyConfig(restConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = useragent.For(useragent.KubeControllerManager, "pod-garbage-collector")
-	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := useragent.NewClient(restConfig, useragent.For(useragent.KubeControllerManager, "pod-garbage-collector"))
 	if err != nil {
 		return nil, fmt.Errorf("pod GC: %w", err)
 	}

@@ -14,15 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
-const (
-	ns          = metav1.NamespaceDefault
-	waitTimeout = 30 * time.Second
-)
+const ns = metav1.NamespaceDefault
 
 // fastConfig shortens the back-offs so retries show within a test.
 func fastConfig() scheduler.Config {
@@ -67,7 +62,7 @@ func startScheduler(t *testing.T, srv *testserver.Server, cfg scheduler.Config) 
 func waitNodesCached(t *testing.T, c kubernetes.Interface) {
 	t.Helper()
 	var cached, stored int
-	waitFor(t, "the watch cache to serve every node", func(ctx context.Context) (bool, error) {
+	testserver.WaitFor(t, "the watch cache to serve every node", func(ctx context.Context) (bool, error) {
 		all, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -228,24 +223,11 @@ func withPriorityClass(t *testing.T, c kubernetes.Interface, pod *v1.Pod) *v1.Po
 	return pod
 }
 
-// waitFor polls cond until it holds; describe says what was last seen.
-func waitFor(t *testing.T, what string, cond func(ctx context.Context) (bool, error), describe func() string) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, waitTimeout, true, cond)
-	if err != nil {
-		last := ""
-		if describe != nil {
-			last = ": " + describe()
-		}
-		t.Fatalf("waiting for %s: %v%s", what, err, last)
-	}
-}
-
 // waitBound waits until the pod has a node and returns it.
 func waitBound(t *testing.T, c kubernetes.Interface, name string) *v1.Pod {
 	t.Helper()
 	var pod *v1.Pod
-	waitFor(t, "pod "+name+" to be bound", func(ctx context.Context) (bool, error) {
+	testserver.WaitFor(t, "pod "+name+" to be bound", func(ctx context.Context) (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -271,7 +253,7 @@ func scheduledCondition(pod *v1.Pod) *v1.PodCondition {
 func waitUnschedulable(t *testing.T, c kubernetes.Interface, name, msg string) *v1.Pod {
 	t.Helper()
 	var pod *v1.Pod
-	waitFor(t, "pod "+name+" to be unschedulable", func(ctx context.Context) (bool, error) {
+	testserver.WaitFor(t, "pod "+name+" to be unschedulable", func(ctx context.Context) (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -286,30 +268,6 @@ func waitUnschedulable(t *testing.T, c kubernetes.Interface, name, msg string) *
 		t.Fatalf("pod %s is unschedulable yet bound to %s", name, pod.Spec.NodeName)
 	}
 	return pod
-}
-
-// waitEvent waits for an event with reason about the pod and returns it.
-func waitEvent(t *testing.T, c kubernetes.Interface, pod, reason, msg string) v1.Event {
-	t.Helper()
-	var found v1.Event
-	var seen []string
-	sel := fields.Set{"involvedObject.name": pod, "reason": reason}.String()
-	waitFor(t, reason+" event for "+pod, func(ctx context.Context) (bool, error) {
-		list, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
-		if err != nil {
-			return false, err
-		}
-		seen = seen[:0]
-		for _, ev := range list.Items {
-			seen = append(seen, ev.Message)
-			if ev.Message == msg {
-				found = ev
-				return true, nil
-			}
-		}
-		return false, nil
-	}, func() string { return fmt.Sprintf("events seen %q", seen) })
-	return found
 }
 
 func deletePod(t *testing.T, c kubernetes.Interface, name string) {

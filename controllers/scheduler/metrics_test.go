@@ -70,7 +70,7 @@ func TestSchedulerMetrics(t *testing.T) {
 		return bad
 	}
 	var bad []string
-	waitFor(t, "the scheduler's metrics", func(_ context.Context) (bool, error) {
+	testserver.WaitFor(t, "the scheduler's metrics", func(_ context.Context) (bool, error) {
 		fs = metricstest.Gather(t, reg)
 		bad = checks()
 		return len(bad) == 0, nil
@@ -92,7 +92,7 @@ func TestSchedulerMetrics(t *testing.T) {
 	// The unschedulable pod fits once a big enough node arrives.
 	createNode(t, c, "node-big", "128", "8Gi", "110")
 	waitBound(t, c, "huge")
-	waitFor(t, "the retried pod's metrics", func(_ context.Context) (bool, error) {
+	testserver.WaitFor(t, "the retried pod's metrics", func(_ context.Context) (bool, error) {
 		fs = metricstest.Gather(t, reg)
 		bad = nil
 		for _, msg := range []string{

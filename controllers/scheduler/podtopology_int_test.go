@@ -144,7 +144,7 @@ func TestSchedulerPodAntiAffinity(t *testing.T) {
 	createPod(t, c, "apart-2", labelled("app", "apart"), apart)
 	msg := "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
 	waitUnschedulable(t, c, "apart-2", msg)
-	waitEvent(t, c, "apart-2", "FailedScheduling", msg)
+	testserver.WaitEvent(t, c, ns, "apart-2", "FailedScheduling", msg)
 
 	// A pod without terms that the existing pods' anti-affinity selects
 	// (symmetry) is kept off both nodes too.

@@ -49,7 +49,7 @@ func getPod(t *testing.T, c kubernetes.Interface, name string) *v1.Pod {
 func waitPreempted(t *testing.T, c kubernetes.Interface, name string) *v1.Pod {
 	t.Helper()
 	var pod *v1.Pod
-	waitFor(t, "victim "+name+" to be preempted", func(ctx context.Context) (bool, error) {
+	testserver.WaitFor(t, "victim "+name+" to be preempted", func(ctx context.Context) (bool, error) {
 		p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -94,7 +94,7 @@ func TestSchedulerPreemption(t *testing.T) {
 	high := createPod(t, c, "high", priority(1000), requests("500m", ""))
 
 	victim := waitPreempted(t, c, "low")
-	ev := waitEvent(t, c, "low", "Preempted", fmt.Sprintf("Preempted by pod %s on node node-1", high.UID))
+	ev := testserver.WaitEvent(t, c, ns, "low", "Preempted", fmt.Sprintf("Preempted by pod %s on node node-1", high.UID))
 	if ev.Type != v1.EventTypeNormal || ev.Action != "Preempting" || ev.ReportingController != "default-scheduler" ||
 		ev.InvolvedObject.UID != victim.UID || ev.Related == nil || ev.Related.UID != high.UID {
 		t.Errorf("Preempted event = %+v", ev)
@@ -102,14 +102,14 @@ func TestSchedulerPreemption(t *testing.T) {
 	// The preemptor is nominated, not bound, while its victim terminates;
 	// kube's message has no preemption part once victims were chosen.
 	var pod *v1.Pod
-	waitFor(t, "high to be nominated to node-1", func(ctx context.Context) (bool, error) {
+	testserver.WaitFor(t, "high to be nominated to node-1", func(ctx context.Context) (bool, error) {
 		pod = getPod(t, c, "high")
 		cond := scheduledCondition(pod)
 		return pod.Status.NominatedNodeName == "node-1" && cond != nil && cond.Message == "0/1 nodes are available: 1 Insufficient cpu.", nil
 	}, func() string {
 		return fmt.Sprintf("nominated %q, %+v", pod.Status.NominatedNodeName, scheduledCondition(pod))
 	})
-	waitEvent(t, c, "high", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")
+	testserver.WaitEvent(t, c, ns, "high", "FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.")
 	if pod.Spec.NodeName != "" {
 		t.Fatalf("high bound to %s before its victim is gone", pod.Spec.NodeName)
 	}
@@ -124,7 +124,7 @@ func TestSchedulerPreemption(t *testing.T) {
 		t.Errorf("high bound to %s, want node-1", n)
 	}
 
-	waitFor(t, "preemption metrics", func(_ context.Context) (bool, error) {
+	testserver.WaitFor(t, "preemption metrics", func(_ context.Context) (bool, error) {
 		fs := metricstest.Gather(t, reg)
 		v, _ := fs.Value("scheduler_preemption_victims")
 		a, _ := fs.Value("scheduler_preemption_attempts_total")
@@ -169,7 +169,7 @@ func TestSchedulerPreemptionAvoidsPDBViolation(t *testing.T) {
 
 	createPod(t, c, "urgent", priority(1000), requests("500m", ""))
 	waitPreempted(t, c, "web")
-	waitFor(t, "urgent to be nominated to node-b", func(ctx context.Context) (bool, error) {
+	testserver.WaitFor(t, "urgent to be nominated to node-b", func(ctx context.Context) (bool, error) {
 		return getPod(t, c, "urgent").Status.NominatedNodeName == "node-b", nil
 	}, nil)
 	if db := getPod(t, c, "db"); db.DeletionTimestamp != nil {
@@ -197,7 +197,7 @@ func TestSchedulerPreemptionMessages(t *testing.T) {
 	waitUnschedulable(t, c, "equal", "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
 	msg := "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/2 nodes are available: 1 Insufficient cpu, 1 Preemption is not helpful for scheduling."
 	waitUnschedulable(t, c, "huge", msg)
-	waitEvent(t, c, "huge", "FailedScheduling", msg)
+	testserver.WaitEvent(t, c, ns, "huge", "FailedScheduling", msg)
 	if p := getPod(t, c, "resident"); p.DeletionTimestamp != nil {
 		t.Errorf("resident was preempted")
 	}

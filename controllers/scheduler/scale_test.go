@@ -185,7 +185,7 @@ func TestScalePreemption(t *testing.T) {
 		start := time.Now()
 		createPod(t, c, name, func(p *v1.Pod) { p.Spec.Priority = &prio }, requests("1", ""))
 		var node string
-		err := wait.PollUntilContextTimeout(ctx, 2*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextTimeout(ctx, 2*time.Millisecond, testserver.WaitTimeout, true, func(ctx context.Context) (bool, error) {
 			p, err := c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err

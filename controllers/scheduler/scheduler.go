@@ -108,12 +108,9 @@ func New(client kubernetes.Interface, cfg Config) *Scheduler {
 // config without a rate limit (QPS 0) gets 1000 QPS, burst 2000: placing
 // 30,000 pods takes a binding and an event each.
 func NewForConfig(restConfig *rest.Config, cfg Config) (*Scheduler, error) {
-	rc := rest.CopyConfig(restConfig)
+	rc := useragent.Config(restConfig, useragent.For(useragent.KubeScheduler, DefaultSchedulerName))
 	if rc.QPS == 0 {
 		rc.QPS, rc.Burst = 1000, 2000
-	}
-	if rc.UserAgent == "" {
-		rc.UserAgent = useragent.For(useragent.KubeScheduler, DefaultSchedulerName)
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

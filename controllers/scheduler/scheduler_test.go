@@ -38,7 +38,7 @@ func TestSchedulerBindsAndSpreads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := waitEvent(t, c, "web-0", "Scheduled", fmt.Sprintf("Successfully assigned default/web-0 to %s", pod.Spec.NodeName))
+	ev := testserver.WaitEvent(t, c, ns, "web-0", "Scheduled", fmt.Sprintf("Successfully assigned default/web-0 to %s", pod.Spec.NodeName))
 	if ev.Type != v1.EventTypeNormal || ev.ReportingController != "default-scheduler" || ev.Action != "Binding" ||
 		ev.EventTime.IsZero() || ev.InvolvedObject.Kind != "Pod" || ev.InvolvedObject.UID != pod.UID {
 		t.Errorf("Scheduled event = %+v", ev)
@@ -83,7 +83,7 @@ func TestSchedulerUnschedulableMessageAndRetryOnPodUpdate(t *testing.T) {
 	msg := "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, 2 Insufficient cpu. " +
 		"preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod."
 	pod := waitUnschedulable(t, c, "big", msg)
-	ev := waitEvent(t, c, "big", "FailedScheduling", msg)
+	ev := testserver.WaitEvent(t, c, ns, "big", "FailedScheduling", msg)
 	if ev.Type != v1.EventTypeWarning || ev.ReportingController != "default-scheduler" || ev.Action != "Scheduling" || ev.InvolvedObject.UID != pod.UID {
 		t.Errorf("FailedScheduling event = %+v", ev)
 	}
@@ -318,7 +318,7 @@ func TestSchedulerNoNodes(t *testing.T) {
 	startScheduler(t, srv, fastConfig())
 	createPod(t, c, "early")
 	waitUnschedulable(t, c, "early", "no nodes available to schedule pods")
-	waitEvent(t, c, "early", "FailedScheduling", "no nodes available to schedule pods")
+	testserver.WaitEvent(t, c, ns, "early", "FailedScheduling", "no nodes available to schedule pods")
 	createNode(t, c, "node-1", "4", "8Gi", "110")
 	waitBound(t, c, "early")
 }

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"reflect"
-	"runtime"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -10,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
+
+	"github.com/corekube/corekube/test/informertest"
 )
 
 // servedPod is a pod as the API server serves it to the scheduler once an
@@ -172,25 +173,5 @@ func BenchmarkStripPodRetained(b *testing.B) {
 		}
 		raw = append(raw, data)
 	}
-	kept := make([]any, b.N)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	b.ResetTimer()
-	for i := range b.N {
-		pod := &v1.Pod{}
-		if err := pod.Unmarshal(raw[i%len(raw)]); err != nil {
-			b.Fatal(err)
-		}
-		obj, err := stripPod(pod)
-		if err != nil {
-			b.Fatal(err)
-		}
-		kept[i] = obj
-	}
-	b.StopTimer()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/pod-kept")
-	runtime.KeepAlive(kept)
+	informertest.ReportRetained(b, raw, stripPod)
 }

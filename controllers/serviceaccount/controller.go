@@ -113,11 +113,7 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, c
 // NewForConfig returns New with a client of its own (user agent UserAgent
 // unless set) for the server restConfig points at.
 func NewForConfig(restConfig *rest.Config, factory informers.SharedInformerFactory, cfg Config) (*Controller, error) {
-	rc := rest.CopyConfig(restConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = UserAgent
-	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := useragent.NewClient(restConfig, UserAgent)
 	if err != nil {
 		return nil, fmt.Errorf("service account controller: %w", err)
 	}
@@ -207,11 +203,7 @@ func (c *Controller) sync(ctx context.Context, name string) error {
 // stopped. It suits processes (test servers) that run this controller
 // alone; a process with several controllers shares one factory (New).
 func Run(ctx context.Context, restConfig *rest.Config, cfg Config) error {
-	rc := rest.CopyConfig(restConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = UserAgent
-	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := useragent.NewClient(restConfig, UserAgent)
 	if err != nil {
 		return fmt.Errorf("service account controller: %w", err)
 	}

@@ -45,11 +45,7 @@ func NewFactory(client kubernetes.Interface) informers.SharedInformerFactory {
 // NewFactoryForConfig returns NewFactory for the server restConfig points
 // at, through a client of its own (user agent UserAgent unless set).
 func NewFactoryForConfig(restConfig *rest.Config) (informers.SharedInformerFactory, error) {
-	rc := rest.CopyConfig(restConfig)
-	if rc.UserAgent == "" {
-		rc.UserAgent = UserAgent
-	}
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := useragent.NewClient(restConfig, UserAgent)
 	if err != nil {
 		return nil, fmt.Errorf("shared informers: %w", err)
 	}

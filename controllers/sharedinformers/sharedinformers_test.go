@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"reflect"
-	"runtime"
 	"sort"
 	"testing"
 
@@ -14,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/corekube/corekube/test/informertest"
 )
 
 func TestTransformPod(t *testing.T) {
@@ -185,27 +186,7 @@ func BenchmarkTransformPodRetained(b *testing.B) {
 		}
 		raw[i] = data
 	}
-	kept := make([]any, b.N)
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	b.ResetTimer()
-	for i := range b.N {
-		pod := &v1.Pod{}
-		if err := pod.Unmarshal(raw[i%len(raw)]); err != nil {
-			b.Fatal(err)
-		}
-		obj, err := Transform(pod)
-		if err != nil {
-			b.Fatal(err)
-		}
-		kept[i] = obj
-	}
-	b.StopTimer()
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "B/pod-kept")
-	runtime.KeepAlive(kept)
+	informertest.ReportRetained(b, raw, Transform)
 }
 
 func TestPodLister(t *testing.T) {

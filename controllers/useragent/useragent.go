@@ -9,6 +9,9 @@ package useragent
 import (
 	"fmt"
 	"runtime"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Version is the Kubernetes version corekube's components present.
@@ -26,4 +29,22 @@ const (
 // rest.AddUserAgent writes kube's.
 func For(component, name string) string {
 	return fmt.Sprintf("%s/%s (%s/%s) corekube/%s", component, Version, runtime.GOOS, runtime.GOARCH, name)
+}
+
+// Config returns a copy of restConfig whose User-Agent is userAgent unless
+// restConfig sets one: a component's own client presents its own name, and
+// a caller that chose a User-Agent keeps it. restConfig is not changed.
+func Config(restConfig *rest.Config, userAgent string) *rest.Config {
+	rc := rest.CopyConfig(restConfig)
+	if rc.UserAgent == "" {
+		rc.UserAgent = userAgent
+	}
+	return rc
+}
+
+// NewClient returns a client of its own for the server restConfig points
+// at, with the User-Agent Config gives it. The error is client-go's,
+// unwrapped, for the caller to name itself in.
+func NewClient(restConfig *rest.Config, userAgent string) (*kubernetes.Clientset, error) {
+	return kubernetes.NewForConfig(Config(restConfig, userAgent))
 }

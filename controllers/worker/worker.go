@@ -209,6 +209,26 @@ func (o *Once) Start(component string) error {
 	return nil
 }
 
+// Run is the frame of a long-running Start: it starts the component once
+// (Start's error otherwise), then runs body with a context that ends when
+// Run returns and a WaitGroup for the goroutines body starts. However body
+// returns, Run cancels that context, calls shutDown (which shuts the
+// queues, so that their workers return) and waits for those goroutines:
+// nothing body started outlives Run.
+func (o *Once) Run(ctx context.Context, component string, shutDown func(), body func(ctx context.Context, wg *sync.WaitGroup) error) error {
+	if err := o.Start(component); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		shutDown()
+		wg.Wait()
+	}()
+	return body(ctx, &wg)
+}
+
 // NoResult adapts a sync that never asks for a requeue of its own.
 func NoResult[T comparable](sync func(context.Context, T) error) func(context.Context, T) (Result, error) {
 	return func(ctx context.Context, item T) (Result, error) { return Result{}, sync(ctx, item) }

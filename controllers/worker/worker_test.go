@@ -316,3 +316,45 @@ func TestRecover(t *testing.T) {
 		}
 	}
 }
+
+// TestOnceRun checks the frame Run gives a Start: body's error is
+// returned, and by then body's context has ended, shutDown has run and
+// the goroutines body started have returned; a second Run is refused.
+func TestOnceRun(t *testing.T) {
+	var o Once
+	boom := errors.New("boom")
+	var shutDowns atomic.Int32
+	var goroutineDone atomic.Bool
+	var bodyCtx context.Context
+	err := o.Run(context.Background(), "test component", func() { shutDowns.Add(1) }, func(ctx context.Context, wg *sync.WaitGroup) error {
+		bodyCtx = ctx
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-ctx.Done() // returns only once Run cancels ctx
+			goroutineDone.Store(true)
+		}()
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run = %v, want body's error", err)
+	}
+	if bodyCtx.Err() == nil {
+		t.Error("body's context has not ended after Run returned")
+	}
+	if got := shutDowns.Load(); got != 1 {
+		t.Errorf("shutDown ran %d times, want 1", got)
+	}
+	if !goroutineDone.Load() {
+		t.Error("a goroutine body started had not returned when Run did")
+	}
+
+	ran := false
+	err = o.Run(context.Background(), "test component", func() {}, func(context.Context, *sync.WaitGroup) error {
+		ran = true
+		return nil
+	})
+	if !errors.Is(err, ErrStarted) || !strings.Contains(err.Error(), "test component") || ran {
+		t.Errorf("second Run = %v (body ran: %v), want ErrStarted naming the component and no body", err, ran)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/corekube/corekube/registry/internal/strategytest"
 )
 
 // fullCore sets every field of a core/v1 Event.
@@ -165,7 +167,7 @@ func TestV1Validate(t *testing.T) {
 			if tc.want == nil {
 				tc.want = []string{}
 			}
-			if got := errKeys(s.Validate(ctx, tc.ev)); !reflect.DeepEqual(got, tc.want) {
+			if got := strategytest.ErrKeys(s.Validate(ctx, tc.ev)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
@@ -202,7 +204,7 @@ func TestV1ValidateUpdate(t *testing.T) {
 	want := []string{invalid + " series.count", required + " series.lastObservedTime",
 		invalid + " involvedObject", invalid + " reason", invalid + " message", invalid + " reason", invalid + " type",
 		invalid + " eventTime", invalid + " action", invalid + " related", invalid + " reportingController", invalid + " reportingInstance"}
-	if got := errKeys(s.ValidateUpdate(ctx, changed, old)); !reflect.DeepEqual(got, want) {
+	if got := strategytest.ErrKeys(s.ValidateUpdate(ctx, changed, old)); !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v\nwant %v", got, want)
 	}
 }

@@ -10,18 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/corekube/corekube/registry/internal/strategytest"
 )
 
 var ctx = context.Background()
-
-func errKeys(errs field.ErrorList) []string {
-	out := []string{}
-	for _, e := range errs {
-		out = append(out, string(e.Type)+" "+e.Field)
-	}
-	return out
-}
 
 // legacy is a classic core/v1 event (no eventTime).
 func legacy(ns, involvedNS string) *v1.Event {
@@ -92,10 +85,10 @@ func TestValidate(t *testing.T) {
 			if tc.want == nil {
 				tc.want = []string{}
 			}
-			if got := errKeys(s.Validate(ctx, tc.ev)); !reflect.DeepEqual(got, tc.want) {
+			if got := strategytest.ErrKeys(s.Validate(ctx, tc.ev)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("create: got %v, want %v", got, tc.want)
 			}
-			if got := errKeys(s.ValidateUpdate(ctx, tc.ev, legacy("x", "y"))); !reflect.DeepEqual(got, tc.want) {
+			if got := strategytest.ErrKeys(s.ValidateUpdate(ctx, tc.ev, legacy("x", "y"))); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("update: got %v, want %v", got, tc.want)
 			}
 		})

@@ -8,19 +8,12 @@ import (
 
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/corekube/corekube/registry/internal/strategytest"
 )
 
 var ctx = context.Background()
-
-func errKeys(errs field.ErrorList) []string {
-	out := []string{}
-	for _, e := range errs {
-		out = append(out, string(e.Type)+" "+e.Field)
-	}
-	return out
-}
 
 func flowSchema(tweak func(*flowcontrolv1.FlowSchemaSpec)) *flowcontrolv1.FlowSchema {
 	fs := &flowcontrolv1.FlowSchema{
@@ -109,7 +102,7 @@ func TestValidateFlowSchema(t *testing.T) {
 			if tc.want == nil {
 				tc.want = []string{}
 			}
-			if got := errKeys(s.Validate(ctx, flowSchema(tc.tweak))); !reflect.DeepEqual(got, tc.want) {
+			if got := strategytest.ErrKeys(s.Validate(ctx, flowSchema(tc.tweak))); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
@@ -201,7 +194,7 @@ func TestValidatePriorityLevel(t *testing.T) {
 			if tc.want == nil {
 				tc.want = []string{}
 			}
-			if got := errKeys(s.Validate(ctx, level(tc.pl, tc.tweak))); !reflect.DeepEqual(got, tc.want) {
+			if got := strategytest.ErrKeys(s.Validate(ctx, level(tc.pl, tc.tweak))); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})
@@ -279,12 +272,12 @@ func TestTables(t *testing.T) {
 func TestStatusConditionTypes(t *testing.T) {
 	fs := flowSchema(nil)
 	fs.Status.Conditions = []flowcontrolv1.FlowSchemaCondition{{Type: "Dangling"}, {}}
-	if got, want := errKeys(NewFlowSchemaStatusStrategy().ValidateUpdate(ctx, fs, fs)), []string{"FieldValueRequired status.conditions[1].type"}; !reflect.DeepEqual(got, want) {
+	if got, want := strategytest.ErrKeys(NewFlowSchemaStatusStrategy().ValidateUpdate(ctx, fs, fs)), []string{"FieldValueRequired status.conditions[1].type"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("flowschema status: %v, want %v", got, want)
 	}
 	pl := &flowcontrolv1.PriorityLevelConfiguration{Status: flowcontrolv1.PriorityLevelConfigurationStatus{
 		Conditions: []flowcontrolv1.PriorityLevelConfigurationCondition{{}}}}
-	if got, want := errKeys(NewPriorityLevelStatusStrategy().ValidateUpdate(ctx, pl, pl)), []string{"FieldValueRequired status.conditions[0].type"}; !reflect.DeepEqual(got, want) {
+	if got, want := strategytest.ErrKeys(NewPriorityLevelStatusStrategy().ValidateUpdate(ctx, pl, pl)), []string{"FieldValueRequired status.conditions[0].type"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("prioritylevel status: %v, want %v", got, want)
 	}
 	fs.Status.Conditions = fs.Status.Conditions[:1]

@@ -10,19 +10,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/corekube/corekube/registry/internal/strategytest"
 )
 
 var ctx = context.Background()
-
-func errKeys(errs field.ErrorList) []string {
-	out := []string{}
-	for _, e := range errs {
-		out = append(out, string(e.Type)+" "+e.Field)
-	}
-	return out
-}
 
 func lease(tweak func(*coordinationv1.LeaseSpec)) *coordinationv1.Lease {
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Namespace: "kube-node-lease"}}
@@ -70,15 +63,7 @@ func TestValidate(t *testing.T) {
 	s := NewStrategy()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.want == nil {
-				tc.want = []string{}
-			}
-			if got := errKeys(s.Validate(ctx, lease(tc.spec))); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("create: got %v, want %v", got, tc.want)
-			}
-			if got := errKeys(s.ValidateUpdate(ctx, lease(tc.spec), lease(nil))); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("update: got %v, want %v", got, tc.want)
-			}
+			strategytest.ExpectBoth(t, s, lease(tc.spec), lease(tc.spec), lease(nil), tc.want)
 		})
 	}
 }

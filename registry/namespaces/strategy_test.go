@@ -8,18 +8,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/corekube/corekube/registry/internal/strategytest"
 )
 
 var ctx = context.Background()
-
-func errKeys(errs field.ErrorList) []string {
-	out := []string{}
-	for _, e := range errs {
-		out = append(out, string(e.Type)+" "+e.Field)
-	}
-	return out
-}
 
 func ns(name string, finalizers ...v1.FinalizerName) *v1.Namespace {
 	return &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.NamespaceSpec{Finalizers: finalizers}}
@@ -127,10 +120,10 @@ func TestValidate(t *testing.T) {
 			if tc.want == nil {
 				tc.want = []string{}
 			}
-			if got := errKeys(NewStrategy().Validate(ctx, tc.in)); !reflect.DeepEqual(got, tc.want) {
+			if got := strategytest.ErrKeys(NewStrategy().Validate(ctx, tc.in)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("create: got %v, want %v", got, tc.want)
 			}
-			if got := errKeys(NewStrategy().ValidateUpdate(ctx, tc.in, ns("a"))); !reflect.DeepEqual(got, tc.want) {
+			if got := strategytest.ErrKeys(NewStrategy().ValidateUpdate(ctx, tc.in, ns("a"))); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("update: got %v, want %v", got, tc.want)
 			}
 		})
@@ -143,7 +136,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestFinalizeValidateUpdate(t *testing.T) {
-	got := errKeys(NewFinalizeStrategy().ValidateUpdate(ctx, ns("a", "kubernetes", "custom"), ns("a", "kubernetes")))
+	got := strategytest.ErrKeys(NewFinalizeStrategy().ValidateUpdate(ctx, ns("a", "kubernetes", "custom"), ns("a", "kubernetes")))
 	if want := []string{"FieldValueInvalid spec.finalizers[1]"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}

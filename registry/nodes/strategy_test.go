@@ -11,20 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/corekube/corekube/registry/internal/strategytest"
 )
 
 var ctx = context.Background()
 
 // errKeys renders an ErrorList as "Type field" strings for comparison.
-func errKeys(errs field.ErrorList) []string {
-	out := []string{}
-	for _, e := range errs {
-		out = append(out, string(e.Type)+" "+e.Field)
-	}
-	return out
-}
-
 func node(tweaks ...func(*v1.Node)) *v1.Node {
 	n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
 	for _, t := range tweaks {
@@ -104,7 +97,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := errKeys(s.Validate(ctx, tc.node))
+			got := strategytest.ErrKeys(s.Validate(ctx, tc.node))
 			if tc.want == nil {
 				tc.want = []string{}
 			}
@@ -166,7 +159,7 @@ func TestValidateUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := errKeys(s.ValidateUpdate(ctx, tc.new, tc.old))
+			got := strategytest.ErrKeys(s.ValidateUpdate(ctx, tc.new, tc.old))
 			if tc.want == nil {
 				tc.want = []string{}
 			}

@@ -11,19 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/corekube/corekube/registry/internal/strategytest"
 )
 
 var ctx = context.Background()
-
-func errKeys(errs field.ErrorList) []string {
-	out := []string{}
-	for _, e := range errs {
-		out = append(out, string(e.Type)+" "+e.Field)
-	}
-	return out
-}
 
 func pdb(tweak func(*policyv1.PodDisruptionBudgetSpec)) *policyv1.PodDisruptionBudget {
 	p := &policyv1.PodDisruptionBudget{
@@ -89,15 +82,7 @@ func TestValidate(t *testing.T) {
 	s := NewStrategy()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.want == nil {
-				tc.want = []string{}
-			}
-			if got := errKeys(s.Validate(ctx, pdb(tc.spec))); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("create: got %v, want %v", got, tc.want)
-			}
-			if got := errKeys(s.ValidateUpdate(ctx, pdb(tc.spec), pdb(nil))); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("update: got %v, want %v", got, tc.want)
-			}
+			strategytest.ExpectBoth(t, s, pdb(tc.spec), pdb(tc.spec), pdb(nil), tc.want)
 		})
 	}
 }
@@ -261,7 +246,7 @@ func TestStatusStrategy(t *testing.T) {
 			if tc.want == nil {
 				tc.want = []string{}
 			}
-			if got := errKeys(s.ValidateUpdate(ctx, p, old)); !reflect.DeepEqual(got, tc.want) {
+			if got := strategytest.ErrKeys(s.ValidateUpdate(ctx, p, old)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -41,7 +41,7 @@ type BindingKind struct {
 // (ServiceAccount subjects of a RoleBinding default to its namespace), an
 // immutable roleRef, and kube's binding printer.
 type BindingStrategy struct {
-	registry.Base
+	strategyBase
 	kind BindingKind
 }
 
@@ -53,22 +53,7 @@ var (
 
 // NewBindingStrategy returns the strategy of kind.
 func NewBindingStrategy(kind BindingKind) *BindingStrategy {
-	return &BindingStrategy{
-		Base: registry.Base{
-			// kind.Info is as kube's discovery has it (no short names).
-			Resource:      kind.Info,
-			NewObject:     kind.New,
-			NewListObject: kind.NewList,
-			// PUT creates a missing binding, as kube's binding strategies.
-			CreateOnUpdate: true,
-		},
-		kind: kind,
-	}
-}
-
-// ValidateName accepts any path segment, as kube's ValidateRBACName.
-func (*BindingStrategy) ValidateName(name string, prefix bool) []string {
-	return ValidateName(name, prefix)
+	return &BindingStrategy{strategyBase: newStrategyBase(kind.Info, kind.New, kind.NewList), kind: kind}
 }
 
 func (s *BindingStrategy) parts(obj runtime.Object) BindingParts {
