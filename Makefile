@@ -113,7 +113,8 @@ bench-scale: build
 ## nodes): each simulator's CPU and RSS per node and per pod, and pod
 ## startup latency. Fails if kwok does not work against corekube (errors in
 ## its log, nodes never Ready, pods never Running). KWOK_MODES=kwok or agent
-## runs one; LATENCY_PODS at LATENCY_QPS are created after the bulk.
+## runs one; LATENCY_PODS at LATENCY_QPS are created after the bulk. Each
+## simulator's run stops itself after $(TIMEOUT).
 KWOK_VERSION ?= v0.7.0
 KWOK         := bin/kwok-$(KWOK_VERSION)
 KWOK_MODES   ?= kwok,agent
@@ -128,8 +129,8 @@ bench-kwok: build $(KWOK)
 	COREKUBE_BENCH_BIN=$(abspath $(BIN)) COREKUBE_BENCH_KWOK_BIN=$(abspath $(KWOK)) COREKUBE_BENCH_KWOK_MODES=$(KWOK_MODES) \
 	COREKUBE_BENCH_KWOK_LATENCY_PODS=$(LATENCY_PODS) COREKUBE_BENCH_KWOK_LATENCY_QPS=$(LATENCY_QPS) \
 	COREKUBE_BENCH_SCALE_NODES=$(NODES) COREKUBE_BENCH_SCALE_PODS=$(PODS) \
-	COREKUBE_BENCH_SCALE_SETTLE=$(SETTLE) COREKUBE_BENCH_SCALE_WINDOW=$(WINDOW) \
-		$(GO) test -run '^$$' -bench 'KwokVsAgent' -benchtime 1x -timeout 90m ./test/bench/
+	COREKUBE_BENCH_SCALE_SETTLE=$(SETTLE) COREKUBE_BENCH_SCALE_WINDOW=$(WINDOW) COREKUBE_BENCH_SCALE_TIMEOUT=$(TIMEOUT) \
+		$(GO) test -run '^$$' -bench 'KwokVsAgent' -benchtime 1x -timeout 0 ./test/bench/
 
 clean:
 	rm -rf bin

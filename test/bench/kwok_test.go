@@ -242,7 +242,7 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 		if err := createKwokNodes(ctx, client, cfg.nodes); err != nil {
 			b.Fatal(err)
 		}
-		sims = append(sims, startKwok(b, &c, dir, kc.bin, kubeconfig))
+		sims = append(sims, startKwok(b, &c, dir, kc.bin, kubeconfig, cfg.nodes))
 	case "agent":
 		for first := 1; first <= cfg.nodes; first += nodesPerAgent {
 			n := min(nodesPerAgent, cfg.nodes-first+1)
@@ -440,13 +440,17 @@ func createKwokNodes(ctx context.Context, client kubernetes.Interface, n int) er
 
 // startKwok starts kwok on the nodes annotated kwokNodeAnnotation, with its
 // default stages (node-initialize, node-heartbeat-with-lease, pod-ready,
-// pod-complete, pod-delete) and testdata/kwok.yaml's parallelism, logging
-// warnings and errors only (at its default level, info, it writes a line
-// per node and pod patch and lease renewal). HOME is the run's directory,
-// so that no ~/.kwok of the machine changes anything.
-func startKwok(b *testing.B, c *cluster, dir, bin, kubeconfig string) *proc {
+// pod-complete, pod-delete) and testdata/kwok.yaml's parallelism
+// (kwok-large.yaml's above 1,000 nodes), logging warnings and errors only
+// (at its default level, info, it writes a line per node and pod patch and
+// lease renewal). HOME is the run's directory, so that no ~/.kwok of the
+// machine changes anything.
+func startKwok(b *testing.B, c *cluster, dir, bin, kubeconfig string, nodes int) *proc {
 	b.Helper()
 	config := filepath.Join("testdata", "kwok.yaml")
+	if nodes > nodesPerAgent {
+		config = filepath.Join("testdata", "kwok-large.yaml")
+	}
 	if env := os.Getenv(kwokConfigEnv); env != "" {
 		config = env
 	}
