@@ -77,8 +77,8 @@ var errRaced = errors.New("object changed during delete")
 // (its delete starts from a read, its writes from the object read). Every
 // write is a compare-and-swap on the revision decided on, so a stale copy
 // costs a retry, never a wrong write; and a refusal decided on a copy
-// (preconditions, validating admission) is decided again on the stored
-// object.
+// (preconditions, validating admission), like an answer that writes
+// nothing, is decided again on the stored object.
 func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions, dryRun, fromCache bool) (runtime.Object, bool, error) {
 	key := s.key(namespace, name)
 	kv, cached := storage.KV{}, false
@@ -111,6 +111,11 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 	}
 
 	changed, pending := s.beforeDelete(ctx, obj, opts)
+	if pending && !changed && cached {
+		// An answer that writes nothing is the stored object's, as a
+		// no-op update's (storage.UpdateFrom.Stands).
+		return nil, false, errRaced
+	}
 	if changed {
 		if dryRun {
 			return obj, !pending, nil
