@@ -127,5 +127,23 @@ func TestDeleteFromStaleCache(t *testing.T) {
 		if got := out.(*v1.Pod).Labels["round"]; got != fmt.Sprint(i) {
 			t.Fatalf("round %d: the delete answered a pod labelled round=%q, not the newest", i, got)
 		}
+		if grace == 0 {
+			continue
+		}
+		// Deleting a terminating pod again changes nothing: the answer is
+		// still the newest pod.
+		if _, _, err := other.Update(ctx, "dc", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			cur.(*v1.Pod).Labels["again"] = fmt.Sprint(i)
+			return cur, nil
+		}, registry.UpdateOptions{FieldManager: "labeller"}); err != nil {
+			t.Fatalf("round %d: label the terminating pod: %v", i, err)
+		}
+		out, deleted, err := pods.Delete(ctx, "dc", name, &metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		if err != nil || deleted {
+			t.Fatalf("round %d: a second graceful delete = deleted %v, %v; want the pod still terminating", i, deleted, err)
+		}
+		if got := out.(*v1.Pod).Labels["again"]; got != fmt.Sprint(i) {
+			t.Fatalf("round %d: the second delete answered a pod labelled again=%q, not the newest", i, got)
+		}
 	}
 }
