@@ -39,16 +39,22 @@ import (
 // The scale benchmark is configured from the environment, so that `make
 // bench-scale NODES=.. PODS=..` and a plain go test command agree.
 const (
-	scaleNodesEnv   = "COREKUBE_BENCH_SCALE_NODES"          // default 1000
-	scalePodsEnv    = "COREKUBE_BENCH_SCALE_PODS"           // default 30000
-	scaleAgentsEnv  = "COREKUBE_BENCH_SCALE_AGENTS"         // agent processes, default one per 1,000 nodes
-	scaleSettleEnv  = "COREKUBE_BENCH_SCALE_SETTLE"         // wait after all Running, default 30s
-	scaleWindowEnv  = "COREKUBE_BENCH_SCALE_WINDOW"         // steady-state sampling window, default 60s
-	scaleChurnEnv   = "COREKUBE_BENCH_SCALE_CHURN"          // share of the pods replaced in the churn phase, default 0.1 (0: no churn)
-	scaleChurnDEnv  = "COREKUBE_BENCH_SCALE_CHURN_DURATION" // over how long, default 60s
-	scaleTimeoutEnv = "COREKUBE_BENCH_SCALE_TIMEOUT"        // deadline of the whole run, default 60m
-	scaleJSONEnv    = "COREKUBE_BENCH_SCALE_JSON"           // write the results as JSON to this file
-	scaleProfileEnv = "COREKUBE_BENCH_SCALE_PROFILE_DIR"    // save the apiserver's heap and CPU profiles and the agents' heap profiles here
+	scaleNodesEnv  = "COREKUBE_BENCH_SCALE_NODES"          // default 1000
+	scalePodsEnv   = "COREKUBE_BENCH_SCALE_PODS"           // default 30000
+	scaleAgentsEnv = "COREKUBE_BENCH_SCALE_AGENTS"         // agent processes, default one per 1,000 nodes
+	scaleSettleEnv = "COREKUBE_BENCH_SCALE_SETTLE"         // wait after all Running, default 30s
+	scaleWindowEnv = "COREKUBE_BENCH_SCALE_WINDOW"         // steady-state sampling window, default 60s
+	scaleChurnEnv  = "COREKUBE_BENCH_SCALE_CHURN"          // share of the pods replaced in the churn phase, default 0.1 (0: no churn)
+	scaleChurnDEnv = "COREKUBE_BENCH_SCALE_CHURN_DURATION" // over how long, default from the rate
+	// scaleChurnRateEnv is the churn's pace, in pods deleted (and as many
+	// created) a second: default 50, the pace of kube's own 5,000-node
+	// load test (ClusterLoader2's CL2_LOAD_TEST_THROUGHPUT and
+	// CL2_DELETE_TEST_THROUGHPUT in its 5,000-node job). A churn duration,
+	// when set, wins.
+	scaleChurnRateEnv = "COREKUBE_BENCH_SCALE_CHURN_RATE"
+	scaleTimeoutEnv   = "COREKUBE_BENCH_SCALE_TIMEOUT"     // deadline of the whole run, default 60m
+	scaleJSONEnv      = "COREKUBE_BENCH_SCALE_JSON"        // write the results as JSON to this file
+	scaleProfileEnv   = "COREKUBE_BENCH_SCALE_PROFILE_DIR" // save the apiserver's heap and CPU profiles and the agents' heap profiles here
 	// scaleNodeIdentitiesEnv ("1") gives each node of the agent its own
 	// client certificate (system:node:NAME), hence its own connection.
 	scaleNodeIdentitiesEnv = "COREKUBE_BENCH_SCALE_NODE_IDENTITIES"
@@ -65,6 +71,7 @@ type scaleConfig struct {
 	nodes, pods, agents int
 	settle, window      time.Duration
 	churn               float64
+	churnRate           float64 // pods a second, when churnDuration is not set
 	churnDuration       time.Duration
 	timeout             time.Duration
 	createWorkers       int
@@ -79,7 +86,7 @@ func scaleConfigFromEnv() (scaleConfig, error) {
 	c := scaleConfig{
 		nodes: 1000, pods: 30000,
 		settle: 30 * time.Second, window: time.Minute, timeout: 60 * time.Minute,
-		churn: 0.1, churnDuration: time.Minute,
+		churn: 0.1, churnRate: 50,
 		createWorkers: 16,
 		// 30 pods of 100m and 64Mi fit on a node of the agent's default
 		// capacity (4 CPUs, 16Gi, 110 pods): 40 would.
@@ -123,6 +130,17 @@ func scaleConfigFromEnv() (scaleConfig, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: want a share between 0 and 1", scaleChurnEnv, v))
 		}
 		c.churn = f
+	}
+	if v := os.Getenv(scaleChurnRateEnv); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			errs = append(errs, fmt.Errorf("%s=%q: want pods a second, positive", scaleChurnRateEnv, v))
+		}
+		c.churnRate = f
+	}
+	if c.churnDuration == 0 && c.churnRate > 0 {
+		n := int(c.churn * float64(c.pods))
+		c.churnDuration = max(time.Second, time.Duration(float64(n)/c.churnRate*float64(time.Second)).Round(time.Second))
 	}
 	if c.window == 0 {
 		errs = append(errs, fmt.Errorf("%s must be positive", scaleWindowEnv))
