@@ -2,44 +2,40 @@ package agent
 
 import "testing"
 
-// TestNodeWorkersScaleWithNodes: an agent's node workers grow with its
-// nodes (lease renewals of 1,000 nodes do not fit in 8 workers at the
-// API server latencies of a loaded cluster); an explicit count is kept.
-func TestNodeWorkersScaleWithNodes(t *testing.T) {
-	for _, c := range []struct{ nodes, set, want int }{
-		{nodes: 1, want: 8},
-		{nodes: 160, want: 8},
-		{nodes: 161, want: 9},
-		{nodes: 1000, want: 50},
-		{nodes: 1000, set: 8, want: 8},
+// TestWorkersScaleWithNodes: an agent's node and pod workers grow with
+// its nodes (a lease renewal, a status write or a final delete holds a
+// worker for a round trip to the API server, and 1,000 nodes do not fit
+// in a fixed few at the latencies of a loaded cluster); an explicit count
+// is kept.
+func TestWorkersScaleWithNodes(t *testing.T) {
+	for _, c := range []struct {
+		what       string
+		nodes, set int
+		want       int
+	}{
+		{what: "node", nodes: 1, want: 8},
+		{what: "node", nodes: 160, want: 8},
+		{what: "node", nodes: 161, want: 9},
+		{what: "node", nodes: 1000, want: 50},
+		{what: "node", nodes: 1000, set: 8, want: 8},
+		{what: "pod", nodes: 1, want: 16},
+		{what: "pod", nodes: 160, want: 16},
+		{what: "pod", nodes: 161, want: 17},
+		{what: "pod", nodes: 1000, want: 100},
+		{what: "pod", nodes: 1000, set: 16, want: 16},
 	} {
-		cfg, err := Config{Nodes: c.nodes, NodeWorkers: c.set}.complete()
+		field := func(cfg *Config) *int { return &cfg.NodeWorkers }
+		if c.what == "pod" {
+			field = func(cfg *Config) *int { return &cfg.PodWorkers }
+		}
+		in := Config{Nodes: c.nodes}
+		*field(&in) = c.set
+		cfg, err := in.complete()
 		if err != nil {
 			t.Fatalf("%d nodes: %v", c.nodes, err)
 		}
-		if cfg.NodeWorkers != c.want {
-			t.Errorf("%d nodes, --node-workers=%d: %d workers, want %d", c.nodes, c.set, cfg.NodeWorkers, c.want)
-		}
-	}
-}
-
-// TestPodWorkersScaleWithNodes: an agent's pod workers grow with its
-// nodes (a sync that writes holds a worker for a round trip to the API
-// server); an explicit count is kept.
-func TestPodWorkersScaleWithNodes(t *testing.T) {
-	for _, c := range []struct{ nodes, set, want int }{
-		{nodes: 1, want: 16},
-		{nodes: 160, want: 16},
-		{nodes: 161, want: 17},
-		{nodes: 1000, want: 100},
-		{nodes: 1000, set: 16, want: 16},
-	} {
-		cfg, err := Config{Nodes: c.nodes, PodWorkers: c.set}.complete()
-		if err != nil {
-			t.Fatalf("%d nodes: %v", c.nodes, err)
-		}
-		if cfg.PodWorkers != c.want {
-			t.Errorf("%d nodes, --pod-workers=%d: %d workers, want %d", c.nodes, c.set, cfg.PodWorkers, c.want)
+		if got := *field(&cfg); got != c.want {
+			t.Errorf("%d nodes, --%s-workers=%d: %d workers, want %d", c.nodes, c.what, c.set, got, c.want)
 		}
 	}
 }
