@@ -79,6 +79,22 @@ func (s *Store) GetCached(ctx context.Context, namespace, name string) (runtime.
 	return s.Get(ctx, namespace, name, nil)
 }
 
+// Cached decodes the watch cache's copy of namespace/name, if the cache
+// has it, into an object the caller owns; it never reads etcd, and unlike
+// GetCached the cache keeps nothing decoded, so it suits any object of a
+// large resource.
+func (s *Store) Cached(namespace, name string) (runtime.Object, bool) {
+	o, ok := s.cache.Get(s.key(namespace, name))
+	if !ok || o.Key != s.key(namespace, name) {
+		return nil, false
+	}
+	decoded, err := o.Decode()
+	if err != nil {
+		return nil, false
+	}
+	return decoded, true
+}
+
 // cacheError maps the cache's errors to Status errors.
 func (s *Store) cacheError(err error) error {
 	if errors.Is(err, watch.ErrNotReady) {

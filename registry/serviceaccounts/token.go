@@ -84,11 +84,19 @@ func (r *TokenREST) Create(ctx context.Context, namespace, name string, obj runt
 		return nil, apierrors.NewInvalid(tokenRequestKind.GroupKind(), name, field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "namespace"), req.Namespace, "must match the service account namespace if specified")})
 	}
-	saObj, err := r.serviceAccounts.Get(ctx, namespace, name, nil)
+	// The ServiceAccount from the watch cache (etcd when the cache does
+	// not have it yet): what the token names of it (name, uid) is
+	// checked against the cache again by every request that presents it,
+	// so a copy a few milliseconds old makes no difference a client can
+	// see, and a TokenRequest per pod start costs no etcd read.
+	saObj, err := r.serviceAccounts.GetCached(ctx, namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	sa := saObj.(*v1.ServiceAccount)
+	sa, ok := saObj.(*v1.ServiceAccount)
+	if !ok {
+		return nil, apierrors.NewInternalError(errors.New("serviceaccount cache holds something else"))
+	}
 
 	if len(req.Spec.Audiences) == 0 {
 		req.Spec.Audiences = slices.Clone(r.opts.APIAudiences)
@@ -146,11 +154,10 @@ func (r *TokenREST) bind(ctx context.Context, namespace, saName string, ref *aut
 	var uid types.UID
 	switch {
 	case gvk.Group == "" && gvk.Kind == "Pod":
-		obj, err := r.pods.Get(ctx, namespace, ref.Name, nil)
+		pod, err := r.pod(ctx, namespace, ref.Name, ref.UID)
 		if err != nil {
 			return err
 		}
-		pod := obj.(*v1.Pod)
 		if pod.Spec.ServiceAccountName != saName {
 			return apierrors.NewBadRequest(fmt.Sprintf("cannot bind token for serviceaccount %q to pod running with different serviceaccount name.", saName))
 		}
@@ -183,6 +190,33 @@ func (r *TokenREST) bind(ctx context.Context, namespace, saName string, ref *aut
 			fmt.Errorf("the UID in the bound object reference (%s) does not match the UID in record. The object might have been deleted and then recreated", ref.UID))
 	}
 	return nil
+}
+
+// pod reads the pod a token is bound to. The watch cache's copy serves
+// when it is the pod the reference names (same uid, which a pod keeps for
+// life, as it keeps its serviceAccountName) and it is bound to a node (the
+// token names the node): the kubelet's request, which saw the pod bound
+// through a watch the cache served, always finds that. Anything else (no
+// uid asked for, a pod the cache does not have yet, another pod of that
+// name, not yet bound) reads etcd, as kube always does, so a miss is never
+// answered from a stale copy.
+func (r *TokenREST) pod(ctx context.Context, namespace, name string, uid types.UID) (*v1.Pod, error) {
+	if uid != "" {
+		if obj, ok := r.pods.Cached(namespace, name); ok {
+			if pod, ok := obj.(*v1.Pod); ok && pod.UID == uid && pod.Spec.NodeName != "" {
+				return pod, nil
+			}
+		}
+	}
+	obj, err := r.pods.Get(ctx, namespace, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, apierrors.NewInternalError(errors.New("pod storage holds something else"))
+	}
+	return pod, nil
 }
 
 // node reads a node from the watch cache, as kube reads it at

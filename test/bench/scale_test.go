@@ -58,6 +58,9 @@ const (
 	// scaleNodeIdentitiesEnv ("1") gives each node of the agent its own
 	// client certificate (system:node:NAME), hence its own connection.
 	scaleNodeIdentitiesEnv = "COREKUBE_BENCH_SCALE_NODE_IDENTITIES"
+	// scaleAgentArgsEnv holds extra flags for every agent process,
+	// space-separated (e.g. "--pod-workers 50"), for A/B runs of its knobs.
+	scaleAgentArgsEnv = "COREKUBE_BENCH_SCALE_AGENT_ARGS"
 	// scaleBinEnv names a corekube binary to use; unset, the benchmark
 	// builds one from this module into a temporary directory.
 	scaleBinEnv = "COREKUBE_BENCH_BIN"
@@ -642,6 +645,7 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		if os.Getenv(scaleNodeIdentitiesEnv) == "1" {
 			args = append(args, "--node-identities-ca-dir", filepath.Join(dataDir, "pki"))
 		}
+		args = append(args, strings.Fields(os.Getenv(scaleAgentArgsEnv))...)
 		c.start(b, dir, fmt.Sprintf("agent-%d", k+1), bin, args...)
 	}
 	if err := readyNodes.wait(ctx, &c, "Ready nodes", cfg.nodes, cfg.progressLogStep); err != nil {
