@@ -399,8 +399,11 @@ func defaultAllocatable(capacity v1.ResourceList, thresholds []threshold) v1.Res
 // trip to the API server, as long as a second under load. With a fixed 16
 // workers an agent of 1,000 nodes synced ~50 pods a second: when a churn
 // deleted and created pods faster than that, new pods queued behind the
-// terminating ones for tens of seconds.
-const NodesPerPodWorker = 10
+// terminating ones for tens of seconds. One per 10 nodes made the bulk
+// create of 150,000 pods on 5,000 nodes 15% slower than one per 20 (more
+// syncs at once competing for the API server) with no better pod startup
+// in the churn after it (BENCHMARKS.md, runs 7 and 8).
+const NodesPerPodWorker = 20
 
 // DefaultPodWorkers is the pod workers of an agent of n nodes: one per
 // NodesPerPodWorker nodes, at least 16.

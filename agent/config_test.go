@@ -19,9 +19,9 @@ func TestWorkersScaleWithNodes(t *testing.T) {
 		{what: "node", nodes: 1000, want: 50},
 		{what: "node", nodes: 1000, set: 8, want: 8},
 		{what: "pod", nodes: 1, want: 16},
-		{what: "pod", nodes: 160, want: 16},
-		{what: "pod", nodes: 161, want: 17},
-		{what: "pod", nodes: 1000, want: 100},
+		{what: "pod", nodes: 320, want: 16},
+		{what: "pod", nodes: 321, want: 17},
+		{what: "pod", nodes: 1000, want: 50},
 		{what: "pod", nodes: 1000, set: 16, want: 16},
 	} {
 		field := func(cfg *Config) *int { return &cfg.NodeWorkers }

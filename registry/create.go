@@ -98,6 +98,7 @@ func (s *Store) create(ctx context.Context, namespace string, obj runtime.Object
 	if err != nil {
 		return nil, toAPIError(err, s.info.GroupResource(), m.GetName())
 	}
+	s.noteWritten(kv)
 	// What was stored is obj itself: answer it rather than decode it back.
 	m.SetResourceVersion(strconv.FormatInt(kv.Revision, 10))
 	return obj, nil

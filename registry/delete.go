@@ -133,6 +133,7 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 		if err != nil {
 			return nil, false, err
 		}
+		s.noteWritten(updated)
 		m.SetResourceVersion(fmt.Sprint(updated.Revision))
 		kv = updated
 	}
@@ -175,6 +176,7 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 	if err != nil {
 		return nil, false, err
 	}
+	s.noteWritten(storage.KV{Key: key, Revision: gone.Revision})
 	out, err := s.decode(gone)
 	if err != nil {
 		return nil, false, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/registry/pods"
 	"github.com/corekube/corekube/storage"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -145,5 +146,106 @@ func TestDeleteFromStaleCache(t *testing.T) {
 		if got := out.(*v1.Pod).Labels["again"]; got != fmt.Sprint(i) {
 			t.Fatalf("round %d: the second delete answered a pod labelled again=%q, not the newest", i, got)
 		}
+	}
+}
+
+// pausedWatchStorage holds back the events its watches relay while paused
+// is locked, so that a test writes while the watch cache stays behind.
+type pausedWatchStorage struct {
+	*readCountingStorage
+	paused sync.RWMutex
+}
+
+func (p *pausedWatchStorage) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
+	in, err := p.readCountingStorage.Watch(ctx, prefix, fromRevision)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan storage.Event)
+	go func() { // ends with in, which ends with ctx
+		defer close(out)
+		for ev := range in {
+			p.paused.RLock()
+			p.paused.RUnlock() //nolint:staticcheck // waits out a pause
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// TestWriteAfterOwnWrite: a write that follows this server's own write of
+// the key before the watch cache has it (the agent's final status, then
+// its DELETE) starts from what was written, not from the cache's older
+// copy: no compare-and-swap lost, nothing read from etcd. A write another
+// server made meanwhile is still found (the copy loses its
+// compare-and-swap) and the answers are the newest object's.
+func TestWriteAfterOwnWrite(t *testing.T) {
+	st := &pausedWatchStorage{readCountingStorage: &readCountingStorage{Interface: newTestStorage(t)}}
+	store := newCachedPodStore(t, st)
+	status := store.Subresource("status", pods.NewStatusStrategy())
+	other, _ := newPodStores(st, true, registry.Options{}) // another server
+	ctx := t.Context()
+	newPod := func(prefix string) *v1.Pod {
+		p := benchPod(benchPodName(prefix))
+		p.Spec.NodeName = "node-1"
+		created, err := store.Create(ctx, "ow", p, registry.CreateOptions{FieldManager: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := created.(*v1.Pod)
+		if _, err := store.Get(ctx, "ow", pod.Name, &metav1.GetOptions{ResourceVersion: pod.ResourceVersion}); err != nil {
+			t.Fatal(err)
+		}
+		return pod
+	}
+	setStatus := func(s *registry.Store, name string, change func(*v1.Pod)) *v1.Pod {
+		t.Helper()
+		out, _, err := s.Update(ctx, "ow", name, func(_ context.Context, cur runtime.Object) (runtime.Object, error) {
+			change(cur.(*v1.Pod))
+			return cur, nil
+		}, registry.UpdateOptions{FieldManager: "kubelet"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*v1.Pod)
+	}
+	gracelessDelete := func(name string, rv string) *v1.Pod {
+		t.Helper()
+		out, deleted, err := store.Delete(ctx, "ow", name, &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
+			Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if err != nil || !deleted {
+			t.Fatalf("delete at resourceVersion %s = deleted %v, %v", rv, deleted, err)
+		}
+		return out.(*v1.Pod)
+	}
+
+	own, raced := newPod("own"), newPod("raced")
+	st.paused.Lock()
+	st.gets.Store(0)
+	stale := registry.StaleCurrents()
+	setStatus(status, own.Name, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })
+	last := setStatus(status, own.Name, func(p *v1.Pod) { p.Status.Message = "done" })
+	gone := gracelessDelete(own.Name, last.ResourceVersion)
+	ownGets, ownStale := st.gets.Load(), registry.StaleCurrents()-stale
+
+	// Our write, then another server's: what we wrote is stale.
+	setStatus(status, raced.Name, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })
+	theirs := setStatus(other, raced.Name, func(p *v1.Pod) { p.Labels["by"] = "other" })
+	racedGone := gracelessDelete(raced.Name, theirs.ResourceVersion)
+	st.paused.Unlock()
+
+	if ownGets != 0 || ownStale != 0 {
+		t.Errorf("after our own writes: %d storage reads, %d stale starting points; want none", ownGets, ownStale)
+	}
+	if gone.Status.Message != "done" {
+		t.Errorf("the delete answered message %q, want the last status write's %q", gone.Status.Message, "done")
+	}
+	if racedGone.Labels["by"] != "other" || racedGone.Status.Phase != v1.PodSucceeded {
+		t.Errorf("after another server's write, the delete answered labels %v phase %s, want the newest pod",
+			racedGone.Labels, racedGone.Status.Phase)
 	}
 }

@@ -75,6 +75,9 @@ type Store struct {
 	writeOpts []storage.WriteOption
 	// cache serves WATCH and most LISTs; Run keeps it current.
 	cache *watch.Cache
+	// written holds this server's writes the cache has not caught up
+	// with yet, for the next write of the key to start from.
+	written *recentWrites
 	// converted: the objects are stored in another version than the one
 	// served (StorageVersionConverter), which the cache holds.
 	converted bool
@@ -107,6 +110,7 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		fieldLabels: labels,
 		writeOpts:   writeOptions(strategy, keyPrefix(info)),
 		converted:   converted,
+		written:     newRecentWrites(),
 	}
 	cacheCfg := watch.Config{
 		Storage:          st,

@@ -91,12 +91,13 @@ func (s *Store) write(ctx context.Context, namespace, name string, transform Tra
 	if err != nil {
 		return nil, false, toAPIError(err, s.info.GroupResource(), name)
 	}
+	s.noteWritten(kv)
 	accessor(updated).SetResourceVersion(fmt.Sprint(kv.Revision))
 	s.setTypeMeta(updated)
 	if deleteNow {
 		// The last finalizer went away from an object whose deletion was
 		// requested: finish the delete, unless it changed meanwhile.
-		_, err := s.storage.Delete(ctx, key, func(cur storage.KV) error {
+		gone, err := s.storage.Delete(ctx, key, func(cur storage.KV) error {
 			if cur.Revision != kv.Revision {
 				return storage.ErrConflict
 			}
@@ -104,6 +105,9 @@ func (s *Store) write(ctx context.Context, namespace, name string, transform Tra
 		}, storage.WithCurrent(kv)) // the value just written: no read
 		if err != nil && !errors.Is(err, storage.ErrConflict) && !errors.Is(err, storage.ErrNotFound) {
 			return nil, false, toAPIError(err, s.info.GroupResource(), name)
+		}
+		if err == nil {
+			s.noteWritten(storage.KV{Key: key, Revision: gone.Revision})
 		}
 	}
 	return updated, false, nil
@@ -121,7 +125,17 @@ func (s *Store) cachedCurrent(key string) (storage.KV, bool) {
 		return storage.KV{}, false
 	}
 	o, ok := s.cache.Get(key)
-	if !ok || o.Key != key {
+	if ok && o.Key != key {
+		return storage.KV{}, false
+	}
+	var cachedRev int64
+	if ok {
+		cachedRev = o.Revision
+	}
+	if kv, deleted, newer := s.written.newer(key, cachedRev); newer {
+		return kv, !deleted
+	}
+	if !ok {
 		return storage.KV{}, false
 	}
 	value, ok := o.Stored()
@@ -129,6 +143,15 @@ func (s *Store) cachedCurrent(key string) (storage.KV, bool) {
 		return storage.KV{}, false
 	}
 	return storage.KV{Key: key, Value: value, Revision: o.Revision}, true
+}
+
+// noteWritten records kv as this server's latest write of its key (a nil
+// Value: deleted), for cachedCurrent until the cache has it.
+func (s *Store) noteWritten(kv storage.KV) {
+	if !useCachedCurrent || s.converted || s.cache.Disabled() {
+		return
+	}
+	s.written.wrote(kv, s.cache.Revision())
 }
 
 // useCachedCurrent turns cachedCurrent off when false; the tests compare

@@ -841,6 +841,13 @@ func (c *Cache) Stats() Stats {
 		SlowWatchersClosed: c.slowWatchersClosed, Capacity: len(c.window)}
 }
 
+// Revision is the revision the cache's state reflects.
+func (c *Cache) Revision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rev
+}
+
 // Ready reports whether the cache has its list and follows etcd's watch
 // (false before the first list and while it relists).
 func (c *Cache) Ready() bool {

@@ -134,7 +134,7 @@ func (o *agentOptions) addFlags(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", agent.DefaultEvictionPressureTransitionPeriod, "how long a node keeps a pressure condition after a threshold was last met")
 	f.Int64Var(&cfg.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", 0, "most seconds a pod evicted for a soft threshold gets to stop (at least 2)")
 	f.DurationVar(&cfg.EvictionMonitoringPeriod, "eviction-monitoring-period", agent.DefaultEvictionMonitoringPeriod, "how often each node's memory is checked against the eviction thresholds")
-	f.IntVar(&cfg.PodWorkers, "pod-workers", 0, "pods synced at once (0: one per 10 nodes, at least 16)")
+	f.IntVar(&cfg.PodWorkers, "pod-workers", 0, "pods synced at once (0: one per 20 nodes, at least 16)")
 	f.IntVar(&cfg.NodeWorkers, "node-workers", 0, "node registrations, lease renewals and status writes at once (0: one per 20 nodes, at least 8)")
 	f.BoolVar(&cfg.DisableEvents, "disable-events", false, "do not record events")
 	f.BoolVar(&o.debugHandlers, "enable-debugging-handlers", true, "serve Go's profiles at /debug/pprof/ on the kubelet API, as the kubelet's debugging and profiling handlers (container logs are served either way: the API server's pods/log reads them)")
