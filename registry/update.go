@@ -117,9 +117,12 @@ func (s *Store) write(ctx context.Context, namespace, name string, transform Tra
 // an update to start from instead of reading etcd (kube's store starts
 // from its cached object the same way): one etcd read less per update
 // when, as nearly always, the cache has the latest revision, and only a
-// retry when it has not (storage.WithCurrent). ok is false when the
-// cache keeps nothing, does not have key or cannot give its stored bytes,
-// and for resources stored in another version than the cache's.
+// retry when it has not (storage.WithCurrent). This server's own write of
+// key that the cache has not caught up with yet (recentWrites) comes
+// before the cache's older copy. ok is false when the cache keeps nothing,
+// does not have key or cannot give its stored bytes, when the newest write
+// known is a delete, and for resources stored in another version than the
+// cache's.
 func (s *Store) cachedCurrent(key string) (storage.KV, bool) {
 	if !useCachedCurrent || s.converted || s.cache == nil || s.cache.Disabled() {
 		return storage.KV{}, false

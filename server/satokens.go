@@ -127,8 +127,23 @@ func (l cacheLookup) ServiceAccount(ctx context.Context, namespace, name string)
 	return cached[*v1.ServiceAccount](ctx, l.serviceAccounts, namespace, name)
 }
 
+// Pod runs on every request that presents a pod-bound token, for its uid
+// and deletionTimestamp: only the cached copy's metadata is decoded, and
+// nothing stays decoded (GetCached would keep every such pod decoded for
+// as long as it does not change). A miss reads etcd.
 func (l cacheLookup) Pod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
-	return cached[*v1.Pod](ctx, l.pods, namespace, name)
+	if m, ok := l.pods.CachedMeta(namespace, name); ok {
+		return &v1.Pod{ObjectMeta: *m}, nil
+	}
+	obj, err := l.pods.Get(ctx, namespace, name, nil)
+	if err != nil {
+		return nil, err
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("pods storage holds a %T", obj)
+	}
+	return pod, nil
 }
 
 func (l cacheLookup) Node(ctx context.Context, name string) (*v1.Node, error) {

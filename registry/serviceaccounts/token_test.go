@@ -181,3 +181,38 @@ func TestTokenRequestFromCache(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestCachedMeta: Store.CachedMeta answers the cached pod's metadata (what
+// a pod-bound token is checked against on every request), misses what the
+// cache does not have, and reads nothing from storage.
+func TestCachedMeta(t *testing.T) {
+	env := newTokenEnv(t)
+	create(t, env.nodeStore, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}})
+	pod := create(t, env.podStore, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Labels: map[string]string{"app": "a"}},
+		Spec: v1.PodSpec{NodeName: "node-1", Containers: []v1.Container{{Name: "c", Image: "img"}}}})
+	// A graceful delete sets deletionTimestamp; wait for the cache to have it.
+	out, _, err := env.podStore.Delete(t.Context(), "ns", "p", &metav1.DeleteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	terminating := out.(*v1.Pod)
+	if _, err := env.podStore.Get(t.Context(), "ns", "p", &metav1.GetOptions{ResourceVersion: terminating.ResourceVersion}); err != nil {
+		t.Fatal(err)
+	}
+	env.st.gets.Store(0)
+	m, ok := env.podStore.CachedMeta("ns", "p")
+	if !ok {
+		t.Fatal("CachedMeta missed a cached pod")
+	}
+	if m.UID != pod.UID || m.Name != "p" || m.Labels["app"] != "a" || m.DeletionTimestamp == nil ||
+		!m.DeletionTimestamp.Equal(terminating.DeletionTimestamp) || m.ResourceVersion != terminating.ResourceVersion {
+		t.Errorf("CachedMeta = uid %s name %s labels %v deletionTimestamp %v resourceVersion %s; want the terminating pod's (%s, %v, %s)",
+			m.UID, m.Name, m.Labels, m.DeletionTimestamp, m.ResourceVersion, pod.UID, terminating.DeletionTimestamp, terminating.ResourceVersion)
+	}
+	if _, ok := env.podStore.CachedMeta("ns", "missing"); ok {
+		t.Error("CachedMeta found a pod that does not exist")
+	}
+	if n := env.st.gets.Load(); n != 0 {
+		t.Errorf("CachedMeta read storage %d times", n)
+	}
+}
