@@ -4,29 +4,18 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/registry/pods"
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/storage/storagetest"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 )
-
-// readCountingStorage counts the reads of single keys.
-type readCountingStorage struct {
-	storage.Interface
-	gets atomic.Int64
-}
-
-func (r *readCountingStorage) Get(ctx context.Context, key string) (storage.KV, error) {
-	r.gets.Add(1)
-	return r.Interface.Get(ctx, key)
-}
 
 // newCachedPodStore is a pods Store on st with its watch cache running.
 func newCachedPodStore(t *testing.T, st storage.Interface) *registry.Store {
@@ -50,7 +39,7 @@ func newCachedPodStore(t *testing.T, st storage.Interface) *registry.Store {
 // revision reads nothing from storage, a graceful one and the final one
 // alike (a graceful delete used to read the pod twice).
 func TestDeleteFromCache(t *testing.T) {
-	st := &readCountingStorage{Interface: newTestStorage(t)}
+	st := &storagetest.ReadCounter{Interface: newTestStorage(t)}
 	pods := newCachedPodStore(t, st)
 	ctx := t.Context()
 	scheduled := benchPod(benchPodName("cached"))
@@ -65,13 +54,13 @@ func TestDeleteFromCache(t *testing.T) {
 	if _, err := pods.Get(ctx, "dc", pod.Name, &metav1.GetOptions{ResourceVersion: pod.ResourceVersion}); err != nil {
 		t.Fatal(err)
 	}
-	st.gets.Store(0)
+	st.Gets.Store(0)
 	out, deleted, err := pods.Delete(ctx, "dc", pod.Name, &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30),
 		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion}})
 	if err != nil || deleted {
 		t.Fatalf("graceful delete = deleted %v, %v; want the pod kept, terminating", deleted, err)
 	}
-	if got := st.gets.Load(); got != 0 {
+	if got := st.Gets.Load(); got != 0 {
 		t.Errorf("graceful delete from a fresh cache read storage %d times, want 0", got)
 	}
 	terminating := out.(*v1.Pod)
@@ -81,12 +70,12 @@ func TestDeleteFromCache(t *testing.T) {
 	if _, err := pods.Get(ctx, "dc", pod.Name, &metav1.GetOptions{ResourceVersion: terminating.ResourceVersion}); err != nil {
 		t.Fatal(err)
 	}
-	st.gets.Store(0)
+	st.Gets.Store(0)
 	if _, deleted, err := pods.Delete(ctx, "dc", pod.Name, &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0),
 		Preconditions: &metav1.Preconditions{UID: &pod.UID}}); err != nil || !deleted {
 		t.Fatalf("final delete = deleted %v, %v", deleted, err)
 	}
-	if got := st.gets.Load(); got != 0 {
+	if got := st.Gets.Load(); got != 0 {
 		t.Errorf("final delete from a fresh cache read storage %d times, want 0", got)
 	}
 }
@@ -152,12 +141,12 @@ func TestDeleteFromStaleCache(t *testing.T) {
 // pausedWatchStorage holds back the events its watches relay while paused
 // is locked, so that a test writes while the watch cache stays behind.
 type pausedWatchStorage struct {
-	*readCountingStorage
+	*storagetest.ReadCounter
 	paused sync.RWMutex
 }
 
 func (p *pausedWatchStorage) Watch(ctx context.Context, prefix string, fromRevision int64) (<-chan storage.Event, error) {
-	in, err := p.readCountingStorage.Watch(ctx, prefix, fromRevision)
+	in, err := p.ReadCounter.Watch(ctx, prefix, fromRevision)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +173,7 @@ func (p *pausedWatchStorage) Watch(ctx context.Context, prefix string, fromRevis
 // server made meanwhile is still found (the copy loses its
 // compare-and-swap) and the answers are the newest object's.
 func TestWriteAfterOwnWrite(t *testing.T) {
-	st := &pausedWatchStorage{readCountingStorage: &readCountingStorage{Interface: newTestStorage(t)}}
+	st := &pausedWatchStorage{ReadCounter: &storagetest.ReadCounter{Interface: newTestStorage(t)}}
 	store := newCachedPodStore(t, st)
 	status := store.Subresource("status", pods.NewStatusStrategy())
 	other, _ := newPodStores(st, true, registry.Options{}) // another server
@@ -225,12 +214,12 @@ func TestWriteAfterOwnWrite(t *testing.T) {
 
 	own, raced := newPod("own"), newPod("raced")
 	st.paused.Lock()
-	st.gets.Store(0)
+	st.Gets.Store(0)
 	stale := registry.StaleCurrents()
 	setStatus(status, own.Name, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })
 	last := setStatus(status, own.Name, func(p *v1.Pod) { p.Status.Message = "done" })
 	gone := gracelessDelete(own.Name, last.ResourceVersion)
-	ownGets, ownStale := st.gets.Load(), registry.StaleCurrents()-stale
+	ownGets, ownStale := st.Gets.Load(), registry.StaleCurrents()-stale
 
 	// Our write, then another server's: what we wrote is stale.
 	setStatus(status, raced.Name, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 	"github.com/corekube/corekube/registry/nodes"
 	"github.com/corekube/corekube/registry/pods"
 	"github.com/corekube/corekube/registry/serviceaccounts"
-	"github.com/corekube/corekube/storage"
 	"github.com/corekube/corekube/storage/memory"
+	"github.com/corekube/corekube/storage/storagetest"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,21 +27,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// readCountingStorage counts the reads of single keys.
-type readCountingStorage struct {
-	storage.Interface
-	gets atomic.Int64
-}
-
-func (r *readCountingStorage) Get(ctx context.Context, key string) (storage.KV, error) {
-	r.gets.Add(1)
-	return r.Interface.Get(ctx, key)
-}
-
 // tokenEnv is a TokenREST over stores whose watch caches run (cached) or
 // do not (uncached: every lookup misses the cache) on one storage.
 type tokenEnv struct {
-	st               *readCountingStorage
+	st               *storagetest.ReadCounter
 	sas, podStore    *registry.Store
 	nodeStore        *registry.Store
 	cached, uncached *serviceaccounts.TokenREST
@@ -52,7 +40,7 @@ func newTokenEnv(t *testing.T) *tokenEnv {
 	t.Helper()
 	mem := memory.New()
 	t.Cleanup(mem.Close)
-	st := &readCountingStorage{Interface: mem}
+	st := &storagetest.ReadCounter{Interface: mem}
 	opts := registry.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -128,12 +116,12 @@ func TestTokenRequestFromCache(t *testing.T) {
 
 	issue := func(rest *serviceaccounts.TokenREST, req *authenticationv1.TokenRequest) (reads int64, err error) {
 		t.Helper()
-		env.st.gets.Store(0)
+		env.st.Gets.Store(0)
 		out, err := rest.Create(ctx, "ns", "default", req, false)
 		if err == nil && out.(*authenticationv1.TokenRequest).Status.Token == "" {
 			t.Fatal("no token in the answer")
 		}
-		return env.st.gets.Load(), err
+		return env.st.Gets.Load(), err
 	}
 	for _, tc := range []struct {
 		name      string
@@ -199,7 +187,7 @@ func TestCachedMeta(t *testing.T) {
 	if _, err := env.podStore.Get(t.Context(), "ns", "p", &metav1.GetOptions{ResourceVersion: terminating.ResourceVersion}); err != nil {
 		t.Fatal(err)
 	}
-	env.st.gets.Store(0)
+	env.st.Gets.Store(0)
 	m, ok := env.podStore.CachedMeta("ns", "p")
 	if !ok {
 		t.Fatal("CachedMeta missed a cached pod")
@@ -212,7 +200,7 @@ func TestCachedMeta(t *testing.T) {
 	if _, ok := env.podStore.CachedMeta("ns", "missing"); ok {
 		t.Error("CachedMeta found a pod that does not exist")
 	}
-	if n := env.st.gets.Load(); n != 0 {
+	if n := env.st.Gets.Load(); n != 0 {
 		t.Errorf("CachedMeta read storage %d times", n)
 	}
 }
