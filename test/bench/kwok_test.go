@@ -18,12 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/corekube/corekube/auth/pki"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // The node-simulator comparison (issue 17): the same cluster of corekube
@@ -242,7 +244,11 @@ func runNodeSim(b *testing.B, bin string, kc kwokConfig, cfg scaleConfig, mode s
 		if err := createKwokNodes(ctx, client, cfg.nodes); err != nil {
 			b.Fatal(err)
 		}
-		sims = append(sims, startKwok(b, &c, dir, kc.bin, kubeconfig, cfg.nodes))
+		// kwok has an identity of its own, so that the API server's log
+		// (a watcher closed for falling behind) tells its calls from the
+		// bench's, which use the admin's.
+		kwokKubeconfig := identityKubeconfig(b, kubeconfig, filepath.Join(dataDir, "pki"), kwokUser)
+		sims = append(sims, startKwok(b, &c, dir, kc.bin, kwokKubeconfig, cfg.nodes))
 	case "agent":
 		for first := 1; first <= cfg.nodes; first += nodesPerAgent {
 			n := min(nodesPerAgent, cfg.nodes-first+1)
@@ -445,6 +451,40 @@ func createKwokNodes(ctx context.Context, client kubernetes.Interface, n int) er
 // (at its default level, info, it writes a line per node and pod patch and
 // lease renewal). HOME is the run's directory, so that no ~/.kwok of the
 // machine changes anything.
+// kwokUser is the user of kwok's client certificate.
+const kwokUser = "kwok-controller"
+
+// identityKubeconfig writes beside kubeconfig a copy whose user is a
+// client certificate for user in system:masters, issued by the cluster's
+// CA (pkiDir, the API server's, which exists once the server answers).
+func identityKubeconfig(b *testing.B, kubeconfig, pkiDir, user string) string {
+	b.Helper()
+	if _, err := os.Stat(filepath.Join(pkiDir, "ca.key")); err != nil {
+		b.Fatalf("the cluster's CA: %v", err)
+	}
+	ca, err := pki.LoadOrCreateCA(pkiDir, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	pair, err := ca.Client(user, "system:masters")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.ClientCertificate, ai.ClientKey = "", ""
+		ai.ClientCertificateData, ai.ClientKeyData = pair.CertPEM, pair.KeyPEM
+	}
+	out := kubeconfig + "-" + user
+	if err := clientcmd.WriteToFile(*cfg, out); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
 func startKwok(b *testing.B, c *cluster, dir, bin, kubeconfig string, nodes int) *proc {
 	b.Helper()
 	config := filepath.Join("testdata", "kwok.yaml")
