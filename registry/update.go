@@ -127,18 +127,13 @@ func (s *Store) cachedCurrent(key string) (storage.KV, bool) {
 	if !useCachedCurrent || s.converted || s.cache == nil || s.cache.Disabled() {
 		return storage.KV{}, false
 	}
-	o, ok := s.cache.Get(key)
-	if ok && o.Key != key {
-		return storage.KV{}, false
-	}
-	var cachedRev int64
-	if ok {
-		cachedRev = o.Revision
-	}
-	if kv, deleted, newer := s.written.newer(key, cachedRev); newer {
+	// The cache's revision first: a write it has not reached is newer than
+	// any copy it holds.
+	if kv, deleted, newer := s.written.newer(key, s.cache.Revision()); newer {
 		return kv, !deleted
 	}
-	if !ok {
+	o, ok := s.cache.Get(key)
+	if !ok || o.Key != key {
 		return storage.KV{}, false
 	}
 	value, ok := o.Stored()

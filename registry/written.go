@@ -58,18 +58,18 @@ func (w *recentWrites) wrote(kv storage.KV, cacheRev int64) {
 	}
 }
 
-// newer returns what was written under key after revision cached (the
-// revision of the cache's copy; 0 when it has none), forgetting an entry
-// the cache has caught up with. deleted reports a delete as the newest
-// write.
-func (w *recentWrites) newer(key string, cached int64) (kv storage.KV, deleted, ok bool) {
+// newer returns what was last written under key if the watch cache, at
+// revision cacheRev, has not caught up with it yet, and forgets it once it
+// has (the cache then holds that write or a newer one, a delete included).
+// deleted reports a delete as that last write.
+func (w *recentWrites) newer(key string, cacheRev int64) (kv storage.KV, deleted, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	kv, ok = w.kvs[key]
 	if !ok {
 		return storage.KV{}, false, false
 	}
-	if kv.Revision <= cached {
+	if kv.Revision <= cacheRev {
 		delete(w.kvs, key)
 		return storage.KV{}, false, false
 	}
