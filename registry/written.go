@@ -23,7 +23,7 @@ type recentWrites struct {
 	kvs map[string]storage.KV // a nil Value: deleted at Revision
 }
 
-// Bounds of recentWrites: above pruneAt entries the ones the cache has
+// Bounds of recentWrites: above pruneRecentWritesAt entries the ones the cache has
 // caught up with go; above maxRecentWrites (a cache that stopped
 // following etcd) all of them, as remembering is only a shortcut.
 const (
