@@ -214,6 +214,10 @@ func TestWriteAfterOwnWrite(t *testing.T) {
 
 	own, raced := newPod("own"), newPod("raced")
 	st.paused.Lock()
+	// Resumed before the cache stops (Cleanups run last first), also when
+	// the test fails while paused.
+	resume := sync.OnceFunc(st.paused.Unlock)
+	t.Cleanup(resume)
 	st.Gets.Store(0)
 	stale := registry.StaleCurrents()
 	setStatus(status, own.Name, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })
@@ -225,7 +229,7 @@ func TestWriteAfterOwnWrite(t *testing.T) {
 	setStatus(status, raced.Name, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded })
 	theirs := setStatus(other, raced.Name, func(p *v1.Pod) { p.Labels["by"] = "other" })
 	racedGone := gracelessDelete(raced.Name, theirs.ResourceVersion)
-	st.paused.Unlock()
+	resume()
 
 	if ownGets != 0 || ownStale != 0 {
 		t.Errorf("after our own writes: %d storage reads, %d stale starting points; want none", ownGets, ownStale)

@@ -22,6 +22,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -152,21 +153,20 @@ func TestTokenRequestFromCache(t *testing.T) {
 		})
 	}
 
-	// The ServiceAccount goes: a miss in the cache reads etcd, so the
-	// answer is kube's 404 and never a token for it.
-	if _, _, err := env.sas.Delete(ctx, "ns", sa.Name, &metav1.DeleteOptions{}); err != nil {
+	// The ServiceAccount goes: once the cache has the delete (a LIST at
+	// the delete's resourceVersion waits for it), the lookup misses and
+	// reads etcd, so the answer is kube's 404, never a token for it.
+	gone, _, err := env.sas.Delete(ctx, "ns", sa.Name, &metav1.DeleteOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := env.cached.Create(ctx, "ns", "default", tokenRequest("bound", bound.UID), false)
-		if apierrors.IsNotFound(err) && strings.Contains(err.Error(), "serviceaccounts") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("TokenRequest for a deleted ServiceAccount: %v, want its 404", err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if _, err := env.sas.List(ctx, "ns", &metainternalversion.ListOptions{ResourceVersion: gone.(*v1.ServiceAccount).ResourceVersion,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = env.cached.Create(ctx, "ns", "default", tokenRequest("bound", bound.UID), false)
+	if !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "serviceaccounts") {
+		t.Fatalf("TokenRequest for a deleted ServiceAccount: %v, want its 404", err)
 	}
 }
 
