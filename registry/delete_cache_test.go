@@ -20,7 +20,13 @@ import (
 // newCachedPodStore is a pods Store on st with its watch cache running.
 func newCachedPodStore(t *testing.T, st storage.Interface) *registry.Store {
 	t.Helper()
-	store, _ := newPodStores(st, true, registry.Options{})
+	return newCachedPodStoreWith(t, st, registry.Options{})
+}
+
+// newCachedPodStoreWith is newCachedPodStore with opts.
+func newCachedPodStoreWith(t *testing.T, st storage.Interface, opts registry.Options) *registry.Store {
+	t.Helper()
+	store, _ := newPodStores(st, true, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = store.Run(ctx) })

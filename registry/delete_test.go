@@ -105,7 +105,7 @@ func TestGracelessLeftoverIsDeleted(t *testing.T) {
 	key := "/pods/default/p"
 	if _, err := e.st.Interface.GuaranteedUpdate(t.Context(), key, func(cur storage.KV) ([]byte, error) {
 		var pod map[string]any
-		if err := json.Unmarshal(cur.Value, &pod); err != nil {
+		if err := json.Unmarshal(storedJSON(t, cur.Value), &pod); err != nil {
 			return nil, err
 		}
 		md := pod["metadata"].(map[string]any)
@@ -134,7 +134,7 @@ func TestGracelessDeleteAfterConcurrentWrite(t *testing.T) {
 		e.st.afterUpdate = nil // once
 		if _, err := e.st.Interface.GuaranteedUpdate(ctx, key, func(cur storage.KV) ([]byte, error) {
 			var pod map[string]any
-			if err := json.Unmarshal(cur.Value, &pod); err != nil {
+			if err := json.Unmarshal(storedJSON(t, cur.Value), &pod); err != nil {
 				return nil, err
 			}
 			pod["status"] = map[string]any{"phase": "Succeeded"}

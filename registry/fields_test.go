@@ -1084,7 +1084,11 @@ func compact(v any) string {
 func (e *fieldsEnv) ageManagedFields(ctx context.Context, namespace, name string) error {
 	_, err := e.etcd.GuaranteedUpdate(ctx, "/pods/"+namespace+"/"+name, func(cur storage.KV) ([]byte, error) {
 		var pod v1.Pod
-		if err := json.Unmarshal(cur.Value, &pod); err != nil {
+		data, err := registry.StoredJSON(cur.Value)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &pod); err != nil {
 			return nil, err
 		}
 		old := metav1.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -293,6 +293,7 @@ func runHeartbeatPair(t *testing.T, e *heartbeatEnv, steps []heartbeatStep, base
 			if gerr != nil {
 				t.Fatal(gerr)
 			}
+			kv.Value = storedJSON(t, kv.Value)
 			r.stored = ids[mode].replace(string(kv.Value))
 			r.rev = kv.Revision
 			raw[mode][kv.Revision] = string(kv.Value)

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"github.com/corekube/corekube/registry"
 	"testing"
 
 	"github.com/corekube/corekube/storage"
@@ -16,4 +17,14 @@ func newTestStorage(tb testing.TB) storage.Interface {
 	st := memory.New()
 	tb.Cleanup(st.Close)
 	return st
+}
+
+// storedJSON is the JSON of a value read from storage below a Store.
+func storedJSON(t testing.TB, value []byte) []byte {
+	t.Helper()
+	data, err := registry.StoredJSON(value)
+	if err != nil {
+		t.Fatalf("stored value: %v", err)
+	}
+	return data
 }

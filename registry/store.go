@@ -44,6 +44,10 @@ type Options struct {
 	// WatchMetrics, when set, receives the watch cache's metrics
 	// (watch.NewMetrics, one per server).
 	WatchMetrics *watch.Metrics
+	// StorageMediaType is how objects are written to storage:
+	// MediaTypeProtobuf ("", kube's default) or MediaTypeJSON
+	// (CheckStorageMediaType); either is read.
+	StorageMediaType string
 	// NoWatchCache, when set, says which resources keep no watch cache
 	// (kube's --watch-cache-sizes RESOURCE#0 and --watch-cache=false):
 	// their LISTs read etcd, and each of their watches is an etcd watch
@@ -89,7 +93,13 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		opts.Now = time.Now
 	}
 	info := strategy.Info()
+	// Values are stored in the configured media type (read in either).
+	newStored := strategy.New
 	conv, converted := strategy.(StorageVersionConverter)
+	if converted {
+		newStored = conv.NewStored
+	}
+	st = newConvertingStorage(st, newStorageCodec(newStored, opts.StorageMediaType))
 	if converted {
 		// Another version's objects, converted on every read and write.
 		st = newConvertingStorage(st, conv)

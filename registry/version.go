@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/corekube/corekube/storage"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // StorageVersionConverter is implemented by strategies that serve a
@@ -18,9 +19,18 @@ import (
 // through a storage that converts every value on its way in and out; the
 // rest of the Store (and its watch cache) sees only the served encoding.
 type StorageVersionConverter interface {
+	valueConverter
+	// NewStored returns an empty object of the stored version.
+	NewStored() runtime.Object
+}
+
+// valueConverter converts values between the encoding a Store works in
+// and the one its storage holds: another version's (StorageVersionConverter),
+// or another media type (storageCodec).
+type valueConverter interface {
 	// ToStorage converts the JSON of a served object (as the Store
 	// encodes it: kind, apiVersion, no resourceVersion) into the stored
-	// version's.
+	// form.
 	ToStorage(served []byte) ([]byte, error)
 	// FromStorage converts a stored value into the served version's JSON
 	// encoding, as encode would write it (kind and apiVersion of the served
@@ -28,16 +38,15 @@ type StorageVersionConverter interface {
 	FromStorage(stored []byte) ([]byte, error)
 }
 
-// convertingStorage is a storage.Interface whose values are in the served
-// version's encoding over one that holds them in the stored version's.
+// convertingStorage is a storage.Interface whose values are in the Store's
+// encoding over one that holds them in another (valueConverter).
 type convertingStorage struct {
 	storage.Interface
-	conv StorageVersionConverter
+	conv valueConverter
 }
 
-// newConvertingStorage wraps st for a strategy that serves another
-// version than the one stored.
-func newConvertingStorage(st storage.Interface, conv StorageVersionConverter) storage.Interface {
+// newConvertingStorage wraps st, whose values conv converts.
+func newConvertingStorage(st storage.Interface, conv valueConverter) storage.Interface {
 	return &convertingStorage{Interface: st, conv: conv}
 }
 
@@ -108,9 +117,13 @@ func (c *convertingStorage) Create(ctx context.Context, key string, value []byte
 }
 
 func (c *convertingStorage) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc, opts ...storage.WriteOption) (storage.KV, error) {
+	opts, cur, err := c.current(key, opts)
+	if err != nil {
+		return storage.KV{}, err
+	}
 	var written []byte
 	kv, err := c.Interface.GuaranteedUpdate(ctx, key, func(current storage.KV) ([]byte, error) {
-		served, err := c.from(current)
+		served, err := cur.from(c, current)
 		if err != nil {
 			return nil, err
 		}
@@ -120,12 +133,12 @@ func (c *convertingStorage) GuaranteedUpdate(ctx context.Context, key string, tr
 		}
 		written = next
 		if bytes.Equal(next, served.Value) {
-			// A no-op in the served version is one in storage too: the
+			// A no-op in the served form is one in storage too: the
 			// stored value goes back unchanged (and keeps its expiry).
 			return current.Value, nil
 		}
 		return c.to(key, next)
-	}, append(slices.Clip(opts), storage.WithoutCurrent())...) // a served value is not a stored one
+	}, opts...)
 	if err != nil {
 		return kv, err
 	}
@@ -133,23 +146,63 @@ func (c *convertingStorage) GuaranteedUpdate(ctx context.Context, key string, tr
 		kv.Value = written
 		return kv, nil
 	}
-	return c.from(kv)
+	return cur.from(c, kv)
 }
 
 func (c *convertingStorage) Delete(ctx context.Context, key string, precondition func(current storage.KV) error, opts ...storage.WriteOption) (storage.KV, error) {
+	opts, cur, err := c.current(key, opts)
+	if err != nil {
+		return storage.KV{}, err
+	}
 	var check func(storage.KV) error
 	if precondition != nil {
 		check = func(current storage.KV) error {
-			served, err := c.from(current)
+			served, err := cur.from(c, current)
 			if err != nil {
 				return err
 			}
 			return precondition(served)
 		}
 	}
-	kv, err := c.Interface.Delete(ctx, key, check, append(slices.Clip(opts), storage.WithoutCurrent())...) // a served value is not a stored one
+	kv, err := c.Interface.Delete(ctx, key, check, opts...)
 	if err != nil {
 		return kv, err
+	}
+	return cur.from(c, kv)
+}
+
+// current converts the caller's copy of key's value (storage.WithCurrent),
+// if it gave one, into the stored form for the storage below, and returns
+// the options that pass it on. A copy converted back need not be the
+// stored bytes exactly; it only has to be what they decode to, as the
+// storage below compares revisions, not values.
+func (c *convertingStorage) current(key string, opts []storage.WriteOption) ([]storage.WriteOption, convertedCurrent, error) {
+	o := storage.ApplyWriteOptions(opts)
+	if o.Current == nil || o.Current.Key != key {
+		return opts, convertedCurrent{}, nil
+	}
+	stored, err := c.to(key, o.Current.Value)
+	if err != nil {
+		return nil, convertedCurrent{}, err
+	}
+	cur := convertedCurrent{served: o.Current.Value, stored: stored}
+	kv := *o.Current
+	kv.Value = stored
+	return append(slices.Clip(opts), storage.WithCurrent(kv)), cur, nil
+}
+
+// convertedCurrent is the caller's copy of a value in both forms.
+type convertedCurrent struct {
+	served, stored []byte
+}
+
+// from is c.from, except that the converted copy itself (the storage
+// below starts from it, and returns it when a delete succeeds) gives back
+// the caller's bytes instead of being converted again.
+func (cur convertedCurrent) from(c *convertingStorage, kv storage.KV) (storage.KV, error) {
+	if cur.stored != nil && len(kv.Value) == len(cur.stored) && len(kv.Value) > 0 && &kv.Value[0] == &cur.stored[0] {
+		kv.Value = cur.served
+		return kv, nil
 	}
 	return c.from(kv)
 }
@@ -161,7 +214,9 @@ func (c *convertingStorage) Watch(ctx context.Context, prefix string, fromRevisi
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan storage.Event)
+	// Buffered as the backend's is: a burst costs no goroutine handoff
+	// per event.
+	out := make(chan storage.Event, 100)
 	// Owned by the watch: it ends when the backend's channel closes, which
 	// it does when ctx ends.
 	go func() {

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -51,12 +52,19 @@ func TestSecondVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !bytes.HasPrefix(kv.Value, []byte("k8s\x00")) {
+		t.Errorf("stored value is not in kube's protobuf encoding: %q", kv.Value)
+	}
+	storedJSON, err := registry.StoredJSON(kv.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var stored map[string]any
-	if err := json.Unmarshal(kv.Value, &stored); err != nil {
+	if err := json.Unmarshal(storedJSON, &stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored["apiVersion"] != "v1" || stored["message"] != "hello" || stored["involvedObject"] == nil || stored["note"] != nil {
-		t.Errorf("stored %s", kv.Value)
+		t.Errorf("stored %s", storedJSON)
 	}
 	got, err := core.Get(ctx, "gold", "e1", nil)
 	if err != nil {

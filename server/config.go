@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/registry/events"
 	"github.com/corekube/corekube/storage"
 )
@@ -38,6 +39,10 @@ type Config struct {
 	// --etcd-prefix; empty means DefaultEtcdPrefix), so that clusters can
 	// share one etcd with different prefixes.
 	EtcdPrefix string
+	// StorageMediaType is how objects are written to etcd (kube's
+	// --storage-media-type): registry.MediaTypeProtobuf (the default, as
+	// kube) or registry.MediaTypeJSON. Both are read, whatever is written.
+	StorageMediaType string
 	// Storage, when set, is the store the server runs on instead of etcd
 	// (DataDir and EtcdServers are then unused). No flag sets it: tests
 	// pass an in-memory one (storage/memory) where etcd is not what they
@@ -275,6 +280,9 @@ func (c *Config) setDefaults() error {
 	}
 	if len(c.APIAudiences) == 0 {
 		c.APIAudiences = c.ServiceAccountIssuers
+	}
+	if err := registry.CheckStorageMediaType(c.StorageMediaType); err != nil {
+		return fmt.Errorf("server config: %w", err)
 	}
 	if c.Storage == nil && len(c.EtcdServers) == 0 && c.DataDir == "" {
 		return errors.New("server config: DataDir or EtcdServers is required")

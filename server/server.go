@@ -136,7 +136,7 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	api, nsStore, stores, err := newAPI(s.storage, registry.Options{Logger: s.log, WatchCacheSize: cfg.WatchCacheSize,
 		BookmarkInterval: cfg.BookmarkInterval, TypeConverter: types.get, WatchMetrics: watch.NewMetrics(s.metrics),
-		NoWatchCache: noWatchCache},
+		NoWatchCache: noWatchCache, StorageMediaType: cfg.StorageMediaType},
 		&cfg, admissionMetrics, s.authorization.escalation)
 	if err != nil {
 		return nil, err

@@ -144,13 +144,6 @@ func WithCurrent(kv KV) WriteOption {
 	return func(o *WriteOptions) { o.Current = &kv }
 }
 
-// WithoutCurrent undoes WithCurrent: wrappers that change values on their
-// way to the store pass it on, as the caller's value is not in the
-// store's form.
-func WithoutCurrent() WriteOption {
-	return func(o *WriteOptions) { o.Current = nil }
-}
-
 // UpdateFrom is where a GuaranteedUpdate stands: the value its tryUpdate
 // runs on, and whether that value is known to be the stored one (it is
 // not when it is the caller's copy, WriteOptions.Current).

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/auth/authorizer"
+	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/server"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -66,6 +67,8 @@ func addAPIFlags(f *pflag.FlagSet, cfg *server.Config) {
 	cfg.EventTTL = server.DefaultEventTTL
 	f.StringVar(&cfg.EtcdPrefix, "etcd-prefix", server.DefaultEtcdPrefix,
 		"etcd key prefix every object is stored under; clusters sharing one etcd need different prefixes")
+	f.StringVar(&cfg.StorageMediaType, "storage-media-type", registry.MediaTypeProtobuf,
+		"how objects are written to etcd: "+registry.MediaTypeProtobuf+" (kube's encoding) or "+registry.MediaTypeJSON+"; both are read")
 	cfg.CompactionInterval = server.DefaultCompactionInterval
 	f.Var(zeroNever{&cfg.CompactionInterval}, "etcd-compaction-interval",
 		"how often etcd history is compacted, by one of the API servers sharing the etcd (0: never)")

@@ -251,3 +251,6 @@ func FromCore(in *v1.Event) *eventsv1.Event {
 	}
 	return out
 }
+
+// NewStored returns an empty core/v1 Event, the stored version.
+func (*V1Strategy) NewStored() runtime.Object { return &v1.Event{} }

@@ -2,18 +2,25 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
+// kubeProtobuf is k8s.io/apimachinery's protobuf serializer, which
+// kube-apiserver reads etcd with.
+var kubeProtobuf = protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+
 // TestStorageLayout checks the storage keys (/<resource>/<namespace>/<name>,
-// which etcd holds under --etcd-prefix: /registry/pods/NS/NAME as kube)
+// which etcd holds under --etcd-prefix: /registry/pods/NS/NAME as kube),
+// that the values are kube's protobuf encoding (its serializer reads them)
 // and that an object's resourceVersion is the etcd revision of its key.
 func TestStorageLayout(t *testing.T) {
 	ns := newNamespace(t)
@@ -54,16 +61,19 @@ func TestStorageLayout(t *testing.T) {
 		if strconv.FormatInt(kv.Revision, 10) != o.rv {
 			t.Errorf("%s: revision %d, object resourceVersion %s", o.key, kv.Revision, o.rv)
 		}
-		var m struct {
-			Kind     string            `json:"kind"`
-			Metadata metav1.ObjectMeta `json:"metadata"`
-		}
-		if err := json.Unmarshal(kv.Value, &m); err != nil {
-			t.Errorf("%s: stored value is not JSON: %v", o.key, err)
+		// Stored as kube stores it: its protobuf serializer reads it.
+		obj, gvk, err := kubeProtobuf.Decode(kv.Value, nil, nil)
+		if err != nil {
+			t.Errorf("%s: stored value is not in kube's protobuf encoding: %v", o.key, err)
 			continue
 		}
-		if m.Kind == "" || m.Metadata.UID == "" {
-			t.Errorf("%s: stored object lacks kind or uid: %.200s", o.key, kv.Value)
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			t.Errorf("%s: stored %s has no metadata: %v", o.key, gvk, err)
+			continue
+		}
+		if gvk.Kind == "" || m.GetUID() == "" || m.GetResourceVersion() != "" {
+			t.Errorf("%s: stored object lacks kind or uid, or has a resourceVersion: %s %+v", o.key, gvk, m)
 		}
 	}
 
