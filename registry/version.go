@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/corekube/corekube/storage"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -117,10 +116,7 @@ func (c *convertingStorage) Create(ctx context.Context, key string, value []byte
 }
 
 func (c *convertingStorage) GuaranteedUpdate(ctx context.Context, key string, tryUpdate storage.UpdateFunc, opts ...storage.WriteOption) (storage.KV, error) {
-	opts, cur, err := c.current(key, opts)
-	if err != nil {
-		return storage.KV{}, err
-	}
+	cur := c.current(key, opts)
 	var written []byte
 	kv, err := c.Interface.GuaranteedUpdate(ctx, key, func(current storage.KV) ([]byte, error) {
 		served, err := cur.from(c, current)
@@ -150,10 +146,7 @@ func (c *convertingStorage) GuaranteedUpdate(ctx context.Context, key string, tr
 }
 
 func (c *convertingStorage) Delete(ctx context.Context, key string, precondition func(current storage.KV) error, opts ...storage.WriteOption) (storage.KV, error) {
-	opts, cur, err := c.current(key, opts)
-	if err != nil {
-		return storage.KV{}, err
-	}
+	cur := c.current(key, opts)
 	var check func(storage.KV) error
 	if precondition != nil {
 		check = func(current storage.KV) error {
@@ -171,37 +164,28 @@ func (c *convertingStorage) Delete(ctx context.Context, key string, precondition
 	return cur.from(c, kv)
 }
 
-// current converts the caller's copy of key's value (storage.WithCurrent),
-// if it gave one, into the stored form for the storage below, and returns
-// the options that pass it on. A copy converted back need not be the
-// stored bytes exactly; it only has to be what they decode to, as the
-// storage below compares revisions, not values.
-func (c *convertingStorage) current(key string, opts []storage.WriteOption) ([]storage.WriteOption, convertedCurrent, error) {
+// current returns the caller's copy of key's value (storage.WithCurrent),
+// if it gave one, unconverted: the storage below never reads its bytes (it
+// hands them to tryUpdate or the precondition, and compares tryUpdate's
+// answer with them), so they need not be in its form as long as they are
+// recognised when they come back (currentCopy.from), which saves
+// converting every update's and delete's starting point.
+func (c *convertingStorage) current(key string, opts []storage.WriteOption) currentCopy {
 	o := storage.ApplyWriteOptions(opts)
 	if o.Current == nil || o.Current.Key != key {
-		return opts, convertedCurrent{}, nil
+		return currentCopy{}
 	}
-	stored, err := c.to(key, o.Current.Value)
-	if err != nil {
-		return nil, convertedCurrent{}, err
-	}
-	cur := convertedCurrent{served: o.Current.Value, stored: stored}
-	kv := *o.Current
-	kv.Value = stored
-	return append(slices.Clip(opts), storage.WithCurrent(kv)), cur, nil
+	return currentCopy{value: o.Current.Value}
 }
 
-// convertedCurrent is the caller's copy of a value in both forms.
-type convertedCurrent struct {
-	served, stored []byte
-}
+// currentCopy is the caller's copy of a value, in the Store's form.
+type currentCopy struct{ value []byte }
 
-// from is c.from, except that the converted copy itself (the storage
-// below starts from it, and returns it when a delete succeeds) gives back
-// the caller's bytes instead of being converted again.
-func (cur convertedCurrent) from(c *convertingStorage, kv storage.KV) (storage.KV, error) {
-	if cur.stored != nil && len(kv.Value) == len(cur.stored) && len(kv.Value) > 0 && &kv.Value[0] == &cur.stored[0] {
-		kv.Value = cur.served
+// from is c.from, except that the caller's copy itself (the storage below
+// starts from it, and returns it when a delete succeeds or an update is a
+// no-op) is already in the Store's form.
+func (cur currentCopy) from(c *convertingStorage, kv storage.KV) (storage.KV, error) {
+	if len(cur.value) > 0 && len(kv.Value) == len(cur.value) && &kv.Value[0] == &cur.value[0] {
 		return kv, nil
 	}
 	return c.from(kv)

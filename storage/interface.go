@@ -121,8 +121,13 @@ type WriteOptions struct {
 	// update is retried from the value the store returns; and a tryUpdate
 	// error or a no-op is only returned once tryUpdate has seen the value
 	// actually stored. Its Value must be what the store held at its
-	// Revision, byte for byte. Ignored unless its Key is the updated key;
-	// other writes ignore it.
+	// Revision, or stand for it: a store never reads Value's bytes, it
+	// only hands them to tryUpdate (or a Delete's precondition), compares
+	// tryUpdate's answer with them (equal: a no-op) and returns them
+	// (the no-op, the deleted value), so a wrapper that converts values
+	// may pass its caller's bytes down and recognise them on their way
+	// back. Ignored unless its Key is the updated key; other writes
+	// ignore it.
 	Current *KV
 }
 
