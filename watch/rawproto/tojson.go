@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,12 +129,25 @@ type jsonField struct {
 
 // jsonMember is one JSON member of an object, in struct order.
 type jsonMember struct {
-	name      string // `"name":`, escaped as encoding/json does
+	field     int32 // index in the message's fields; -1 for TypeMeta's
+	inline    bool  // field is a message whose members are the object's
+	meta      uint8 // TypeMeta's members: metaKind or metaAPIVersion
 	omitEmpty bool
-	field     int  // index in the message's fields; -1 for TypeMeta's
-	inline    bool // field is a message whose members are the object's
-	meta      int  // TypeMeta's members: metaKind or metaAPIVersion
+
+	// What an absent field writes, when it is not a struct's zero value
+	// (absentValue): nothing, or absentJSON. Most members of most objects
+	// are absent: this spares them the work of a member.
+	absent     uint8
+	absentJSON string
+
+	name string // `"name":`, escaped as encoding/json does
 }
+
+const (
+	absentValue = iota
+	absentOmit
+	absentLiteral
+)
 
 const (
 	metaKind = iota + 1
@@ -145,7 +157,7 @@ const (
 // jsonMessage is the plan of one struct type.
 type jsonMessage struct {
 	fields  []jsonField  // in number order
-	byNum   []int32      // field number -> index in fields, -1 if none
+	byKey   []int16      // a field's key (number<<3 | wire type) -> 1 + its index in fields; 0 if unexpected
 	members []jsonMember // in struct order, inlined structs as one member
 }
 
@@ -272,12 +284,16 @@ func (p *jsonPlanner) message(t reflect.Type) (*jsonMessage, error) {
 		return nil, fmt.Errorf("%w: %v has field number %d", ErrUnsupported, t, maxNum)
 	}
 	m.fields = sorted
-	m.byNum = make([]int32, maxNum+1)
-	for i := range m.byNum {
-		m.byNum[i] = -1
+	if len(sorted) >= 1<<15-1 {
+		return nil, fmt.Errorf("%w: %v has %d fields", ErrUnsupported, t, len(sorted))
 	}
+	m.byKey = make([]int16, (maxNum+1)<<3)
 	for i := range sorted {
-		m.byNum[sorted[i].num] = int32(i)
+		f := &sorted[i]
+		m.byKey[f.num<<3|f.wire] = int16(i + 1)
+		if f.repeated && f.wire == wireVarint {
+			m.byKey[f.num<<3|wireBytes] = int16(i + 1) // packed
+		}
 	}
 	next := 0
 	for i := range m.members {
@@ -285,13 +301,41 @@ func (p *jsonPlanner) message(t reflect.Type) (*jsonMessage, error) {
 			m.members[i].field = -1
 			continue
 		}
-		m.members[i].field = where[next]
+		m.members[i].field = int32(where[next])
 		next++
+		if !m.members[i].inline {
+			m.members[i].absent, m.members[i].absentJSON = absentOf(&m.members[i], &m.fields[m.members[i].field])
+		}
 	}
 	if err := checkNames(t, m, map[string]bool{}, 0); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// absentOf is what member mem writes when its field f is absent: what
+// gogo's Unmarshal leaves (nil, or a zero value) as encoding/json writes
+// it.
+func absentOf(mem *jsonMember, f *jsonField) (uint8, string) {
+	switch {
+	case f.optional || f.repeated || f.isMap || f.kind == kindBytes:
+		if mem.omitEmpty {
+			return absentOmit, ""
+		}
+		return absentLiteral, "null"
+	case omittable(f.kind):
+		if mem.omitEmpty {
+			return absentOmit, ""
+		}
+		switch f.kind {
+		case kindString:
+			return absentLiteral, `""`
+		case kindBool:
+			return absentLiteral, "false"
+		}
+		return absentLiteral, "0"
+	}
+	return absentValue, "" // a struct: what its Unmarshal leaves from nothing
 }
 
 // checkNames refuses a type whose JSON names a member twice (an inlined
@@ -573,14 +617,26 @@ func uvarint(b []byte, i int) (uint64, int, error) {
 	if i < len(b) && b[i] < 0x80 {
 		return uint64(b[i]), i + 1, nil
 	}
-	v, n := binary.Uvarint(b[i:])
-	if n <= 0 {
-		if n == 0 {
-			return 0, i, errTruncated
+	return uvarintSlow(b, i)
+}
+
+func uvarintSlow(b []byte, i int) (uint64, int, error) {
+	var v uint64
+	for shift := uint(0); i < len(b); shift += 7 {
+		c := b[i]
+		i++
+		if c < 0x80 {
+			if shift == 63 && c > 1 {
+				return 0, i, errVarint
+			}
+			return v | uint64(c)<<shift, i, nil
 		}
-		return 0, i, errVarint
+		if shift == 63 {
+			return 0, i, errVarint
+		}
+		v |= uint64(c&0x7f) << shift
 	}
-	return v, i + n, nil
+	return 0, i, errTruncated
 }
 
 // index reads the fields of message msg of plan m onto st.occs and their
@@ -595,15 +651,10 @@ func (st *jsonState) index(m *jsonMessage, msg []byte) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		num, wire := key>>3, int(key&7)
-		if num >= uint64(len(m.byNum)) || m.byNum[num] < 0 {
-			return 0, fmt.Errorf("rawproto: unknown field %d", num)
+		if key >= uint64(len(m.byKey)) || m.byKey[key] == 0 {
+			return 0, fmt.Errorf("rawproto: unexpected field %d (wire type %d)", key>>3, key&7)
 		}
-		fi := m.byNum[num]
-		f := &m.fields[fi]
-		if wire != f.wire && !(wire == wireBytes && f.repeated && f.wire == wireVarint) {
-			return 0, fmt.Errorf("rawproto: field %d has wire type %d", num, wire)
-		}
+		fi, wire := int32(m.byKey[key]-1), int(key&7)
 		start := next
 		switch wire {
 		case wireVarint:
@@ -654,13 +705,29 @@ type typeMetaValues struct{ kind, apiVersion string }
 // member. meta is the root object's TypeMeta, nil below it.
 func (st *jsonState) appendMembers(dst []byte, m *jsonMessage, msg []byte, first bool, meta *typeMetaValues) ([]byte, bool, error) {
 	occBase, runBase := len(st.occs), len(st.runs)
-	defer func() { st.occs, st.runs = st.occs[:occBase], st.runs[:runBase] }()
+	dst, first, err := st.appendIndexed(dst, m, msg, first, meta)
+	st.occs, st.runs = st.occs[:occBase], st.runs[:runBase]
+	return dst, first, err
+}
+
+// appendIndexed is appendMembers, leaving m's index on the stacks.
+func (st *jsonState) appendIndexed(dst []byte, m *jsonMessage, msg []byte, first bool, meta *typeMetaValues) ([]byte, bool, error) {
 	runs, err := st.index(m, msg)
 	if err != nil {
 		return dst, first, err
 	}
 	for i := range m.members {
 		mem := &m.members[i]
+		if mem.field >= 0 && st.runs[runs+int(mem.field)].n == 0 && mem.absent != absentValue {
+			if mem.absent == absentLiteral {
+				if !first {
+					dst = append(dst, ',')
+				}
+				first = false
+				dst = append(append(dst, mem.name...), mem.absentJSON...)
+			}
+			continue
+		}
 		if mem.meta != 0 {
 			var v string
 			if meta != nil {
@@ -680,7 +747,7 @@ func (st *jsonState) appendMembers(dst []byte, m *jsonMessage, msg []byte, first
 			continue
 		}
 		f := &m.fields[mem.field]
-		r := st.runs[runs+mem.field]
+		r := st.runs[runs+int(mem.field)]
 		if mem.inline {
 			var sub []byte
 			switch r.n {
@@ -768,24 +835,11 @@ func (st *jsonState) appendMember(dst []byte, mem *jsonMember, f *jsonField, r f
 		// gogo would keep the last value, or merge messages.
 		return dst, first, fmt.Errorf("rawproto: field %d twice", f.num)
 	case len(occs) == 0:
-		switch {
-		case f.optional || f.kind == kindBytes:
-			if mem.omitEmpty {
-				return dst, first, nil
-			}
-			return append(name(dst), "null"...), false, nil
-		case omittable(f.kind):
-			// A zero string, number or boolean.
-			if mem.omitEmpty {
-				return dst, first, nil
-			}
-			switch f.kind {
-			case kindString:
-				return append(name(dst), `""`...), false, nil
-			case kindBool:
-				return append(name(dst), "false"...), false, nil
-			}
-			return append(name(dst), '0'), false, nil
+		switch mem.absent {
+		case absentOmit:
+			return dst, first, nil
+		case absentLiteral:
+			return append(name(dst), mem.absentJSON...), false, nil
 		}
 		// A struct: what its Unmarshal leaves from nothing.
 		dst, err = st.appendValue(name(dst), f, nil)
@@ -1230,6 +1284,13 @@ func (c *compactor) flush(i, next int) {
 
 // space skips white space at i, which compacting drops.
 func (c *compactor) space(i int) int {
+	if i < len(c.src) && c.src[i] > ' ' {
+		return i
+	}
+	return c.spaceSlow(i)
+}
+
+func (c *compactor) spaceSlow(i int) int {
 	j := i
 	for j < len(c.src) {
 		switch c.src[j] {
