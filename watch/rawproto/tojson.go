@@ -1140,7 +1140,57 @@ func appendFieldsV1(dst, v []byte) ([]byte, error) {
 			return dst, errors.New("rawproto: FieldsV1 holds CBOR")
 		}
 	}
-	return appendCompactJSON(dst, raw)
+	if compactSeen.has(raw) {
+		return append(dst, raw...), nil
+	}
+	start := len(dst)
+	dst, err := appendCompactJSON(dst, raw)
+	if err == nil && bytes.Equal(dst[start:], raw) {
+		compactSeen.add(raw)
+	}
+	return dst, err
+}
+
+// compactSeen holds raw FieldsV1 JSON found to be what encoding/json
+// writes as it is (valid, compact, nothing to escape), which is what kube
+// stores: the managedFields of objects made from one template repeat
+// across them, and checking them is otherwise most of the cost of an
+// object's JSON. It stops growing at compactSeenMax bytes.
+var compactSeen = seenSet{m: map[string]struct{}{}}
+
+const (
+	compactSeenMax      = 1 << 20
+	compactSeenMaxEntry = 4 << 10
+)
+
+type seenSet struct {
+	mu    sync.RWMutex
+	m     map[string]struct{}
+	bytes int
+}
+
+func (s *seenSet) has(b []byte) bool {
+	if len(b) > compactSeenMaxEntry {
+		return false
+	}
+	s.mu.RLock()
+	_, ok := s.m[string(b)]
+	s.mu.RUnlock()
+	return ok
+}
+
+func (s *seenSet) add(b []byte) {
+	if len(b) > compactSeenMaxEntry {
+		return
+	}
+	s.mu.Lock()
+	if s.bytes+len(b) <= compactSeenMax {
+		if _, ok := s.m[string(b)]; !ok {
+			s.m[string(b)] = struct{}{}
+			s.bytes += len(b)
+		}
+	}
+	s.mu.Unlock()
 }
 
 // appendOwnCodec appends a value of a type with its own JSON form: read
