@@ -5,14 +5,17 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	fuzz "github.com/google/gofuzz"
+	appsv1 "k8s.io/api/apps/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -75,7 +78,8 @@ func TestJSONFuzzed(t *testing.T) {
 		iterations = 60
 	}
 	f := newJSONFuzzer(2)
-	for _, proto := range transcodedTypes {
+	// ControllerRevision: a RawExtension.
+	for _, proto := range append(slices.Clip(transcodedTypes), &appsv1.ControllerRevision{}) {
 		typ := reflect.TypeOf(proto).Elem()
 		t.Run(typ.String(), func(t *testing.T) {
 			tc, err := NewJSONTranscoder(typ)
@@ -166,6 +170,75 @@ func TestJSONPrefixes(t *testing.T) {
 	if _, err := tc.AppendJSON(nil, msg[:len(msg)-1], "v1", "Pod"); err == nil {
 		t.Error("a truncated message: no error")
 	}
+}
+
+// TestJSONConcurrent: transcoders of several types in parallel, sharing
+// plans, caches and scratch (the race detector watches).
+func TestJSONConcurrent(t *testing.T) {
+	types := []reflect.Type{reflect.TypeFor[corev1.Pod](), reflect.TypeFor[corev1.Node](), reflect.TypeFor[policyv1.PodDisruptionBudget]()}
+	var msgs [][][]byte
+	f := newJSONFuzzer(6)
+	for _, typ := range types {
+		var ms [][]byte
+		for range 20 {
+			obj := reflect.New(typ).Interface()
+			f.Fuzz(obj)
+			if msg, err := obj.(marshaler).Marshal(); err == nil {
+				ms = append(ms, msg)
+			}
+		}
+		msgs = append(msgs, ms)
+	}
+	done := make(chan error)
+	for g := range 4 {
+		go func() {
+			var err error
+			defer func() { done <- err }()
+			for i := range 200 {
+				k := (g + i) % len(types)
+				tc, terr := NewJSONTranscoder(types[k])
+				if terr != nil {
+					err = terr
+					return
+				}
+				msg := msgs[k][i%len(msgs[k])]
+				want, ok := jsonOf(types[k], msg, "group/v1", "Kind")
+				got, terr := tc.AppendJSON(nil, msg, "group/v1", "Kind")
+				if ok && (terr != nil || !bytes.Equal(got, want)) || !ok && terr == nil {
+					err = fmt.Errorf("%v: got %s, %v; want %s", types[k], got, terr, want)
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// FuzzAppendJSON: for any input, AppendJSON fails or writes what gogo's
+// Unmarshal and encoding/json write. The seeds run with the tests; go
+// test -fuzz FuzzAppendJSON searches further.
+func FuzzAppendJSON(f *testing.F) {
+	f.Add(benchPodMessage(f))
+	fz := newJSONFuzzer(7)
+	for range 20 {
+		var pod corev1.Pod
+		fz.Fuzz(&pod)
+		if msg, err := pod.Marshal(); err == nil {
+			f.Add(msg)
+		}
+	}
+	typ := reflect.TypeFor[corev1.Pod]()
+	tc, err := NewJSONTranscoder(typ)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		checkJSON(t, tc, typ, msg, false)
+	})
 }
 
 // benchPodMessage is the benchmark's pod as gogo writes it, with what a
@@ -413,6 +486,26 @@ func TestCompactJSON(t *testing.T) {
 	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
 	if _, err := appendCompactJSON(nil, []byte(deep)); err == nil {
 		t.Error("nesting beyond maxJSONDepth: no error")
+	}
+}
+
+// TestUvarint: the varint reader agrees with binary.Uvarint where it
+// reads one, and refuses what binary.Uvarint refuses.
+func TestUvarint(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for range 100000 {
+		b := make([]byte, r.Intn(12))
+		for i := range b {
+			b[i] = byte(r.Intn(256))
+			if r.Intn(3) == 0 {
+				b[i] |= 0x80
+			}
+		}
+		want, n := binary.Uvarint(b)
+		got, next, err := uvarint(b, 0)
+		if n <= 0 && err == nil || n > 0 && (err != nil || got != want || next != n) {
+			t.Fatalf("%x: %d, %d, %v; want %d, %d", b, got, next, err, want, n)
+		}
 	}
 }
 
