@@ -2,8 +2,10 @@
 // objects: the envelopes, lists and watch frames around messages that are
 // already encoded, so that the watch cache's per-object encodings can be
 // copied into a list or a watch frame, and (Transcoder) an object's message
-// itself from the JSON the cache keeps. Its output is byte for byte what k8s.io/apimachinery's protobuf
-// serializer writes for the same objects:
+// itself from the JSON the cache keeps; JSONTranscoder goes the other way,
+// from an object's message as stored in etcd to the JSON encoding/json
+// writes for it. Its output is byte for byte what k8s.io/apimachinery's
+// protobuf serializer writes for the same objects:
 //
 //   - an object is the magic "k8s\x00", then a runtime.Unknown: typeMeta
 //     (field 1: apiVersion 1, kind 2), raw (2), contentEncoding (3) and
