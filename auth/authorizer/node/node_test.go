@@ -208,7 +208,7 @@ func TestDecodePod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := podRefs(decoded), podRefs(pod); !reflect.DeepEqual(got, want) || len(want) != 11 {
+	if got, want := podRefs(nil, decoded), podRefs(nil, pod); !reflect.DeepEqual(got, want) || len(want) != 10 {
 		t.Errorf("refs of the decoded pod %v, of the pod %v", got, want)
 	}
 	if decoded.Spec.NodeName != "n" || decoded.Status.Phase != v1.PodRunning {
