@@ -1,22 +1,28 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // TestUpKubectlAndRestart: `corekube up` becomes ready, writes a kubeconfig
 // kubectl uses, serves the system namespaces, keeps data across a SIGTERM
-// and a restart on the same data dir.
+// and a restart on the same data dir. The first run stores JSON (as a
+// corekube before protobuf storage did), the second the default, kube's
+// protobuf: what the first wrote is served, and rewritten at its next write.
 func TestUpKubectlAndRestart(t *testing.T) {
 	kubectlPath(t)
 	dataDir := t.TempDir()
-	p := startUp(t, dataDir)
+	p := startUpAt(t, dataDir, freeAddr(t), "--storage-media-type", "application/json")
 	if _, err := os.Stat(filepath.Join(dataDir, "kubeconfig")); err != nil {
 		t.Fatalf("kubeconfig not written: %v", err)
 	}
@@ -78,6 +84,10 @@ func TestUpKubectlAndRestart(t *testing.T) {
 		t.Errorf("/version: %s", body)
 	}
 
+	if v := storedValue(t, dataDir, "/registry/namespaces/e2e"); !strings.HasPrefix(string(v), `{"kind":"Namespace"`) {
+		t.Errorf("--storage-media-type application/json stored %q", v[:min(len(v), 20)])
+	}
+
 	// The built-in PriorityClasses are written once: a restart finds them.
 	builtinUID := p.mustKubectl("get", "pc", "system-node-critical", "-o", "jsonpath={.metadata.uid}")
 	p.mustKubectl("create", "priorityclass", "e2e-high", "--value=10")
@@ -98,9 +108,35 @@ func TestUpKubectlAndRestart(t *testing.T) {
 	if got := p2.mustKubectl("get", "namespace", "e2e", "-o", "jsonpath={.metadata.labels.team}"); got != "core" {
 		t.Errorf("after restart: label team = %q, want core", got)
 	}
+	p2.mustKubectl("label", "namespace", "e2e", "team=platform", "--overwrite")
+	if v := storedValue(t, dataDir, "/registry/namespaces/e2e"); !strings.HasPrefix(string(v), "k8s\x00") {
+		t.Errorf("written again by the default media type, stored %q", v[:min(len(v), 20)])
+	}
+	if got := p2.mustKubectl("get", "namespace", "-l", "team=platform", "-o", "jsonpath={.items[*].metadata.name}"); got != "e2e" {
+		t.Errorf("label selector after the rewrite: got %q, want e2e", got)
+	}
 	p2.mustKubectl("delete", "namespace", "e2e", "--wait=true", "--timeout=30s")
 	if out, err := p2.kubectl("get", "namespace", "e2e"); err == nil || !strings.Contains(out, "not found") {
 		t.Errorf("namespace e2e still there after delete --wait: %s", out)
 	}
 	p2.stop()
+}
+
+// storedValue reads key from the embedded etcd of a running `up` on
+// dataDir, through its unix socket (the owner's alone).
+func storedValue(t *testing.T, dataDir, key string) []byte {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{"unix://" + filepath.Join(dataDir, "etcd", "etcd.sock")},
+		DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("etcd key %s: %v, %v", key, resp, err)
+	}
+	return resp.Kvs[0].Value
 }
