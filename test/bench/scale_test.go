@@ -491,9 +491,10 @@ type checks struct {
 	// consistent LIST once writes stopped.
 	SampleConverged bool `json:"sample_converged"`
 	// ClosedWatchers counts the watchers closed for falling behind by
-	// client (user) and cache, from the API server's log.
-	ClosedWatchers map[string]int `json:"closed_watchers,omitempty"`
-	Problems       []string       `json:"problems,omitempty"`
+	// client (user) and cache, with the times of the first and the last,
+	// from the API server's log.
+	ClosedWatchers map[string]watcherCloses `json:"closed_watchers,omitempty"`
+	Problems       []string                 `json:"problems,omitempty"`
 	// Notes qualify the figures without failing the run.
 	Notes []string `json:"notes,omitempty"`
 }

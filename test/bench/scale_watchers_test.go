@@ -8,22 +8,32 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
+// watcherCloses is how many watchers of one client and cache the API
+// server closed for falling behind, and when the first and the last were
+// (the log's times), so that a run's report can say in which phase.
+type watcherCloses struct {
+	N     int    `json:"n"`
+	First string `json:"first"`
+	Last  string `json:"last"`
+}
+
 // closedWatchers reads the API server's log for the watchers it closed for
 // falling behind and counts them by client (the watcher's user) and cache:
-// "kubernetes-admin /pods/" -> 2.
-func closedWatchers(logPath string) (map[string]int, error) {
+// "kubernetes-admin /pods/" -> 2, from 06:12:52 to 06:13:01.
+func closedWatchers(logPath string) (map[string]watcherCloses, error) {
 	f, err := os.Open(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver log: %w", err)
 	}
 	defer f.Close()
-	out := map[string]int{}
+	out := map[string]watcherCloses{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -31,12 +41,30 @@ func closedWatchers(logPath string) (map[string]int, error) {
 		if !strings.Contains(line, `msg="closing a watcher that fell behind"`) {
 			continue
 		}
-		out[logValue(line, "client")+" "+logValue(line, "cache")]++
+		k := logValue(line, "client") + " " + logValue(line, "cache")
+		c := out[k]
+		c.N++
+		at := logTime(line)
+		if c.First == "" {
+			c.First = at
+		}
+		c.Last = at
+		out[k] = c
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("apiserver log: %w", err)
 	}
 	return out, nil
+}
+
+// logTime is the time of day (UTC, to the second) of a slog text line,
+// which starts with its time.
+func logTime(line string) string {
+	v, _, _ := strings.Cut(strings.TrimPrefix(line, "time="), " ")
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC().Format(time.TimeOnly)
+	}
+	return "?"
 }
 
 // logValue is the value of key in a slog text line ("" if absent).
@@ -68,10 +96,11 @@ func benchUser(ctx context.Context, client kubernetes.Interface) (string, error)
 }
 
 // splitClosedWatchers separates the bench's own closed watchers (user
-// bench) from the cluster's components', each as "client cache: n" lines.
-func splitClosedWatchers(byClient map[string]int, bench string) (own, cluster []string) {
-	for k, n := range byClient {
-		line := fmt.Sprintf("%s: %d", k, n)
+// bench) from the cluster's components', each as "client cache: n (from
+// first to last)" lines.
+func splitClosedWatchers(byClient map[string]watcherCloses, bench string) (own, cluster []string) {
+	for k, c := range byClient {
+		line := fmt.Sprintf("%s: %d (%s to %s UTC)", k, c.N, c.First, c.Last)
 		if strings.HasPrefix(k, bench+" ") {
 			own = append(own, line)
 		} else {
