@@ -288,3 +288,60 @@ func TestWatchOlderThanCacheIs410(t *testing.T) {
 		t.Errorf("raw event %s", sc.Bytes())
 	}
 }
+
+// TestWatchReplaySelectorTransitions: a watch started from a past
+// resourceVersion replays, under its field selector, the pods that entered
+// the selection in the meantime as ADDED (kwok's pod watch selects bound
+// pods, spec.nodeName!=, and resumes from its last resourceVersion when the
+// server closes it), the ones that changed inside it as MODIFIED and the
+// ones that left it as DELETED; then it goes on live.
+func TestWatchReplaySelectorTransitions(t *testing.T) {
+	ns := newNamespace(t)
+	pods := cs.CoreV1().Pods(ns)
+	createPods(t, ns, nil, "r1", "r2", "r3")
+	list, err := pods.List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bind := func(name, node string) {
+		t.Helper()
+		if err := pods.Bind(t.Context(), &v1.Binding{ObjectMeta: metav1.ObjectMeta{Name: name}, Target: v1.ObjectReference{Kind: "Node", Name: node}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Before the watch starts: r1 and r2 bound (enter), r2 then changed,
+	// r3 bound and deleted (enters, then is gone).
+	bind("r1", "n1")
+	bind("r2", "n2")
+	if _, err := pods.Patch(t.Context(), "r2", types.MergePatchType, []byte(`{"metadata":{"annotations":{"n":"1"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bind("r3", "n1")
+	if err := pods.Delete(t.Context(), "r3", metav1.DeleteOptions{GracePeriodSeconds: ptr(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName!=", ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	createPods(t, ns, nil, "r4")
+	bind("r4", "n2")
+	want := []struct {
+		typ  watch.EventType
+		name string
+	}{{watch.Added, "r1"}, {watch.Added, "r2"}, {watch.Modified, "r2"}, {watch.Added, "r3"},
+		// A bound pod's delete sets its deletionTimestamp first, as kube's.
+		{watch.Modified, "r3"}, {watch.Deleted, "r3"}, {watch.Added, "r4"}}
+	for i, w1 := range want {
+		ev := nextEvent(t, w)
+		if ev.Type != w1.typ || eventName(ev) != w1.name {
+			t.Fatalf("event %d: %s %s, want %s %s", i, ev.Type, eventName(ev), w1.typ, w1.name)
+		}
+		if pod, ok := ev.Object.(*v1.Pod); !ok || pod.Spec.NodeName == "" && ev.Type != watch.Deleted {
+			t.Errorf("event %d: %s of a pod bound to no node", i, ev.Type)
+		}
+	}
+}
