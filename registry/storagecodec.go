@@ -24,7 +24,7 @@ const (
 	MediaTypeJSON = "application/json"
 )
 
-// storageCodec is the StorageVersionConverter between the Store's
+// storageCodec is the valueConverter between the Store's
 // encoding (JSON: what the watch cache keeps, what the update path
 // compares and splices) and the one in storage. It writes protobuf, or
 // JSON when so configured, and reads both whatever it writes, as kube's
