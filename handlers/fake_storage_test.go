@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -135,15 +136,16 @@ type fakePage struct {
 	list *v1.ConfigMapList
 }
 
-func (p fakePage) AppendJSON(buf []byte) ([]byte, error) {
+func (p fakePage) JSONChunks() (net.Buffers, error) {
 	p.s.listVia = "json"
 	data, err := json.Marshal(p.list)
-	return append(buf, data...), err
+	return net.Buffers{data}, err
 }
 
-func (p fakePage) AppendProtobuf(buf []byte) ([]byte, error) {
+func (p fakePage) ProtobufChunks() (net.Buffers, error) {
 	p.s.listVia = "protobuf"
-	return appendProtobuf(buf, p.list, v1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	data, err := appendProtobuf(nil, p.list, v1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	return net.Buffers{data}, err
 }
 
 func (p fakePage) ObjectFor(view registry.ItemView) (runtime.Object, error) {

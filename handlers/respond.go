@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/corekube/corekube/registry"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -79,6 +81,30 @@ func writeEncoded(w http.ResponseWriter, code int, data []byte) {
 	w.WriteHeader(code)
 	_, _ = w.Write(data)
 }
+
+// writeChunks is writeEncoded of the concatenation of chunks, written in
+// turn through one buffer rather than copied together first: a LIST of a
+// whole cluster is hundreds of megabytes, in pieces of a few bytes (an
+// item's field header) to a few kilobytes.
+func writeChunks(w http.ResponseWriter, code int, chunks net.Buffers) {
+	size := 0
+	for _, c := range chunks {
+		size += len(c)
+	}
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.Header().Set("Content-Length", strconv.Itoa(size))
+	w.WriteHeader(code)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, c := range chunks {
+		if _, err := bw.Write(c); err != nil {
+			return // the client is gone
+		}
+	}
+	_ = bw.Flush()
+}
+
+// newline ends a JSON answer, as kube's encoder does.
+var newline = []byte("\n")
 
 // WriteError answers err as a Kubernetes Status, in the encoding the
 // Accept header negotiates (protobuf too), as kube's ErrorNegotiated: an

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -139,18 +140,18 @@ func (q *request) list() {
 	// encodings of the items; every other form (YAML, pretty JSON, Tables,
 	// metadata) goes through the typed list, decoded for this answer.
 	if n.target == nil && (n.media == mediaProtobuf || n.media == mediaJSON && !wantsPretty(q.r, n)) {
-		var data []byte
+		var chunks net.Buffers
 		if n.media == mediaProtobuf {
-			data, err = page.AppendProtobuf(nil)
-		} else if data, err = page.AppendJSON(nil); err == nil {
-			data = append(data, '\n')
+			chunks, err = page.ProtobufChunks()
+		} else if chunks, err = page.JSONChunks(); err == nil {
+			chunks = append(chunks, newline)
 		}
 		if err != nil {
 			q.fail(err)
 			return
 		}
 		q.w.Header().Set("Content-Type", n.media.contentType())
-		writeEncoded(q.w, http.StatusOK, data)
+		writeChunks(q.w, http.StatusOK, chunks)
 		return
 	}
 	view, err := q.listView()

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net"
 
 	"github.com/corekube/corekube/registry"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -41,8 +42,10 @@ type restLister interface {
 // listPage is one page of a list (a *registry.ListPage): encoded straight
 // from the items' cached encodings, or as the typed list.
 type listPage interface {
-	AppendJSON(buf []byte) ([]byte, error)
-	AppendProtobuf(buf []byte) ([]byte, error)
+	// JSONChunks and ProtobufChunks are the page's encoding in pieces,
+	// written in turn (the items' cached encodings, not a copy).
+	JSONChunks() (net.Buffers, error)
+	ProtobufChunks() (net.Buffers, error)
 	ObjectFor(view registry.ItemView) (runtime.Object, error)
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/corekube/corekube/storage/trace"
+	"net"
 	"path"
 	goruntime "runtime"
 	"slices"
@@ -337,6 +339,19 @@ func forEach(n int, f func(i int) error) error {
 // AppendJSON appends the page's JSON encoding, the same bytes
 // json.Marshal(p.Object()) gives, reusing the items' cached encodings.
 func (p *ListPage) AppendJSON(buf []byte) ([]byte, error) {
+	chunks, err := p.JSONChunks()
+	if err != nil {
+		return nil, err
+	}
+	return appendChunks(buf, chunks), nil
+}
+
+// JSONChunks is the page's JSON encoding (AppendJSON's bytes) in pieces
+// to be written in turn: the cached items' encodings themselves rather
+// than a copy, so that a LIST of the whole cluster (hundreds of megabytes)
+// is not copied into one buffer to be written. The pieces are shared and
+// must not be modified.
+func (p *ListPage) JSONChunks() (net.Buffers, error) {
 	head, err := json.Marshal(struct {
 		metav1.TypeMeta `json:",inline"`
 		Meta            metav1.ListMeta `json:"metadata"`
@@ -344,28 +359,13 @@ func (p *ListPage) AppendJSON(buf []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.cached != nil {
-		// Size the buffer once: a list can be tens of megabytes.
-		size := len(buf) + len(head) + 16
-		for _, o := range p.cached {
-			data, err := o.JSON()
-			if err != nil {
-				return nil, err
-			}
-			size += len(data) + 1
-		}
-		buf = slices.Grow(buf, size)
-	}
-	buf = append(buf, head[:len(head)-1]...)
-	buf = append(buf, `,"items":[`...)
 	n := len(p.items)
 	if p.cached != nil {
 		n = len(p.cached)
 	}
+	chunks := make(net.Buffers, 0, 2*n+2)
+	chunks = append(chunks, append(head[:len(head)-1], `,"items":[`...))
 	for i := range n {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
 		var data []byte
 		if p.cached != nil {
 			data, err = p.cached[i].JSON()
@@ -375,9 +375,31 @@ func (p *ListPage) AppendJSON(buf []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		buf = appendWithoutTypeMeta(buf, data)
+		// Each item without its kind and apiVersion, as a list's items
+		// are encoded: the opening brace, then the rest of the item.
+		start := i > 0
+		chunks = append(chunks, itemOpen[start], data[typeMetaEnd(data):])
 	}
-	return append(buf, "]}"...), nil
+	return append(chunks, jsonListEnd), nil
+}
+
+var (
+	// itemOpen opens a list's first item (false) or a later one (true).
+	itemOpen    = map[bool][]byte{false: []byte("{"), true: []byte(",{")}
+	jsonListEnd = []byte("]}")
+)
+
+// appendChunks appends the concatenation of chunks to buf, growing it once.
+func appendChunks(buf []byte, chunks net.Buffers) []byte {
+	size := 0
+	for _, c := range chunks {
+		size += len(c)
+	}
+	buf = slices.Grow(buf, size)
+	for _, c := range chunks {
+		buf = append(buf, c...)
+	}
+	return buf
 }
 
 // protoMarshaler is the protobuf encoding gogo-protobuf generates for the
@@ -394,6 +416,17 @@ type protoMarshaler interface {
 // computed from the JSON on every CPU; the cache does not keep a second
 // encoding of every object for life).
 func (p *ListPage) AppendProtobuf(buf []byte) ([]byte, error) {
+	chunks, err := p.ProtobufChunks()
+	if err != nil {
+		return nil, err
+	}
+	return appendChunks(buf, chunks), nil
+}
+
+// ProtobufChunks is the page's protobuf encoding (AppendProtobuf's bytes)
+// in pieces to be written in turn, as JSONChunks. The pieces are shared
+// and must not be modified.
+func (p *ListPage) ProtobufChunks() (net.Buffers, error) {
 	lm, err := p.meta.Marshal()
 	if err != nil {
 		return nil, err
@@ -425,12 +458,18 @@ func (p *ListPage) AppendProtobuf(buf []byte) ([]byte, error) {
 		size += rawproto.FieldSize(len(item))
 	}
 	env := rawproto.Envelope{APIVersion: p.store.info.APIVersion(), Kind: p.store.info.ListKind}
-	buf = env.AppendHeader(buf, size)
-	buf = rawproto.AppendField(buf, rawproto.ListMetaField, lm)
+	head := env.AppendHeader(nil, size)
+	head = rawproto.AppendField(head, rawproto.ListMetaField, lm)
+	chunks := make(net.Buffers, 0, 2*len(items)+2)
+	chunks = append(chunks, head)
+	// The items' field headers (a few bytes each) in one buffer.
+	headers := make([]byte, 0, len(items)*(1+binary.MaxVarintLen32))
 	for _, item := range items {
-		buf = rawproto.AppendField(buf, rawproto.ListItemsField, item)
+		at := len(headers)
+		headers = rawproto.AppendFieldHeader(headers, rawproto.ListItemsField, len(item))
+		chunks = append(chunks, headers[at:len(headers):len(headers)], item)
 	}
-	return rawproto.AppendTrailer(buf), nil
+	return append(chunks, rawproto.AppendTrailer(nil)), nil
 }
 
 // storageListOptions turns resourceVersion, resourceVersionMatch, limit and
@@ -581,6 +620,13 @@ func tooLargeResourceVersion(min, current int64) error {
 // and apiVersion (json.Marshal writes the inline TypeMeta first), the form
 // items take inside a list.
 func appendWithoutTypeMeta(buf, data []byte) []byte {
+	buf = append(buf, '{')
+	return append(buf, data[typeMetaEnd(data):]...)
+}
+
+// typeMetaEnd is where an item's JSON goes on after its opening brace and
+// its kind and apiVersion members, the ones a list's items leave out.
+func typeMetaEnd(data []byte) int {
 	i := 1 // after '{'
 	for _, field := range [...]string{`"kind":"`, `"apiVersion":"`} {
 		if !bytes.HasPrefix(data[i:], []byte(field)) {
@@ -595,6 +641,5 @@ func appendWithoutTypeMeta(buf, data []byte) []byte {
 			i++
 		}
 	}
-	buf = append(buf, '{')
-	return append(buf, data[i:]...)
+	return i
 }

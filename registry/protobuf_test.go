@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"strconv"
@@ -79,7 +80,7 @@ func serialize(t *testing.T, obj runtime.Object) []byte {
 
 // TestAppendProtobufMatchesSerializer: a page in protobuf from the cached
 // item encodings is byte for byte the serializer's encoding of the typed
-// list, from the cache and from etcd, whole and paged, read twice (the
+// list (and its JSON pieces encoding/json's), from the cache and from etcd, whole and paged, read twice (the
 // second time from the kept encodings).
 func TestAppendProtobufMatchesSerializer(t *testing.T) {
 	stores := protobufStores(t)
@@ -118,6 +119,18 @@ func TestAppendProtobufMatchesSerializer(t *testing.T) {
 			want := append([]byte("prefix"), serialize(t, list)...)
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s %s: AppendProtobuf (%d bytes) differs from the serializer's encoding (%d bytes)", info.Resource, name, len(got), len(want))
+			}
+			// The JSON list too, from its pieces: encoding/json's bytes.
+			chunks, err := page.JSONChunks()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantJSON, err := json.Marshal(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotJSON := bytes.Join(chunks, nil); !bytes.Equal(gotJSON, wantJSON) {
+				t.Errorf("%s %s: JSONChunks\n%.300s\nwant json.Marshal's\n%.300s", info.Resource, name, gotJSON, wantJSON)
 			}
 		}
 	}
