@@ -123,7 +123,7 @@ type jsonField struct {
 	msg   *jsonMessage // kindMessage
 	typ   reflect.Type // kindOwnCodec: the value type
 	inMap bool         // kindOwnCodec: a map value, which encoding/json cannot address
-	cache *jsonCache   // kindOwnCodec: JSON of values that repeat
+	cache *valueCache  // kindOwnCodec: JSON of values that repeat
 	val   *jsonField   // isMap: the entry's value (num 2)
 }
 
@@ -507,7 +507,7 @@ func (p *jsonPlanner) scalar(f *jsonField, t reflect.Type) error {
 		if t == quantityType || t == intOrStringType {
 			// Their MarshalJSON has a value receiver: the same JSON
 			// wherever the value is.
-			f.cache = jsonCacheOf(t)
+			f.cache = valueCacheOf(t, toJSON)
 		}
 	case reflect.PointerTo(t).Implements(textMarshalerT):
 		return fmt.Errorf("%w: %v writes its JSON as text", ErrUnsupported, t)
@@ -530,40 +530,6 @@ func (p *jsonPlanner) scalar(f *jsonField, t reflect.Type) error {
 	}
 	f.wire = wireFor(t)
 	return nil
-}
-
-// jsonCache maps a value's message to its JSON, for types whose values
-// repeat across objects (a pod's "100m" of CPU, a port 8080) and would
-// otherwise be decoded and marshalled again each time. It stops growing
-// at codecCacheMax entries: the values that repeat are in it by then.
-type jsonCache struct {
-	mu sync.RWMutex
-	m  map[string][]byte
-}
-
-var jsonCaches sync.Map // reflect.Type -> *jsonCache
-
-func jsonCacheOf(t reflect.Type) *jsonCache {
-	c, _ := jsonCaches.LoadOrStore(t, &jsonCache{m: map[string][]byte{}})
-	return c.(*jsonCache)
-}
-
-func (c *jsonCache) load(key []byte) ([]byte, bool) {
-	c.mu.RLock()
-	v, ok := c.m[string(key)]
-	c.mu.RUnlock()
-	return v, ok
-}
-
-func (c *jsonCache) store(key, v []byte) {
-	if len(key) > 64 {
-		return
-	}
-	c.mu.Lock()
-	if len(c.m) < codecCacheMax {
-		c.m[string(key)] = v
-	}
-	c.mu.Unlock()
 }
 
 // occurrence is one field of a message being read: its value (a varint's

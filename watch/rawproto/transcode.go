@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/corekube/corekube/watch/rawjson"
@@ -127,7 +126,7 @@ type field struct {
 
 	msg   *message     // kindMessage
 	typ   reflect.Type // kindOwnCodec: the value type
-	cache *codecCache  // kindOwnCodec: encodings of repeated values
+	cache *valueCache  // kindOwnCodec: encodings of repeated values
 	val   *field       // isMap: the entry's value (num 2)
 
 	zero []byte // the encoding of a zero value (non-pointer messages and own codecs)
@@ -153,27 +152,6 @@ type message struct {
 type planner struct {
 	messages map[reflect.Type]*message
 }
-
-// codecCaches holds, per type, the encodings of values that repeat across
-// objects (a pod's "100m" of CPU, a port 8080), which would otherwise be
-// parsed and marshalled again each time.
-var codecCaches sync.Map // reflect.Type -> *codecCache
-
-// codecCacheOf returns the cache of t's encodings: one per type, which
-// the fields of that type in every plan share.
-func codecCacheOf(t reflect.Type) *codecCache {
-	c, _ := codecCaches.LoadOrStore(t, &codecCache{})
-	return c.(*codecCache)
-}
-
-// codecCache maps a value's JSON to its message body. It stops growing at
-// codecCacheMax entries: the values that repeat are in it by then.
-type codecCache struct {
-	m sync.Map // string -> []byte
-	n atomic.Int32
-}
-
-const codecCacheMax = 4096
 
 var (
 	timeType        = reflect.TypeFor[metav1.Time]()
@@ -361,7 +339,7 @@ func (p *planner) scalar(f *field, t reflect.Type) error {
 		}
 		f.kind, f.typ = kindOwnCodec, t
 		if t == quantityType || t == intOrStringType {
-			f.cache = codecCacheOf(t)
+			f.cache = valueCacheOf(t, toProtobuf)
 		}
 	case reflect.PointerTo(t).Implements(textUnmarshaler):
 		return fmt.Errorf("%w: %v reads its JSON as text", ErrUnsupported, t)
@@ -751,8 +729,8 @@ func (st *state) appendValue(dst []byte, f *field, sc *rawjson.Scanner) ([]byte,
 // by its UnmarshalJSON (or encoding/json), written by its Marshal.
 func appendOwnCodec(dst []byte, f *field, v []byte) ([]byte, error) {
 	if f.cache != nil {
-		if data, ok := f.cache.m.Load(string(v)); ok {
-			return appendBytesField(dst, f.num, data.([]byte)), nil
+		if data, ok := f.cache.load(v); ok {
+			return appendBytesField(dst, f.num, data), nil
 		}
 	}
 	pv := reflect.New(f.typ).Interface()
@@ -767,10 +745,8 @@ func appendOwnCodec(dst []byte, f *field, v []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	if f.cache != nil && len(v) <= 64 && f.cache.n.Load() < codecCacheMax {
-		if _, loaded := f.cache.m.LoadOrStore(string(v), data); !loaded {
-			f.cache.n.Add(1)
-		}
+	if f.cache != nil {
+		f.cache.store(v, data)
 	}
 	return appendBytesField(dst, f.num, data), nil
 }
