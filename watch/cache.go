@@ -324,6 +324,9 @@ type Cache struct {
 	unindexed map[*watcher]struct{}
 
 	slowWatchersClosed int64
+	// laggedWatchers counts watchers that fell behind their buffer and
+	// caught up (or tried to) from the window (lagLocked).
+	laggedWatchers int64
 	// counted is how many objects etcd held at the last count (Disabled).
 	counted int
 	// metrics are the cache's label children (nil: no metrics).
@@ -565,7 +568,7 @@ func (c *Cache) dispatchLocked(ev *event) {
 	offer := func(ws map[*watcher]struct{}) {
 		for w := range ws {
 			if !w.offer(ev) {
-				c.dropLocked(w, true)
+				c.lagLocked(w, ev)
 			}
 		}
 	}
@@ -678,8 +681,10 @@ func (c *Cache) bookmark() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for w := range c.watchers {
-		if w.bookmarks && !w.offer(&event{typ: Bookmark, obj: &Object{Revision: c.rev}}) {
-			c.dropLocked(w, true)
+		if w.bookmarks {
+			// A watcher with no room for it (or lagging) does without: a
+			// bookmark only saves its client work.
+			w.offer(&event{typ: Bookmark, obj: &Object{Revision: c.rev}})
 		}
 	}
 }
@@ -825,6 +830,10 @@ type Stats struct {
 	Revision int64
 	// SlowWatchersClosed counts watchers closed for falling behind.
 	SlowWatchersClosed int64
+	// LaggedWatchers counts the times a watcher's buffer overflowed and it
+	// went on from the window instead (it is closed, and counted in
+	// SlowWatchersClosed too, when the window no longer has its events).
+	LaggedWatchers int64
 	// Capacity is how many recent events the cache keeps (WindowSize).
 	Capacity int
 }
@@ -838,7 +847,7 @@ func (c *Cache) Stats() Stats {
 		objects = c.counted
 	}
 	return Stats{Objects: objects, Watchers: len(c.watchers), Revision: c.rev,
-		SlowWatchersClosed: c.slowWatchersClosed, Capacity: len(c.window)}
+		SlowWatchersClosed: c.slowWatchersClosed, LaggedWatchers: c.laggedWatchers, Capacity: len(c.window)}
 }
 
 // Revision is the revision the cache's state reflects.

@@ -81,9 +81,10 @@ type watcher struct {
 	// indexValue.
 	indexed    bool
 	indexValue string
-	// limit bounds the queue: a watcher that falls further behind is
-	// closed. The queue itself grows on demand, so that a watcher that
-	// sees few events (a node agent) costs little memory.
+	// limit bounds the queue: a watcher that falls further behind stops
+	// queueing and catches up from the cache's window later (lagging). The
+	// queue itself grows on demand, so that a watcher that sees few events
+	// (a node agent) costs little memory.
 	limit int
 	// backlog counts the watch's initial or replayed events (Watcher.first)
 	// not yet taken. The queue may hold that many more than limit: a
@@ -98,6 +99,21 @@ type watcher struct {
 	// queue[head:] are the events not yet taken.
 	queue []Event
 	head  int
+	// lagging: the queue overflowed, and the events from the overflowing
+	// one on were not queued. Once its consumer has drained the queue, the
+	// watcher takes them from the cache's window (Cache.catchUp): the
+	// window keeps them anyway, so a watcher that falls behind for a while
+	// costs no memory of its own, and it is closed only when the window no
+	// longer reaches back to them (etcd moves a slow watcher to its
+	// unsynced set the same way, rather than cancel it). The events to
+	// take are those after resumeAfter, less the first resumeSkip of
+	// revision resumeAfter+1 (events one transaction wrote share a
+	// revision; the first ones were queued).
+	lagging     bool
+	resumeAfter int64
+	resumeSkip  int
+	// lagged: the watcher has lagged before (its first time is logged).
+	lagged bool
 	// notify has room for one signal: "the queue may be non-empty".
 	notify chan struct{}
 	// done is closed when the watcher ends (closeOnce).
@@ -227,13 +243,17 @@ func (p *Watcher) Next() (Event, bool) {
 			p.w.backlog.Add(-1)
 			return ev, true
 		}
-		ev, ok, finished := p.w.take()
+		ev, ok, finished, lagging := p.w.take()
 		if ok {
 			return ev, true
 		}
 		if finished {
 			p.Stop()
 			return Event{}, false
+		}
+		if lagging {
+			p.c.catchUp(p.w) // refills the queue, or closes the watcher
+			continue
 		}
 		select {
 		case <-p.w.notify:
@@ -249,6 +269,16 @@ func (p *Watcher) Ready() bool {
 	if len(p.first) > 0 {
 		return true
 	}
+	p.w.mu.Lock()
+	ready, lagging := p.w.head < len(p.w.queue), p.w.lagging
+	p.w.mu.Unlock()
+	if ready || !lagging {
+		return ready
+	}
+	// What comes next is in the window: take it now, so that a consumer
+	// told "ready" does not then block in Next with its writes unflushed
+	// (the window may hold nothing this watcher selects).
+	p.c.catchUp(p.w)
 	p.w.mu.Lock()
 	defer p.w.mu.Unlock()
 	return p.w.head < len(p.w.queue)
@@ -286,13 +316,14 @@ func (p *Watcher) Events() <-chan Event {
 	return p.events
 }
 
-// take removes the oldest queued event; finished reports, when there is
-// none, that none will come (a direct watcher's relay ended).
-func (w *watcher) take() (ev Event, ok, finished bool) {
+// take removes the oldest queued event. When there is none, finished
+// reports that none will come (a direct watcher's relay ended), lagging
+// that the events to come next are in the cache's window (catchUp).
+func (w *watcher) take() (ev Event, ok, finished, lagging bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.head == len(w.queue) {
-		return Event{}, false, w.finished
+		return Event{}, false, w.finished, w.lagging
 	}
 	ev = w.queue[w.head]
 	w.queue[w.head] = Event{} // let the object go once it is superseded
@@ -311,7 +342,7 @@ func (w *watcher) take() (ev Event, ok, finished bool) {
 		}
 		w.head = 0
 	}
-	return ev, true, false
+	return ev, true, false, false
 }
 
 // finish marks a direct watcher's relay as ended: its consumer gets what
@@ -328,7 +359,7 @@ func (w *watcher) finish() {
 
 // offer queues ev for the watcher without blocking (the cache holds its
 // lock); false means the watcher already holds limit events beyond its
-// backlog.
+// backlog. A lagging watcher takes nothing: it will find ev in the window.
 func (w *watcher) offer(ev *event) bool {
 	if ev.typ != Bookmark && ev.typ != Error && (ev.revision() <= w.after || !strings.HasPrefix(ev.obj.Key, w.prefix)) {
 		return true
@@ -340,6 +371,10 @@ func (w *watcher) offer(ev *event) bool {
 	// A direct watcher's objects are its own: nothing shared to count once.
 	out.Dispatched = ev.typ != Bookmark && ev.typ != Error && w.space == nil
 	w.mu.Lock()
+	if w.lagging {
+		w.mu.Unlock()
+		return true
+	}
 	if len(w.queue)-w.head >= w.limit+int(w.backlog.Load()) {
 		w.mu.Unlock()
 		return false
@@ -357,6 +392,69 @@ func (w *watcher) offer(ev *event) bool {
 	default: // a signal is already pending
 	}
 	return true
+}
+
+// lagLocked marks w, whose queue has no room for ev (the newest event of
+// the window: apply pushes before it dispatches), as lagging: it takes ev
+// and the events after it from the window once its consumer has drained
+// the queue (catchUp). c.mu is held.
+func (c *Cache) lagLocked(w *watcher, ev *event) {
+	rev, skip := ev.revision(), 0
+	for i := c.n - 2; i >= 0 && c.window[(c.start+i)%len(c.window)].revision() == rev; i-- {
+		skip++ // written by ev's transaction before ev, and offered
+	}
+	w.mu.Lock()
+	w.lagging, w.resumeAfter, w.resumeSkip = true, rev-1, skip
+	first := !w.lagged
+	w.lagged = true
+	w.mu.Unlock()
+	c.laggedWatchers++
+	if first {
+		attrs := []any{"buffer", w.limit, "client", w.client, "revision", rev}
+		if within := strings.TrimPrefix(w.prefix, c.cfg.Prefix); within != "" {
+			attrs = append(attrs, "within", within)
+		}
+		c.log.Info("a watcher fell behind its buffer; it goes on from the window", attrs...)
+	}
+}
+
+// catchUp queues for a lagging watcher, whose consumer has drained its
+// queue, the window's events it did not queue, and makes it current again
+// (no event can be dispatched meanwhile: c.mu is held). When the window no
+// longer reaches back to them, the watcher is closed as fallen behind, as
+// it would have been without the window: its client relists.
+func (c *Cache) catchUp(w *watcher) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.watchers[w]; !ok {
+		return // closed meanwhile (Stop, the cache's relist)
+	}
+	w.mu.Lock()
+	if !w.lagging {
+		w.mu.Unlock()
+		return
+	}
+	events, ok := c.since(w.resumeAfter)
+	if !ok {
+		w.mu.Unlock()
+		c.dropLocked(w, true)
+		return
+	}
+	skip := w.resumeSkip
+	for _, ev := range events {
+		if skip > 0 && ev.revision() == w.resumeAfter+1 {
+			skip--
+			continue
+		}
+		if ev.revision() <= w.after || !strings.HasPrefix(ev.obj.Key, w.prefix) {
+			continue
+		}
+		if out, ok := w.translate(ev); ok {
+			w.queue = append(w.queue, out)
+		}
+	}
+	w.lagging = false
+	w.mu.Unlock()
 }
 
 // translate applies the watcher's selector to the old and the new state:

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -494,6 +495,9 @@ type checks struct {
 	// client (user) and cache, with the times of the first and the last,
 	// from the API server's log.
 	ClosedWatchers map[string]watcherCloses `json:"closed_watchers,omitempty"`
+	// LaggedWatchers counts, the same way, the watchers that fell behind
+	// their buffer and went on from the watch cache's window (not closed).
+	LaggedWatchers map[string]watcherCloses `json:"lagged_watchers,omitempty"`
 	Problems       []string                 `json:"problems,omitempty"`
 	// Notes qualify the figures without failing the run.
 	Notes []string `json:"notes,omitempty"`
@@ -902,6 +906,17 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 				}
 			}
 		}
+	}
+	if lagged, err := laggedWatchers(c.apiserver.log); err != nil {
+		ch.Problems = append(ch.Problems, err.Error())
+	} else if len(lagged) > 0 {
+		ch.LaggedWatchers = lagged
+		var lines []string
+		for k, l := range lagged {
+			lines = append(lines, fmt.Sprintf("%s: %d (%s to %s UTC)", k, l.N, l.First, l.Last))
+		}
+		sort.Strings(lines)
+		ch.Notes = append(ch.Notes, "watchers that fell behind their buffer and went on from the window: "+strings.Join(lines, ", "))
 	}
 	werrs.mu.Lock()
 	ch.BenchWatchErrors = werrs.n

@@ -24,10 +24,29 @@ type watcherCloses struct {
 	Last  string `json:"last"`
 }
 
+// The API server's log lines for a watcher that fell behind its buffer
+// and went on from the watch cache's window, and for one closed for
+// falling behind (its window no longer held its events).
+const (
+	laggedWatcherMsg = `msg="a watcher fell behind its buffer; it goes on from the window"`
+	closedWatcherMsg = `msg="closing a watcher that fell behind"`
+)
+
 // closedWatchers reads the API server's log for the watchers it closed for
 // falling behind and counts them by client (the watcher's user) and cache:
 // "kubernetes-admin /pods/" -> 2, from 06:12:52 to 06:13:01.
 func closedWatchers(logPath string) (map[string]watcherCloses, error) {
+	return watchersLogged(logPath, closedWatcherMsg)
+}
+
+// laggedWatchers counts, the same way, the watchers that fell behind
+// their buffer (the first time for each watcher) and went on from the
+// window.
+func laggedWatchers(logPath string) (map[string]watcherCloses, error) {
+	return watchersLogged(logPath, laggedWatcherMsg)
+}
+
+func watchersLogged(logPath, msg string) (map[string]watcherCloses, error) {
 	f, err := os.Open(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver log: %w", err)
@@ -38,7 +57,7 @@ func closedWatchers(logPath string) (map[string]watcherCloses, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.Contains(line, `msg="closing a watcher that fell behind"`) {
+		if !strings.Contains(line, msg) {
 			continue
 		}
 		k := logValue(line, "client") + " " + logValue(line, "cache")

@@ -14,6 +14,7 @@ time=2026-11-27T06:12:52.707Z level=INFO msg="closing a watcher that fell behind
 time=2026-11-27T06:12:53.962Z level=INFO msg="closing a watcher that fell behind" cache=/pods/ buffer=1000 client=kubernetes-admin
 time=2026-11-27T06:13:00.000Z level=INFO msg="closing a watcher that fell behind" cache=/pods/ buffer=1000 client="system:node:node 1" index=node-1
 time=2026-11-27T06:13:01.000Z level=INFO msg="closing a watcher that fell behind" cache=/pods/ buffer=1000 client=system:kube-scheduler
+time=2026-11-27T06:14:01.000Z level=INFO msg="a watcher fell behind its buffer; it goes on from the window" cache=/pods/ buffer=1000 client=kubernetes-admin revision=7
 `
 	path := filepath.Join(t.TempDir(), "apiserver.log")
 	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
@@ -31,6 +32,13 @@ time=2026-11-27T06:13:01.000Z level=INFO msg="closing a watcher that fell behind
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("closedWatchers = %v, want %v", got, want)
+	}
+	lagged, err := laggedWatchers(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := map[string]watcherCloses{"kubernetes-admin /pods/": {1, "06:14:01", "06:14:01"}}; !reflect.DeepEqual(lagged, w) {
+		t.Errorf("laggedWatchers = %v, want %v", lagged, w)
 	}
 	own, cluster := splitClosedWatchers(got, "kubernetes-admin")
 	if w := []string{"kubernetes-admin /nodes/: 1 (06:09:28 to 06:09:28 UTC)", "kubernetes-admin /pods/: 2 (06:12:52 to 06:12:53 UTC)"}; !reflect.DeepEqual(own, w) {
