@@ -158,8 +158,8 @@ func printWindow(w io.Writer, title string, pw procsWindow) {
 // checksDone reports the correctness checks and ends the run's report.
 func (r *scaleReport) checksDone() {
 	ch := r.res.Checks
-	fmt.Fprintf(r.w, "[checks] %d/%d pods Running, %d nodes Ready, terminated watchers %v, bench watch errors %d, sample informer converged %v; etcd db file %.0f MiB\n",
-		ch.PodsRunning, ch.PodsTotal, ch.NodesReady, ch.TerminatedWatchers, ch.BenchWatchErrors, ch.SampleConverged, r.res.EtcdMiB)
+	fmt.Fprintf(r.w, "[checks] %d/%d pods Running, %d nodes Ready, terminated watchers %v, bench watch errors %d, sample informer converged %v; etcd db file %.0f MiB (%.0f in use; keys %v)\n",
+		ch.PodsRunning, ch.PodsTotal, ch.NodesReady, ch.TerminatedWatchers, ch.BenchWatchErrors, ch.SampleConverged, r.res.EtcdMiB, r.res.EtcdInUseMiB, r.res.EtcdKeys)
 	for _, p := range ch.Problems {
 		fmt.Fprintf(r.w, "  PROBLEM: %s\n", p)
 	}

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -202,6 +204,7 @@ func BenchmarkScaleSteadyState(b *testing.B) {
 	}
 	b.ReportMetric(res.Steady.ForeignPercent, "foreign-cpu-%")
 	b.ReportMetric(res.EtcdMiB, "etcd-db-MiB")
+	b.ReportMetric(res.EtcdInUseMiB, "etcd-in-use-MiB")
 }
 
 // corekubeBinary returns $COREKUBE_BENCH_BIN or a corekube built from this
@@ -417,7 +420,13 @@ type scaleResult struct {
 	InformerSyncS   float64 `json:"informer_sync_s"`
 	InformerPods    int     `json:"informer_pods"`
 	EtcdMiB         float64 `json:"etcd_db_mib"`
-	Checks          checks  `json:"checks"`
+	// EtcdInUseMiB is the part of the db file etcd uses (its status's
+	// DbSizeInUse: the live keys and the history since the last
+	// compaction; the rest is free pages); EtcdKeys counts the keys by
+	// resource ("pods", "events", ...), from the embedded etcd's socket.
+	EtcdInUseMiB float64        `json:"etcd_db_in_use_mib,omitempty"`
+	EtcdKeys     map[string]int `json:"etcd_keys,omitempty"`
+	Checks       checks         `json:"checks"`
 	// Done lists the parts of the run that completed ("nodes", "create",
 	// "steady", "churn", "checks"); Stopped says why the run ended early
 	// (its deadline, a failure), empty if it did not.
@@ -935,6 +944,11 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		fail("%v", err)
 	}
 	res.EtcdMiB = float64(etcdDBSize(dataDir)) / (1 << 20)
+	if inUse, keys, err := etcdUsage(ctx, c.apiserver.pid(), "pods", "events", "leases", "nodes"); err != nil {
+		ch.Notes = append(ch.Notes, "etcd usage: "+err.Error())
+	} else {
+		res.EtcdInUseMiB, res.EtcdKeys = float64(inUse)/(1<<20), keys
+	}
 	for _, a := range c.agents() {
 		fmt.Fprintf(os.Stderr, "scale: node identities %q; %s: %d sockets open, %d threads\n",
 			os.Getenv(scaleNodeIdentitiesEnv), a.name, countSockets(a.pid()), countThreads(a.pid()))
@@ -1414,6 +1428,66 @@ func etcdDBSize(dataDir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// etcdUsage asks the embedded etcd of the API server pid (its client
+// socket) how much of its db file is in use and how many keys each of
+// resources has (under the default --etcd-prefix, /registry).
+func etcdUsage(ctx context.Context, pid int, resources ...string) (inUse int64, keys map[string]int, err error) {
+	sock, err := unixSocketOf(pid, "/etcd.sock")
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{"unix://" + sock}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, nil, fmt.Errorf("etcd client: %w", err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := c.Status(ctx, c.Endpoints()[0])
+	if err != nil {
+		return 0, nil, fmt.Errorf("etcd status: %w", err)
+	}
+	keys = map[string]int{}
+	for _, r := range resources {
+		resp, err := c.Get(ctx, "/registry/"+r+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return 0, nil, fmt.Errorf("count %s: %w", r, err)
+		}
+		keys[r] = int(resp.Count)
+	}
+	return st.DbSizeInUse, keys, nil
+}
+
+// unixSocketOf is the path of the unix socket pid listens on whose path
+// ends in suffix (the embedded etcd's socket is in a private directory
+// when the data directory's path is too long for one).
+func unixSocketOf(pid int, suffix string) (string, error) {
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return "", err
+	}
+	inodes := map[string]bool{}
+	for _, fd := range fds {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil {
+			if inode, ok := strings.CutPrefix(target, "socket:["); ok {
+				inodes[strings.TrimSuffix(inode, "]")] = true
+			}
+		}
+	}
+	table, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return "", err
+	}
+	// Num RefCount Protocol Flags Type St Inode Path
+	for _, line := range strings.Split(string(table), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 8 && inodes[f[6]] && strings.HasSuffix(f[7], suffix) {
+			return f[7], nil
+		}
+	}
+	return "", fmt.Errorf("process %d listens on no unix socket *%s", pid, suffix)
 }
 
 // countSockets is how many sockets pid holds open (its connections to the
