@@ -3,12 +3,15 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // memoryLimitRatio is the share of the cgroup's memory limit given to the
@@ -17,22 +20,50 @@ import (
 // threads), as automemlimit's default.
 const memoryLimitRatio = 0.9
 
-// setMemoryLimit gives the Go runtime a soft memory limit from the
-// process's cgroup when the environment sets none (GOMEMLIMIT), so that
-// the garbage collector works harder as the process nears its limit
-// instead of letting GOGC's headroom (up to twice the live heap) get it
-// killed. Without a cgroup limit it changes nothing.
-func setMemoryLimit(log *slog.Logger) {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
-		return
+// setMemoryLimit gives the Go runtime its soft memory limit (GOMEMLIMIT):
+// flag (--memory-limit) when set, else the environment's GOMEMLIMIT (which
+// the runtime has read already), else memoryLimitRatio of the process's
+// cgroup limit, else none. Near the limit the garbage collector works
+// harder instead of letting GOGC's headroom (up to twice the live heap)
+// grow the process, so that it is not killed, or, when set lower, so that
+// it holds less memory for some CPU.
+func setMemoryLimit(log *slog.Logger, flag string) error {
+	_, env := os.LookupEnv("GOMEMLIMIT")
+	cgroup, from := int64(0), ""
+	if flag == "" && !env {
+		cgroup, from = cgroupMemoryLimit("/")
 	}
-	limit, source := cgroupMemoryLimit("/")
-	if limit <= 0 {
-		return
+	limit, source, err := softMemoryLimit(flag, env, cgroup)
+	if err != nil || limit <= 0 {
+		return err
 	}
-	soft := int64(float64(limit) * memoryLimitRatio)
-	debug.SetMemoryLimit(soft)
-	log.Info("GOMEMLIMIT from the cgroup's memory limit", "cgroupLimit", limit, "from", source, "GOMEMLIMIT", soft)
+	debug.SetMemoryLimit(limit)
+	if source == "cgroup" {
+		log.Info("GOMEMLIMIT from the cgroup's memory limit", "cgroupLimit", cgroup, "from", from, "GOMEMLIMIT", limit)
+	} else {
+		log.Info("GOMEMLIMIT from --memory-limit", "GOMEMLIMIT", limit)
+	}
+	return nil
+}
+
+// softMemoryLimit picks the soft memory limit to set, and where it comes
+// from ("flag", "cgroup"); 0 leaves the runtime's own (GOMEMLIMIT from the
+// environment, or none).
+func softMemoryLimit(flag string, env bool, cgroup int64) (int64, string, error) {
+	switch {
+	case flag != "":
+		q, err := resource.ParseQuantity(flag)
+		if err != nil {
+			return 0, "", fmt.Errorf("--memory-limit %q: %w", flag, err)
+		}
+		if q.Sign() <= 0 {
+			return 0, "", fmt.Errorf("--memory-limit %q: must be more than 0", flag)
+		}
+		return q.Value(), "flag", nil
+	case env || cgroup <= 0:
+		return 0, "", nil
+	}
+	return int64(float64(cgroup) * memoryLimitRatio), "cgroup", nil
 }
 
 // cgroupMemoryLimit returns the memory limit in bytes of this process's

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,39 @@ func TestCgroupMemoryLimit(t *testing.T) {
 				t.Fatalf("limit %d (from %q), want %d", got, from, tc.want)
 			}
 		})
+	}
+}
+
+// TestSoftMemoryLimit: --memory-limit wins over GOMEMLIMIT and the cgroup;
+// GOMEMLIMIT (already applied by the runtime) over the cgroup; bad values
+// are refused with the flag's name.
+func TestSoftMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		flag       string
+		env        bool
+		cgroup     int64
+		want       int64
+		wantSource string
+		wantErr    string
+	}{
+		{flag: "1536Mi", env: true, cgroup: 4 << 30, want: 1536 << 20, wantSource: "flag"},
+		{flag: "2G", want: 2e9, wantSource: "flag"},
+		{env: true, cgroup: 4 << 30},
+		{cgroup: 1000 << 20, want: 900 << 20, wantSource: "cgroup"},
+		{},
+		{flag: "lots", wantErr: `--memory-limit "lots": quantities must match`},
+		{flag: "0", wantErr: `--memory-limit "0": must be more than 0`},
+		{flag: "-1Gi", wantErr: `--memory-limit "-1Gi": must be more than 0`},
+	} {
+		got, source, err := softMemoryLimit(tc.flag, tc.env, tc.cgroup)
+		if tc.wantErr != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+				t.Errorf("%+v: error %v, want %q", tc, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tc.want || source != tc.wantSource {
+			t.Errorf("%+v: %d, %q, %v; want %d, %q", tc, got, source, err, tc.want, tc.wantSource)
+		}
 	}
 }

@@ -64,6 +64,9 @@ const (
 	// scaleAgentArgsEnv holds extra flags for every agent process,
 	// space-separated (e.g. "--pod-workers 50"), for A/B runs of its knobs.
 	scaleAgentArgsEnv = "COREKUBE_BENCH_SCALE_AGENT_ARGS"
+	// scaleAPIServerArgsEnv holds extra flags for the API server, the same
+	// way (e.g. "--memory-limit 1536Mi").
+	scaleAPIServerArgsEnv = "COREKUBE_BENCH_SCALE_APISERVER_ARGS"
 	// scaleBinEnv names a corekube binary to use; unset, the benchmark
 	// builds one from this module into a temporary directory.
 	scaleBinEnv = "COREKUBE_BENCH_BIN"
@@ -590,7 +593,8 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		b.Fatalf(format, args...)
 	}
 
-	c.apiserver = c.start(b, dir, "apiserver", bin, "apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig, "--listen", "127.0.0.1:0", "--profiling")
+	c.apiserver = c.start(b, dir, "apiserver", bin, append([]string{"apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig,
+		"--listen", "127.0.0.1:0", "--profiling"}, strings.Fields(os.Getenv(scaleAPIServerArgsEnv))...)...)
 	client := waitServer(b, &c, kubeconfig)
 	rep.client = client
 	// No secure ports (other runs on the machine may hold kube's) but
