@@ -1,5 +1,7 @@
 package registry
 
+import "github.com/corekube/corekube/watch"
+
 // SetSkipLiveValidation turns the unvalidated conversion of trusted live
 // objects on or off for a test; restore undoes it.
 func SetSkipLiveValidation(on bool) (restore func()) {
@@ -24,3 +26,8 @@ func SetUpdateFastPaths(on bool) (restore func()) {
 // StaleCurrents is the number of updates so far whose cached starting
 // point was stale.
 func StaleCurrents() int64 { return staleCurrents.Load() }
+
+// CachedObject is the watch cache's object of namespace/name, if it has it.
+func CachedObject(s *Store, namespace, name string) (*watch.Object, bool) {
+	return s.cache.Get(s.key(namespace, name))
+}

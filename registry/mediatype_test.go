@@ -3,6 +3,8 @@ package registry_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	goruntime "runtime"
 	"strconv"
 	"testing"
 
@@ -97,4 +99,72 @@ func currentRV(t *testing.T, st interface {
 		t.Fatal(err)
 	}
 	return strconv.FormatInt(rev, 10)
+}
+
+// TestCacheKeepsStoredEncoding: the watch cache keeps a pod stored as
+// protobuf as its message (protobuf readers get the same bytes every
+// time, even once its event has left the window and the collector has
+// run) and makes its JSON on demand; one stored as JSON the other way
+// round. Either way its encodings, and the stored value an update starts
+// from, are those of the pod read back from storage.
+func TestCacheKeepsStoredEncoding(t *testing.T) {
+	for _, mediaType := range []string{registry.MediaTypeProtobuf, registry.MediaTypeJSON} {
+		t.Run(mediaType, func(t *testing.T) {
+			st := newTestStorage(t)
+			ctx := t.Context()
+			store := newCachedPodStoreWith(t, st, registry.Options{StorageMediaType: mediaType, WatchCacheSize: 1})
+			var created []*v1.Pod
+			for _, name := range []string{"a", "b", "c"} {
+				out, err := store.Create(ctx, "ns", benchPod(name), registry.CreateOptions{FieldManager: "test"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				created = append(created, out.(*v1.Pod))
+			}
+			last := created[len(created)-1]
+			if _, err := store.Get(ctx, "ns", last.Name, &metav1.GetOptions{ResourceVersion: last.ResourceVersion}); err != nil {
+				t.Fatal(err)
+			}
+			o, ok := registry.CachedObject(store, "ns", created[0].Name) // its event has left the window
+			if !ok {
+				t.Fatal("not cached")
+			}
+			kv, err := st.Get(ctx, "/pods/ns/"+created[0].Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := o.Stored(); !ok || !bytes.Equal(got, storedJSON(t, kv.Value)) {
+				t.Errorf("Stored() = %.80s, %v; want the stored value as JSON", got, ok)
+			}
+			pod := created[0].DeepCopy()
+			pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+			wantJSON, err := json.Marshal(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantPB, err := pod.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			encodings := func() (jsonData, pb []byte) {
+				t.Helper()
+				jsonData, err := o.JSON()
+				if err != nil || !bytes.Equal(jsonData, wantJSON) {
+					t.Fatalf("JSON() = %s, %v\nwant %s", jsonData, err, wantJSON)
+				}
+				if pb, err = o.Protobuf(); err != nil || !bytes.Equal(pb, wantPB) {
+					t.Fatalf("Protobuf() = %x, %v\nwant %x", pb, err, wantPB)
+				}
+				return jsonData, pb
+			}
+			j1, p1 := encodings()
+			goruntime.GC()
+			j2, p2 := encodings()
+			keptJSON, keptPB := &j1[0] == &j2[0], &p1[0] == &p2[0]
+			if wantKept := mediaType == registry.MediaTypeProtobuf; keptPB != wantKept || keptJSON == wantKept {
+				t.Errorf("stored as %s, after a GC: the same JSON %v, the same protobuf %v; want the stored encoding kept, the other made again",
+					mediaType, keptJSON, keptPB)
+			}
+		})
+	}
 }

@@ -26,12 +26,13 @@ import (
 )
 
 // protobufStores returns running pod, node and lease Stores over one
-// embedded etcd, filled with objects that use most protobuf field kinds.
-func protobufStores(t *testing.T) []*registry.Store {
+// storage, filled with objects that use most protobuf field kinds, stored
+// in mediaType ("": protobuf).
+func protobufStores(t *testing.T, mediaType string) []*registry.Store {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := newTestStorage(t)
-	opts := registry.Options{Logger: quiet}
+	opts := registry.Options{Logger: quiet, StorageMediaType: mediaType}
 	podStore := registry.NewStore(st, pods.NewStrategy(), opts)
 	nodeStore := registry.NewStore(st, nodes.NewStrategy(), opts)
 	leaseStore := registry.NewStore(st, leases.NewStrategy(), opts)
@@ -80,10 +81,18 @@ func serialize(t *testing.T, obj runtime.Object) []byte {
 
 // TestAppendProtobufMatchesSerializer: a page in protobuf from the cached
 // item encodings is byte for byte the serializer's encoding of the typed
-// list (and its JSON pieces encoding/json's), from the cache and from etcd, whole and paged, read twice (the
-// second time from the kept encodings).
+// list (and its JSON pieces encoding/json's), from the cache and from
+// etcd, whole and paged, read twice (the second time from the kept
+// encodings), with the objects stored as protobuf (the cache keeps their
+// messages) and as JSON (it keeps their JSON).
 func TestAppendProtobufMatchesSerializer(t *testing.T) {
-	stores := protobufStores(t)
+	for _, mediaType := range []string{registry.MediaTypeProtobuf, registry.MediaTypeJSON} {
+		t.Run(mediaType, func(t *testing.T) { testAppendProtobufMatchesSerializer(t, mediaType) })
+	}
+}
+
+func testAppendProtobufMatchesSerializer(t *testing.T, mediaType string) {
+	stores := protobufStores(t, mediaType)
 	for _, s := range stores {
 		info := s.Info()
 		ns := ""
@@ -139,7 +148,7 @@ func TestAppendProtobufMatchesSerializer(t *testing.T) {
 // TestWatchEventProtobuf: a cached event's protobuf is the gogo encoding of
 // its decoded object, the same bytes for every watcher.
 func TestWatchEventProtobuf(t *testing.T) {
-	pods := protobufStores(t)[0]
+	pods := protobufStores(t, "")[0]
 	var seen [][]byte
 	for range 2 {
 		w, err := pods.Watch(t.Context(), "default", &metainternalversion.ListOptions{ResourceVersion: "0"})

@@ -85,6 +85,10 @@ type Store struct {
 	// converted: the objects are stored in another version than the one
 	// served (StorageVersionConverter), which the cache holds.
 	converted bool
+	// cached is the storage the watch cache reads, whose values
+	// cache.Object takes: storage itself for a converted resource, else
+	// the storage below it, values as stored.
+	cached storage.Interface
 }
 
 // NewStore returns the Store of the resource described by strategy.
@@ -99,10 +103,19 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 	if converted {
 		newStored = conv.NewStored
 	}
-	st = newConvertingStorage(st, newStorageCodec(newStored, opts.StorageMediaType))
+	raw, codec := st, newStorageCodec(newStored, opts.StorageMediaType)
+	st = newConvertingStorage(st, codec)
+	// The watch cache reads values as stored (watch.Config.MessageJSON),
+	// keeping an object stored as protobuf as its message: its JSON is
+	// made on demand, so the cache holds one encoding per object, the
+	// smaller one, and protobuf readers copy it.
+	cached, messageJSON := raw, codec.messageJSON
 	if converted {
 		// Another version's objects, converted on every read and write.
 		st = newConvertingStorage(st, conv)
+		// The cache holds the served version's encoding (JSON), as
+		// converted.
+		cached, messageJSON = st, nil
 	}
 	_, fieldSet, _ := strategy.GetAttrs(strategy.New())
 	labels := sets.New[string]()
@@ -121,9 +134,11 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		writeOpts:   writeOptions(strategy, keyPrefix(info)),
 		converted:   converted,
 		written:     newRecentWrites(),
+		cached:      cached,
 	}
 	cacheCfg := watch.Config{
-		Storage:          st,
+		Storage:          cached,
+		MessageJSON:      messageJSON,
 		Prefix:           s.prefix,
 		Decode:           s.decodeForCache,
 		DecodeObject:     s.decode,

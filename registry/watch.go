@@ -56,7 +56,9 @@ func (e WatchEvent) Decoded() (runtime.Object, error) {
 	return e.Object, nil
 }
 
-// JSON returns the object's cached JSON encoding, when it has one.
+// JSON returns the object's cached JSON encoding, when it has one (for an
+// object stored as protobuf, made from its message and shared by the
+// watchers of a recent event: watch.Object.JSON).
 func (e WatchEvent) JSON() ([]byte, bool) {
 	if e.cached == nil {
 		return nil, false
@@ -66,8 +68,9 @@ func (e WatchEvent) JSON() ([]byte, bool) {
 }
 
 // Protobuf returns the object's cached protobuf message, without kube's
-// envelope (watch/rawproto writes it), when it has one: computed from the
-// JSON and shared by every protobuf watcher of a recent event
+// envelope (watch/rawproto writes it), when it has one: the message kept
+// of an object stored as protobuf, else computed from the JSON and
+// shared by every protobuf watcher of a recent event
 // (watch.Object.Protobuf).
 func (e WatchEvent) Protobuf() ([]byte, bool) {
 	if e.cached == nil {

@@ -47,7 +47,7 @@ func benchmarkDispatch(b *testing.B, m *Metrics) {
 					b.Error("watch ended early")
 					return
 				}
-				c.RecordSentShared(ev.Object, ev.Type, false, len(ev.Object.json))
+				c.RecordSentShared(ev.Object, ev.Type, false, len(ev.Object.data))
 			}
 		}()
 	}

@@ -14,6 +14,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,50 +29,71 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// Object is one object at one revision as the cache keeps it: its JSON
-// encoding (the wire form, resourceVersion included) and the labels and
-// fields selectors match on. The typed object is decoded only on demand
-// (Tables, YAML, GetCached): kept decoded, a pod takes ~4× its encoded
-// size, most of it small maps the garbage collector must walk. Nothing may
-// modify an Object after it is cached.
+// Object is one object at one revision as the cache keeps it: one
+// encoding for good (its primary: the JSON, resourceVersion included, of
+// an object stored as JSON; the protobuf message, resourceVersion set, of
+// one stored as kube's protobuf), a memo of the other encoding (see
+// memoMu), and the labels and fields selectors match on. The typed object
+// is decoded only on demand (Tables, YAML, GetCached): kept decoded, a pod
+// takes ~4× its encoded size, most of it small maps the garbage collector
+// must walk. Nothing may modify an Object after it is cached.
 type Object struct {
 	Key      string
 	Revision int64
 	Labels   Attrs
 	Fields   Attrs
 
-	json []byte
-	// spliceAt and spliceLen locate in json the resourceVersion the cache
-	// spliced into the stored value (spliceLen 0: json is no splice).
+	// data is the primary encoding: the JSON, or with proto (below) the
+	// protobuf message (no envelope: watch/rawproto writes it).
+	data []byte
+	// spliceAt and spliceLen locate in a JSON data the resourceVersion
+	// the cache spliced into the stored value (spliceLen 0: data is no
+	// splice).
 	spliceAt, spliceLen int32
-	decode              ObjectDecodeFunc // nil for bookmarks
-	// transcoder writes the protobuf encoding from the JSON; nil when the
-	// type has none (the object is then decoded and marshalled).
-	transcoder *rawproto.Transcoder
+	// codec makes the other encoding and decodes; nil for bookmarks.
+	codec *codec
 
 	// shared is the decoded object, once Shared has been asked for it.
 	sharedOnce sync.Once
 	shared     runtime.Object
 	sharedErr  error
 
-	// protobufMu guards the protobuf memo and recent. The memo is held
-	// strongly only while the object is one of the window's recent events
-	// (recent): then every watcher of the event shares one encoding. Once
-	// the event leaves the window, or for an object only listed, it is
-	// held weakly: readers close together in time (a LIST's pages, the
-	// watchers of one event) still share it, but the garbage collector
-	// drops it, so that the cache keeps one encoding per object (the JSON,
-	// which JSON LISTs copy as is) rather than two, whoever reads it.
-	// The memo also keeps a failed encoding's error.
-	protobufMu     sync.Mutex
-	protobufStrong *encoding
-	protobufWeak   weak.Pointer[encoding]
-	recent         bool
+	// memoMu guards the memo of the encoding that is not the primary (the
+	// protobuf of a JSON object, the JSON of a protobuf one) and recent.
+	// The memo is held strongly only while the object is one of the
+	// window's recent events (recent): then every watcher of the event
+	// shares one encoding. Once the event leaves the window, or for an
+	// object only listed, it is held weakly: readers close together in
+	// time (a LIST's pages, the watchers of one event) still share it,
+	// but the garbage collector drops it, so that the cache keeps one
+	// encoding per object rather than two, whoever reads it. The memo
+	// also keeps a failed encoding's error.
+	memoMu     sync.Mutex
+	memoStrong *encoding
+	memoWeak   weak.Pointer[encoding]
+	recent     bool
+	// proto: data is the protobuf message (set once, before the Object
+	// is shared; here, beside recent, it costs no word of its own).
+	proto bool
 
 	// sizesObserved has a bit per encoding (JSON, protobuf) and event
 	// type whose size apiserver_watch_events_sizes has observed
 	// (RecordSentShared).
 	sizesObserved atomic.Uint32
+}
+
+// codec is what the objects of a cache share to make one encoding from
+// the other and to decode them.
+type codec struct {
+	decode ObjectDecodeFunc
+	// transcoder writes the protobuf encoding from the JSON; nil when the
+	// type has none (the object is then decoded and marshalled).
+	transcoder *rawproto.Transcoder
+	// messageJSON writes the JSON from the protobuf message
+	// (Config.MessageJSON), env naming the apiVersion and kind the
+	// message was stored with.
+	messageJSON func(dst []byte, env rawproto.Envelope, msg []byte) ([]byte, error)
+	env         rawproto.Envelope
 }
 
 // encoding is one encoding of an object, or why there is none.
@@ -80,34 +102,87 @@ type encoding struct {
 	err  error
 }
 
-// JSON returns the object's JSON encoding. The bytes are shared and must
-// not be modified.
+// JSON returns the object's JSON encoding: its primary, or the memo,
+// made from the protobuf message when there is none (which may fail).
+// The bytes are shared and must not be modified.
 func (o *Object) JSON() ([]byte, error) {
-	if o.json == nil {
+	if o.data == nil {
 		return nil, errors.New("watch: object has no encoding")
 	}
-	return o.json, nil
+	if !o.proto {
+		return o.data, nil
+	}
+	return o.memo()
 }
 
-// Stored returns the value the object was read from in storage (its
-// JSON without the resourceVersion, byte for byte what storage holds at
-// its Revision), in a new slice; ok is false when the cache cannot tell
-// (its JSON is not the stored value with the resourceVersion spliced in).
+// Protobuf returns the object's protobuf message (without kube's envelope:
+// no magic, no runtime.Unknown; watch/rawproto writes them): its primary,
+// or the memo, computed from the JSON when there is none. Concurrent
+// first callers wait for one computation rather than repeat it. The bytes
+// are shared and must not be modified.
+func (o *Object) Protobuf() ([]byte, error) {
+	if o.proto {
+		return o.data, nil
+	}
+	return o.memo()
+}
+
+// memo returns the memoized encoding that is not the primary, computing
+// it if the memo is empty (see memoMu).
+func (o *Object) memo() ([]byte, error) {
+	o.memoMu.Lock()
+	defer o.memoMu.Unlock()
+	enc := o.memoStrong
+	if enc == nil {
+		enc = o.memoWeak.Value()
+	}
+	if enc == nil {
+		if o.proto {
+			enc = o.encodeJSON()
+		} else {
+			enc = o.encodeProtobuf()
+		}
+		o.memoWeak = weak.Make(enc)
+	}
+	if o.recent {
+		o.memoStrong = enc
+	}
+	return enc.data, enc.err
+}
+
+// Stored returns the value the object was read from in storage, as the
+// Store reads it (JSON, without the resourceVersion: byte for byte what
+// storage holds at its Revision for an object stored as JSON, what the
+// registry's storage codec makes of it for one stored as protobuf), in a
+// new slice; ok is false when the cache cannot tell (its JSON is not the
+// stored value with the resourceVersion spliced in, or there is none).
 func (o *Object) Stored() (value []byte, ok bool) {
+	if o.proto {
+		data, err := o.JSON()
+		if err != nil {
+			return nil, false
+		}
+		return cutResourceVersion(data)
+	}
 	if o.spliceLen == 0 {
 		return nil, false
 	}
 	end := int(o.spliceAt) + int(o.spliceLen)
-	value = make([]byte, 0, len(o.json)-int(o.spliceLen))
-	return append(append(value, o.json[:o.spliceAt]...), o.json[end:]...), true
+	value = make([]byte, 0, len(o.data)-int(o.spliceLen))
+	return append(append(value, o.data[:o.spliceAt]...), o.data[end:]...), true
 }
 
 // Decode returns a new decoded copy of the object, which the caller owns.
+// It decodes the JSON (the memo of an object kept as protobuf).
 func (o *Object) Decode() (runtime.Object, error) {
-	if o.decode == nil {
+	if o.codec == nil || o.codec.decode == nil {
 		return nil, errors.New("watch: object cannot be decoded")
 	}
-	return o.decode(storage.KV{Key: o.Key, Value: o.json, Revision: o.Revision})
+	data, err := o.JSON()
+	if err != nil {
+		return nil, err
+	}
+	return o.codec.decode(storage.KV{Key: o.Key, Value: data, Revision: o.Revision})
 }
 
 // Shared returns the decoded object, decoding it on the first call and
@@ -126,47 +201,15 @@ type protoMarshaler interface {
 	Marshal() ([]byte, error)
 }
 
-// Protobuf returns the object's protobuf message (without kube's envelope:
-// no magic, no runtime.Unknown; watch/rawproto writes them), computed from
-// the JSON. The result is memoized (see protobufMu): the watchers of a
-// recent event share one encoding, and so do readers until the next
-// garbage collection, but a cached object does not keep it for life.
-// Concurrent first callers wait for one computation rather than repeat
-// it. The bytes are shared and must not be modified.
-func (o *Object) Protobuf() ([]byte, error) {
-	o.protobufMu.Lock()
-	defer o.protobufMu.Unlock()
-	enc := o.protobufStrong
-	if enc == nil {
-		enc = o.protobufWeak.Value()
-	}
-	if enc == nil {
-		enc = o.encodeProtobuf()
-		o.protobufWeak = weak.Make(enc)
-	}
-	if o.recent {
-		o.protobufStrong = enc
-	}
-	return enc.data, enc.err
-}
-
-// encodeProtobuf computes the protobuf encoding: transcoded from the JSON
-// when the type has a transcoder (several times faster than decoding), or
-// decoded and marshalled, which is also how JSON the transcoder does not
-// expect is handled.
+// encodeProtobuf computes the protobuf encoding of a JSON object:
+// transcoded from the JSON when the type has a transcoder (several times
+// faster than decoding), or decoded and marshalled, which is also how JSON
+// the transcoder does not expect is handled.
 func (o *Object) encodeProtobuf() *encoding {
-	if o.transcoder != nil {
-		buf := transcodeBuffers.Get().(*[]byte)
-		data, err := o.transcoder.Append((*buf)[:0], o.json)
-		if err == nil {
-			enc := &encoding{data: slices.Clone(data)}
-			*buf = data
-			if cap(data) <= 1<<20 {
-				transcodeBuffers.Put(buf)
-			}
+	if o.codec != nil && o.codec.transcoder != nil {
+		if enc, ok := transcode(func(dst []byte) ([]byte, error) { return o.codec.transcoder.Append(dst, o.data) }); ok {
 			return enc
 		}
-		transcodeBuffers.Put(buf)
 	}
 	enc := &encoding{}
 	obj, err := o.Decode()
@@ -185,20 +228,65 @@ func (o *Object) encodeProtobuf() *encoding {
 	return enc
 }
 
-// transcodeBuffers are scratch buffers for encodeProtobuf: the encoding is
-// written in one and copied out at its exact size (it is kept), which
-// costs less than growing it from nothing.
+// encodeJSON computes the JSON encoding of a protobuf object
+// (Config.MessageJSON).
+func (o *Object) encodeJSON() *encoding {
+	if o.codec == nil || o.codec.messageJSON == nil {
+		return &encoding{err: fmt.Errorf("watch: %s has no JSON encoding", o.Key)}
+	}
+	var err error
+	enc, ok := transcode(func(dst []byte) ([]byte, error) {
+		dst, err = o.codec.messageJSON(dst, o.codec.env, o.data)
+		return dst, err
+	})
+	if !ok {
+		return &encoding{err: fmt.Errorf("watch: encode %s as JSON: %w", o.Key, err)}
+	}
+	return enc
+}
+
+// transcode runs write on a scratch buffer and copies its output out at
+// its exact size (an encoding that is kept), which costs less than
+// growing it from nothing; ok is false when write fails.
+func transcode(write func(dst []byte) ([]byte, error)) (*encoding, bool) {
+	buf := transcodeBuffers.Get().(*[]byte)
+	data, err := write((*buf)[:0])
+	if err != nil {
+		transcodeBuffers.Put(buf)
+		return nil, false
+	}
+	enc := &encoding{data: slices.Clone(data)}
+	*buf = data
+	if cap(data) <= 1<<20 {
+		transcodeBuffers.Put(buf)
+	}
+	return enc, true
+}
+
+// transcodeBuffers are transcode's scratch buffers.
 var transcodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // setRecent marks the object as one of the window's events, or no longer
-// one: only then is its protobuf memo held strongly.
+// one: only then is its memo held strongly.
 func (o *Object) setRecent(recent bool) {
-	o.protobufMu.Lock()
-	defer o.protobufMu.Unlock()
+	o.memoMu.Lock()
+	defer o.memoMu.Unlock()
 	o.recent = recent
 	if !recent {
-		o.protobufStrong = nil
+		o.memoStrong = nil
 	}
+}
+
+// windowSize is what the window counts of the object against
+// WindowBytes: its primary encoding and the memo it holds strongly.
+func (o *Object) windowSize() int64 {
+	o.memoMu.Lock()
+	defer o.memoMu.Unlock()
+	n := len(o.data)
+	if o.memoStrong != nil {
+		n += len(o.memoStrong.data)
+	}
+	return int64(n)
 }
 
 // DecodeFunc turns a stored value into an object (with its resourceVersion
@@ -237,15 +325,11 @@ type event struct {
 	initialEnd bool
 	err        error
 	// at is when the window took the event (unix nanoseconds), for
-	// WindowMaxAge.
-	at int64
+	// WindowMaxAge; bytes what it counts against WindowBytes.
+	at, bytes int64
 }
 
 func (e *event) revision() int64 { return e.obj.Revision }
-
-// size is what the window counts of an event against WindowBytes: its
-// object's JSON, the bulk of what it holds.
-func (e *event) size() int64 { return int64(len(e.obj.json)) }
 
 // Config configures a Cache.
 type Config struct {
@@ -263,6 +347,16 @@ type Config struct {
 	// Transcoder turns the objects' JSON into protobuf without decoding
 	// them (Object.Protobuf); nil decodes and marshals.
 	Transcoder *rawproto.Transcoder
+	// MessageJSON, when set, says that Storage gives values as stored,
+	// kube's protobuf (rawproto.IsEnveloped) or JSON: an object stored as
+	// protobuf is kept as its message (with its resourceVersion set:
+	// rawproto.SetResourceVersion), protobuf readers copy it, and
+	// MessageJSON appends to dst the JSON of such a message, enveloped in
+	// env (the apiVersion and kind it was stored with): encoding/json's
+	// bytes for the decoded object (Object.JSON, and the attributes:
+	// Decode is given the JSON). It must refuse an envelope that does not
+	// name the resource's kind. nil: values are JSON.
+	MessageJSON func(dst []byte, env rawproto.Envelope, msg []byte) ([]byte, error)
 	// WindowSize is how many recent events are kept for watches that start
 	// from a past resourceVersion.
 	WindowSize int
@@ -303,6 +397,8 @@ type Config struct {
 type Cache struct {
 	cfg Config
 	log *slog.Logger
+	// codec is what the objects share to encode and decode (Object.codec).
+	codec *codec
 
 	mu sync.RWMutex
 	// advanced is closed (and replaced) whenever rev moves or ready flips.
@@ -376,6 +472,8 @@ func New(cfg Config) *Cache {
 		cfg.Resource, _, _ = strings.Cut(strings.TrimPrefix(cfg.Prefix, "/"), "/")
 	}
 	return &Cache{
+		codec: &codec{decode: cfg.DecodeObject, transcoder: cfg.Transcoder, messageJSON: cfg.MessageJSON,
+			env: rawproto.Envelope{APIVersion: cfg.Kind.GroupVersion().String(), Kind: cfg.Kind.Kind}},
 		metrics:   cfg.Metrics.forCache(cfg.Resource, cfg.Prefix, cfg.Kind),
 		cfg:       cfg,
 		log:       cfg.Logger.With("cache", cfg.Prefix),
@@ -430,7 +528,7 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 			return fmt.Errorf("list %s: %w", c.cfg.Prefix, err)
 		}
 		for _, kv := range page.Items {
-			obj, err := c.decode(kv)
+			obj, err := c.decode(kv, false)
 			if err != nil {
 				return err
 			}
@@ -475,12 +573,25 @@ func (c *Cache) listAndWatch(ctx context.Context) error {
 	}
 }
 
-// decode makes the cache's Object of a stored value: the value is decoded
-// for the attributes, and then dropped; the JSON kept is the stored value
-// with the resourceVersion spliced in (stored values are the same
-// encoding without it), or, for a value the splice cannot read, the
+// decode makes the cache's Object of a stored value, decoding it for the
+// attributes. recent: the object is an event's, which the window is
+// about to hold (push), so the JSON made of a protobuf value now for the
+// attributes is kept as its memo until the event leaves the window
+// (watchers of the event are about to read it); the objects of a list
+// keep it weakly, as any memo.
+func (c *Cache) decode(kv storage.KV, recent bool) (*Object, error) {
+	if c.cfg.MessageJSON != nil && rawproto.IsEnveloped(kv.Value) {
+		return c.decodeProtobuf(kv, true, recent)
+	}
+	return c.decodeJSON(kv)
+}
+
+// decodeJSON makes the Object of a value stored as JSON: the value is
+// decoded for the attributes, and then dropped; the JSON kept is the
+// stored value with the resourceVersion spliced in (stored values are the
+// same encoding without it), or, for a value the splice cannot read, the
 // decoded object encoded again.
-func (c *Cache) decode(kv storage.KV) (*Object, error) {
+func (c *Cache) decodeJSON(kv storage.KV) (*Object, error) {
 	obj, l, f, err := c.cfg.Decode(kv)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
@@ -498,11 +609,82 @@ func (c *Cache) decode(kv storage.KV) (*Object, error) {
 			return nil, fmt.Errorf("encode %s: %w", kv.Key, err)
 		}
 	}
-	o := &Object{Key: kv.Key, Revision: kv.Revision, Labels: NewAttrs(l), Fields: NewAttrs(f), json: data, decode: c.cfg.DecodeObject, transcoder: c.cfg.Transcoder}
+	o := &Object{Key: kv.Key, Revision: kv.Revision, Labels: NewAttrs(l), Fields: NewAttrs(f), data: data, codec: c.codec}
 	if ok {
 		o.setSplice(at, len(data)-len(kv.Value))
 	}
 	return o, nil
+}
+
+// decodeProtobuf makes the Object of a value stored as kube's protobuf:
+// its primary is the message with the resourceVersion set, and, with
+// attrs, its JSON is made now, for Decode to read the attributes from,
+// and memoized (strongly when recent: see decode; recent is set later,
+// by push). A message
+// SetResourceVersion refuses (no writer of kube's makes one) is kept as
+// JSON instead, made from the stored message.
+func (c *Cache) decodeProtobuf(kv storage.KV, attrs, recent bool) (*Object, error) {
+	env, msg, err := rawproto.ParseEnvelope(kv.Value)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+	}
+	cd := c.codecOf(env)
+	var rv [20]byte
+	data, err := rawproto.SetResourceVersion(nil, msg, string(strconv.AppendInt(rv[:0], kv.Revision, 10)))
+	if err != nil {
+		stored, err := cd.messageJSON(nil, env, msg)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+		}
+		return c.decodeJSON(storage.KV{Key: kv.Key, Value: stored, Revision: kv.Revision})
+	}
+	o := &Object{Key: kv.Key, Revision: kv.Revision, data: data, proto: true, codec: cd}
+	if !attrs {
+		return o, nil
+	}
+	enc := o.encodeJSON()
+	if enc.err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kv.Key, enc.err)
+	}
+	_, l, f, err := c.cfg.Decode(storage.KV{Key: kv.Key, Value: enc.data, Revision: kv.Revision})
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+	}
+	o.Labels, o.Fields = NewAttrs(l), NewAttrs(f)
+	o.memoWeak = weak.Make(enc)
+	if recent {
+		o.memoStrong = enc
+	}
+	return o, nil
+}
+
+// codecOf returns the codec of objects stored in env: the cache's, or,
+// for an envelope other than the resource's (Config.Kind), a copy naming
+// it, which its objects' JSON then names.
+func (c *Cache) codecOf(env rawproto.Envelope) *codec {
+	if env == c.codec.env {
+		return c.codec
+	}
+	cd := *c.codec
+	cd.env = env
+	return &cd
+}
+
+// storedJSON returns a stored value as JSON: the value itself, or the JSON
+// of a protobuf value (without a resourceVersion, as stored).
+func (c *Cache) storedJSON(kv storage.KV) ([]byte, error) {
+	if c.cfg.MessageJSON == nil || !rawproto.IsEnveloped(kv.Value) {
+		return kv.Value, nil
+	}
+	env, msg, err := rawproto.ParseEnvelope(kv.Value)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+	}
+	data, err := c.cfg.MessageJSON(nil, env, msg)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+	}
+	return data, nil
 }
 
 // setSplice records where the resourceVersion was spliced into the
@@ -537,7 +719,7 @@ func (c *Cache) apply(se storage.Event) error {
 		c.mu.Unlock()
 		return nil
 	}
-	obj, err := c.decode(se.KV)
+	obj, err := c.decode(se.KV, true)
 	if err != nil {
 		return err
 	}
@@ -610,12 +792,16 @@ func (c *Cache) push(ev *event) {
 	now := c.cfg.Now()
 	ev.at = now.UnixNano()
 	ev.obj.setRecent(true)
+	// Its object's encodings as they are now, the bulk of what it holds
+	// (a memo made later, the protobuf a watcher asks of a JSON object,
+	// goes uncounted: counted, it would have to be counted out again).
+	ev.bytes = ev.obj.windowSize()
 	if c.n == len(c.window) {
 		c.evictOldest()
 	}
 	c.window[(c.start+c.n)%len(c.window)] = ev
 	c.n++
-	c.windowBytes += ev.size()
+	c.windowBytes += ev.bytes
 	cutoff := now.Add(-c.cfg.WindowMaxAge).UnixNano()
 	for c.n > 1 && (c.windowBytes > c.cfg.WindowBytes || c.window[c.start].at < cutoff) {
 		c.evictOldest()
@@ -627,7 +813,7 @@ func (c *Cache) push(ev *event) {
 func (c *Cache) evictOldest() {
 	old := c.window[c.start]
 	c.floor = old.revision()
-	c.windowBytes -= old.size()
+	c.windowBytes -= old.bytes
 	old.obj.setRecent(false)
 	c.window[c.start] = nil
 	c.start = (c.start + 1) % len(c.window)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/watch/rawproto"
 )
 
 // A Cache with Config.Disabled keeps nothing: no objects, no window. It is
@@ -23,17 +24,30 @@ func (c *Cache) Disabled() bool { return c.cfg.Disabled }
 // it, for a reader of etcd (a cache that keeps nothing, a LIST at an
 // exact revision): transient, it lives as long as its reader. Without
 // attrs, its Labels and Fields stay empty and the value is not decoded
-// (its JSON is the stored value with the resourceVersion spliced in), for
-// a reader that selects nothing.
-func (c *Cache) Object(kv storage.KV, attrs bool) (*Object, error) {
-	if !attrs {
+// (its encoding is the stored value with the resourceVersion set), for a
+// reader that selects nothing.
+func (c *Cache) Object(kv storage.KV, attrs bool) (o *Object, err error) {
+	switch {
+	case c.cfg.MessageJSON != nil && rawproto.IsEnveloped(kv.Value):
+		o, err = c.decodeProtobuf(kv, attrs, true)
+	case !attrs:
 		if data, at, ok := spliceResourceVersion(kv.Value, kv.Revision); ok {
-			o := &Object{Key: kv.Key, Revision: kv.Revision, json: data, decode: c.cfg.DecodeObject}
+			o = &Object{Key: kv.Key, Revision: kv.Revision, data: data, codec: c.codec}
 			o.setSplice(at, len(data)-len(kv.Value))
-			return o, nil
+			break
 		}
+		fallthrough
+	default:
+		o, err = c.decodeJSON(kv)
 	}
-	return c.decode(kv)
+	if err != nil {
+		return nil, err
+	}
+	// Its memo lives as long as it does: its reader (a LIST of both
+	// encodings, a selecting one that made the JSON for the attributes)
+	// may ask for it more than once.
+	o.recent = true
+	return o, nil
 }
 
 // countInterval is how often a cache that keeps nothing counts its objects
@@ -178,7 +192,11 @@ func (c *Cache) relay(ctx context.Context, w *watcher, opts WatchOptions) error 
 			case !selects:
 				ev.prev = &Object{Key: se.KV.Key} // matches, as everything does
 			case se.PrevValue != nil:
-				_, l, f, err := c.cfg.Decode(storage.KV{Key: se.KV.Key, Value: se.PrevValue, Revision: se.KV.Revision})
+				prev, err := c.storedJSON(storage.KV{Key: se.KV.Key, Value: se.PrevValue})
+				if err != nil {
+					return err
+				}
+				_, l, f, err := c.cfg.Decode(storage.KV{Key: se.KV.Key, Value: prev, Revision: se.KV.Revision})
 				if err != nil {
 					return fmt.Errorf("decode %s: %w", se.KV.Key, err)
 				}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	goruntime "runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/corekube/corekube/storage"
@@ -103,7 +104,48 @@ func BenchmarkCachedPodHeap(b *testing.B) {
 		var before, after goruntime.MemStats
 		goruntime.ReadMemStats(&before)
 		for i, v := range values {
-			obj, err := c.decode(storage.KV{Key: fmt.Sprintf("/pods/ns/load-%06d", i), Value: v, Revision: int64(i + 1)})
+			obj, err := c.decode(storage.KV{Key: fmt.Sprintf("/pods/ns/load-%06d", i), Value: v, Revision: int64(i + 1)}, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := obj.Protobuf(); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := obj.JSON(); err != nil {
+				b.Fatal(err)
+			}
+			items.put(obj)
+		}
+		goruntime.GC()
+		goruntime.ReadMemStats(&after)
+		perPod = float64(after.HeapAlloc-before.HeapAlloc) / pods
+		goruntime.KeepAlive(items)
+	}
+	b.ReportMetric(perPod, "heapB/pod")
+	b.ReportMetric(float64(len(values[0])), "storedB/pod")
+}
+
+// BenchmarkCachedPodHeapProtobuf is BenchmarkCachedPodHeap over pods
+// stored as kube's protobuf (the registry's default): the cache keeps each
+// pod's message, and its JSON only as a memo the collector may drop.
+func BenchmarkCachedPodHeapProtobuf(b *testing.B) {
+	const pods = 5000
+	values := make([][]byte, pods)
+	for i := range values {
+		values[i] = storedProtobuf(b, benchPod(i))
+	}
+	var calls atomic.Int64
+	cfg := protoPodConfig(b, &calls)
+	cfg.Prefix = "/pods/"
+	c := New(cfg)
+	var perPod float64
+	for range b.N {
+		var items ordered
+		goruntime.GC()
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		for i, v := range values {
+			obj, err := c.decode(storage.KV{Key: fmt.Sprintf("/pods/ns/load-%06d", i), Value: v, Revision: int64(i + 1)}, false)
 			if err != nil {
 				b.Fatal(err)
 			}

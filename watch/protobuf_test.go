@@ -22,11 +22,11 @@ import (
 // same time.
 func TestObjectProtobuf(t *testing.T) {
 	var decodes atomic.Int64
-	o := &Object{Key: "/pods/ns/a", Revision: 7, json: []byte(`{"metadata":{"name":"a"}}`),
-		decode: func(kv storage.KV) (runtime.Object, error) {
+	o := &Object{Key: "/pods/ns/a", Revision: 7, data: []byte(`{"metadata":{"name":"a"}}`),
+		codec: &codec{decode: func(kv storage.KV) (runtime.Object, error) {
 			decodes.Add(1)
 			return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7"}, Spec: v1.PodSpec{NodeName: "n1"}}, nil
-		}}
+		}}}
 	o.setRecent(true)
 	want, err := (&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7"}, Spec: v1.PodSpec{NodeName: "n1"}}).Marshal()
 	if err != nil {
@@ -58,14 +58,14 @@ func TestObjectProtobuf(t *testing.T) {
 // errors, kept like the encoding.
 func TestObjectProtobufErrors(t *testing.T) {
 	boom := errors.New("boom")
-	bad := &Object{Key: "k", json: []byte(`{}`), decode: func(storage.KV) (runtime.Object, error) { return nil, boom }}
+	bad := &Object{Key: "k", data: []byte(`{}`), codec: &codec{decode: func(storage.KV) (runtime.Object, error) { return nil, boom }}}
 	if _, err := bad.Protobuf(); !errors.Is(err, boom) {
 		t.Errorf("decode error: %v", err)
 	}
 	if _, err := bad.Protobuf(); !errors.Is(err, boom) {
 		t.Errorf("second call: %v", err)
 	}
-	plain := &Object{Key: "k", json: []byte(`{}`), decode: func(storage.KV) (runtime.Object, error) { return noProtobuf{}, nil }}
+	plain := &Object{Key: "k", data: []byte(`{}`), codec: &codec{decode: func(storage.KV) (runtime.Object, error) { return noProtobuf{}, nil }}}
 	if _, err := plain.Protobuf(); err == nil {
 		t.Error("an object without protobuf encoding: no error")
 	}
@@ -83,11 +83,11 @@ type noProtobuf struct{ runtime.Object }
 // reader computes the same bytes again.
 func TestObjectProtobufMemo(t *testing.T) {
 	var decodes atomic.Int64
-	o := &Object{Key: "/pods/ns/a", Revision: 7, json: []byte(`{}`),
-		decode: func(kv storage.KV) (runtime.Object, error) {
+	o := &Object{Key: "/pods/ns/a", Revision: 7, data: []byte(`{}`),
+		codec: &codec{decode: func(kv storage.KV) (runtime.Object, error) {
 			decodes.Add(1)
 			return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", ResourceVersion: "7"}}, nil
-		}}
+		}}}
 	want, err := o.Protobuf()
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestWindowPinsProtobuf(t *testing.T) {
 	c := New(Config{Prefix: "/pods/", Decode: decodePod, WindowSize: 2})
 	var objs []*Object
 	for i := range 3 {
-		obj, err := c.decode(storage.KV{Key: "/pods/ns/p", Value: []byte("v"), Revision: int64(i + 1)})
+		obj, err := c.decode(storage.KV{Key: "/pods/ns/p", Value: []byte("v"), Revision: int64(i + 1)}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,9 +137,9 @@ func TestWindowPinsProtobuf(t *testing.T) {
 		}
 	}
 	pinned := func(o *Object) bool {
-		o.protobufMu.Lock()
-		defer o.protobufMu.Unlock()
-		return o.recent && o.protobufStrong != nil
+		o.memoMu.Lock()
+		defer o.memoMu.Unlock()
+		return o.recent && o.memoStrong != nil
 	}
 	if pinned(objs[0]) || !pinned(objs[1]) || !pinned(objs[2]) {
 		t.Fatalf("pinned after 3 events in a window of 2: %v %v %v, want false true true", pinned(objs[0]), pinned(objs[1]), pinned(objs[2]))
@@ -174,13 +174,13 @@ func TestObjectProtobufTranscoded(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var decodes atomic.Int64
-			o := &Object{Key: "/pods/ns/a", Revision: 7, json: []byte(c.json), transcoder: tc,
+			o := &Object{Key: "/pods/ns/a", Revision: 7, data: []byte(c.json), codec: &codec{transcoder: tc,
 				decode: func(kv storage.KV) (runtime.Object, error) {
 					decodes.Add(1)
 					p := &v1.Pod{}
 					err := json.Unmarshal(kv.Value, p)
 					return p, err
-				}}
+				}}}
 			got, err := o.Protobuf()
 			if err != nil {
 				t.Fatal(err)
