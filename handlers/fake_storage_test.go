@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -136,10 +137,15 @@ type fakePage struct {
 	list *v1.ConfigMapList
 }
 
-func (p fakePage) JSONChunks() (net.Buffers, error) {
+func (p fakePage) WriteJSON(w io.Writer, start func()) (bool, error) {
 	p.s.listVia = "json"
 	data, err := json.Marshal(p.list)
-	return net.Buffers{data}, err
+	if err != nil {
+		return false, err
+	}
+	start()
+	_, err = w.Write(data)
+	return true, err
 }
 
 func (p fakePage) ProtobufChunks() (net.Buffers, error) {

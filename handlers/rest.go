@@ -1,8 +1,8 @@
 package handlers
 
 import (
+	"bufio"
 	"context"
-	"net"
 	"net/http"
 	"strconv"
 
@@ -139,19 +139,20 @@ func (q *request) list() {
 	// Plain compact JSON and plain protobuf are assembled from the cached
 	// encodings of the items; every other form (YAML, pretty JSON, Tables,
 	// metadata) goes through the typed list, decoded for this answer.
-	if n.target == nil && (n.media == mediaProtobuf || n.media == mediaJSON && !wantsPretty(q.r, n)) {
-		var chunks net.Buffers
-		if n.media == mediaProtobuf {
-			chunks, err = page.ProtobufChunks()
-		} else if chunks, err = page.JSONChunks(); err == nil {
-			chunks = append(chunks, newline)
-		}
+	if n.target == nil && n.media == mediaProtobuf {
+		// Protobuf's lengths come first: the pieces are all known before
+		// a byte is written (the cache's kept messages, not copies).
+		chunks, err := page.ProtobufChunks()
 		if err != nil {
 			q.fail(err)
 			return
 		}
 		q.w.Header().Set("Content-Type", n.media.contentType())
 		writeChunks(q.w, http.StatusOK, chunks)
+		return
+	}
+	if n.target == nil && n.media == mediaJSON && !wantsPretty(q.r, n) {
+		q.writeJSONList(page, n)
 		return
 	}
 	view, err := q.listView()
@@ -430,4 +431,31 @@ func (q *request) createSubresource(c Creater, admit func(ctx context.Context, o
 		code = int(st.Code)
 	}
 	q.respond(code, out)
+}
+
+// writeJSONList writes a page as compact JSON, streamed in batches of
+// items (listPage.WriteJSON) with no Content-Length, as kube's encoder
+// streams a list: items kept as protobuf are made JSON a batch at a time.
+// An error after the first bytes went out can only cut the answer short;
+// it is logged.
+func (q *request) writeJSONList(page listPage, n negotiation) {
+	bw := bufio.NewWriterSize(q.w, 64<<10)
+	started, err := page.WriteJSON(bw, func() {
+		q.w.Header().Set("Content-Type", n.media.contentType())
+		q.w.Header().Set("Cache-Control", "no-cache, private")
+		q.w.WriteHeader(http.StatusOK)
+	})
+	if !started {
+		q.fail(err)
+		return
+	}
+	if err == nil {
+		_, err = bw.Write(newline)
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil && q.r.Context().Err() == nil {
+		loggerFrom(q.r.Context()).Error("list answer cut short", "path", q.r.URL.Path, "err", err)
+	}
 }

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"io"
 	"net"
 
 	"github.com/corekube/corekube/registry"
@@ -42,10 +43,12 @@ type restLister interface {
 // listPage is one page of a list (a *registry.ListPage): encoded straight
 // from the items' cached encodings, or as the typed list.
 type listPage interface {
-	// JSONChunks and ProtobufChunks are the page's encoding in pieces,
-	// written in turn (the items' cached encodings, not a copy).
-	JSONChunks() (net.Buffers, error)
+	// ProtobufChunks is the page's protobuf encoding in pieces, written
+	// in turn (the items' cached encodings, not a copy).
 	ProtobufChunks() (net.Buffers, error)
+	// WriteJSON writes the page's JSON encoding to w, calling start before
+	// the first byte; started says whether it did (registry.ListPage).
+	WriteJSON(w io.Writer, start func()) (started bool, err error)
 	ObjectFor(view registry.ItemView) (runtime.Object, error)
 }
 

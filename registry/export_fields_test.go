@@ -31,3 +31,11 @@ func StaleCurrents() int64 { return staleCurrents.Load() }
 func CachedObject(s *Store, namespace, name string) (*watch.Object, bool) {
 	return s.cache.Get(s.key(namespace, name))
 }
+
+// SetJSONWriteBatch sets how many items ListPage.WriteJSON encodes at a
+// time, for a test; restore undoes it.
+func SetJSONWriteBatch(n int) (restore func()) {
+	was := jsonWriteBatch
+	jsonWriteBatch = n
+	return func() { jsonWriteBatch = was }
+}

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/corekube/corekube/storage/trace"
+	"io"
 	"net"
 	"path"
 	goruntime "runtime"
@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/corekube/corekube/storage"
+	"github.com/corekube/corekube/storage/trace"
 	"github.com/corekube/corekube/watch"
 	"github.com/corekube/corekube/watch/rawjson"
 	"github.com/corekube/corekube/watch/rawproto"
@@ -348,11 +349,78 @@ func (p *ListPage) AppendJSON(buf []byte) ([]byte, error) {
 }
 
 // JSONChunks is the page's JSON encoding (AppendJSON's bytes) in pieces
-// to be written in turn: the cached items' encodings themselves rather
-// than a copy, so that a LIST of the whole cluster (hundreds of megabytes)
-// is not copied into one buffer to be written. The pieces are shared and
-// must not be modified.
+// to be written in turn: the items' encodings themselves rather than a
+// copy. The pieces are shared and must not be modified. An item kept as
+// protobuf is made JSON for it (unless memoized), and all of them are
+// held until the pieces go: a LIST answer uses WriteJSON instead.
 func (p *ListPage) JSONChunks() (net.Buffers, error) {
+	head, err := p.jsonHead()
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := p.appendJSONItems(net.Buffers{head}, 0, p.len())
+	if err != nil {
+		return nil, err
+	}
+	return append(chunks, jsonListEnd), nil
+}
+
+// jsonWriteBatch is how many items WriteJSON encodes before it writes
+// them: enough for every CPU to take part, few enough that a batch's JSON
+// (~4 MB of pods) is all that a LIST of the whole cluster holds at once.
+// A variable for the tests.
+var jsonWriteBatch = 1024
+
+// WriteJSON writes the page's JSON encoding (AppendJSON's bytes) to w, in
+// batches of items: a LIST of 150,000 pods kept as protobuf would
+// otherwise hold the JSON of all of them (~600 MB) until written. start
+// is called once, before the first byte is written: an error before it
+// (started false) can still be answered with a Status; one after it
+// (started true) leaves the answer cut short, as a client that went away
+// does.
+func (p *ListPage) WriteJSON(w io.Writer, start func()) (started bool, err error) {
+	head, err := p.jsonHead()
+	if err != nil {
+		return false, err
+	}
+	chunks := net.Buffers{head}
+	n := p.len()
+	for lo := 0; ; lo += jsonWriteBatch {
+		hi := min(lo+jsonWriteBatch, n)
+		if chunks, err = p.appendJSONItems(chunks, lo, hi); err != nil {
+			return started, err
+		}
+		if hi == n {
+			chunks = append(chunks, jsonListEnd)
+		}
+		if !started {
+			start()
+			started = true
+		}
+		for _, c := range chunks {
+			if _, err := w.Write(c); err != nil {
+				return true, err
+			}
+		}
+		if hi == n {
+			return true, nil
+		}
+		clear(chunks) // the batch's encodings go
+		chunks = chunks[:0]
+	}
+}
+
+// len is how many items the page has.
+func (p *ListPage) len() int {
+	if p.cached != nil {
+		return len(p.cached)
+	}
+	return len(p.items)
+}
+
+// jsonHead is the JSON of the list up to its first item: its kind,
+// apiVersion and metadata, and the opening of items.
+func (p *ListPage) jsonHead() ([]byte, error) {
 	head, err := json.Marshal(struct {
 		metav1.TypeMeta `json:",inline"`
 		Meta            metav1.ListMeta `json:"metadata"`
@@ -360,21 +428,24 @@ func (p *ListPage) JSONChunks() (net.Buffers, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := len(p.items)
-	if p.cached != nil {
-		n = len(p.cached)
-	}
-	items := make([][]byte, n)
+	return append(head[:len(head)-1], `,"items":[`...), nil
+}
+
+// appendJSONItems appends the JSON of items lo to hi to chunks, each
+// without its kind and apiVersion, as a list's items are encoded.
+func (p *ListPage) appendJSONItems(chunks net.Buffers, lo, hi int) (net.Buffers, error) {
+	items := make([][]byte, hi-lo)
+	var err error
 	if p.cached != nil {
 		// An item kept as protobuf (stored so) is made JSON here, unless
 		// its memo has it (watch.Object.JSON: ~8 µs a pod), on every CPU
 		// for a large page.
-		err = forEach(n, func(i int) (err error) {
-			items[i], err = p.cached[i].JSON()
+		err = forEach(len(items), func(i int) (err error) {
+			items[i], err = p.cached[lo+i].JSON()
 			return err
 		})
 	} else {
-		for i, obj := range p.items {
+		for i, obj := range p.items[lo:hi] {
 			if items[i], err = json.Marshal(obj); err != nil {
 				break
 			}
@@ -383,15 +454,11 @@ func (p *ListPage) JSONChunks() (net.Buffers, error) {
 	if err != nil {
 		return nil, err
 	}
-	chunks := make(net.Buffers, 0, 2*n+2)
-	chunks = append(chunks, append(head[:len(head)-1], `,"items":[`...))
 	for i, data := range items {
-		// Each item without its kind and apiVersion, as a list's items
-		// are encoded: the opening brace, then the rest of the item.
-		start := i > 0
-		chunks = append(chunks, itemOpen[start], data[typeMetaEnd(data):])
+		// The opening brace, then the rest of the item.
+		chunks = append(chunks, itemOpen[lo+i > 0], data[typeMetaEnd(data):])
 	}
-	return append(chunks, jsonListEnd), nil
+	return chunks, nil
 }
 
 var (

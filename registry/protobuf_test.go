@@ -141,6 +141,26 @@ func testAppendProtobufMatchesSerializer(t *testing.T, mediaType string) {
 			if gotJSON := bytes.Join(chunks, nil); !bytes.Equal(gotJSON, wantJSON) {
 				t.Errorf("%s %s: JSONChunks\n%.300s\nwant json.Marshal's\n%.300s", info.Resource, name, gotJSON, wantJSON)
 			}
+			// And written in batches (one item, two, all at once): the
+			// same bytes, start called once, before the first.
+			for _, batch := range []int{1, 2, 1024} {
+				restore := registry.SetJSONWriteBatch(batch)
+				var buf bytes.Buffer
+				starts := 0
+				started, err := page.WriteJSON(&buf, func() {
+					if buf.Len() != 0 {
+						t.Errorf("%s %s: start called after %d bytes", info.Resource, name, buf.Len())
+					}
+					starts++
+				})
+				restore()
+				if err != nil || !started || starts != 1 {
+					t.Fatalf("%s %s, batch %d: WriteJSON started %v (%d times), %v", info.Resource, name, batch, started, starts, err)
+				}
+				if !bytes.Equal(buf.Bytes(), wantJSON) {
+					t.Errorf("%s %s, batch %d: WriteJSON\n%.300s\nwant json.Marshal's\n%.300s", info.Resource, name, batch, buf.Bytes(), wantJSON)
+				}
+			}
 		}
 	}
 }
