@@ -4,7 +4,7 @@ BIN      := bin/corekube
 DATA_DIR ?= ./data
 PKGS     := ./...
 
-.PHONY: all build run test test-deps test-short vet fmt-check bench bench-scale bench-kwok clean
+.PHONY: all build run test test-deps test-short vet fmt-check bench bench-scale bench-kwok bench-kubemark clean
 
 all: build
 
@@ -139,6 +139,45 @@ bench-kwok: build $(KWOK)
 	COREKUBE_BENCH_SCALE_NODES=$(NODES) COREKUBE_BENCH_SCALE_PODS=$(PODS) \
 	COREKUBE_BENCH_SCALE_SETTLE=$(SETTLE) COREKUBE_BENCH_SCALE_WINDOW=$(WINDOW) COREKUBE_BENCH_SCALE_TIMEOUT=$(TIMEOUT) \
 		$(GO) test -run '^$$' -bench 'KwokVsAgent' -benchtime 1x -timeout 0 ./test/bench/
+
+## bench-kubemark: the same with its $(NODES) nodes simulated by kubemark's
+## hollow kubelets (k8s.io/kubernetes/cmd/kubemark --morph=kubelet, a real
+## kubelet over a fake runtime, one process per node; built into bin/ from
+## the module proxy by test/bench/kubemark/go.mod, its own module, not a
+## dependency of corekube), then by corekube agents: CPU and RSS per node
+## and per pod, pod startup latency. The pods request 10m and 64Mi (a
+## hollow node has one CPU and 3840Mi). A kubelet needs five APIs corekube
+## does not serve (csinodes, services, the kube-root-ca.crt ConfigMap,
+## runtimeclasses, csidrivers): the hollow kubelets reach corekube through
+## a stand-in in the benchmark's process that answers those and passes the
+## rest on. KUBEMARK_MODES=kubemark or agent runs one; LATENCY_PODS,
+## LATENCY_QPS and TIMEOUT as bench-kwok. About 80 MiB a hollow node.
+## KUBEMARK_VERSION must be the k8s.io/kubernetes of that go.mod.
+KUBEMARK_VERSION ?= v1.32.10
+KUBEMARK         := bin/kubemark-$(KUBEMARK_VERSION)
+KUBEMARK_MODES   ?= kubemark,agent
+KUBEMARK_MOD     := test/bench/kubemark
+# kube's release build stamps its version: unstamped, nodes report
+# kubeletVersion v0.0.0-master+$$Format:%H$$.
+KUBEMARK_MAJOR_MINOR = $(subst ., ,$(patsubst v%,%,$(KUBEMARK_VERSION)))
+KUBEMARK_LDFLAGS = -s -w \
+	-X k8s.io/component-base/version.gitVersion=$(KUBEMARK_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=$(word 1,$(KUBEMARK_MAJOR_MINOR)) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(KUBEMARK_MAJOR_MINOR)) \
+	-X k8s.io/client-go/pkg/version.gitVersion=$(KUBEMARK_VERSION) \
+	-X k8s.io/client-go/pkg/version.gitMajor=$(word 1,$(KUBEMARK_MAJOR_MINOR)) \
+	-X k8s.io/client-go/pkg/version.gitMinor=$(word 2,$(KUBEMARK_MAJOR_MINOR))
+$(KUBEMARK): $(KUBEMARK_MOD)/go.mod $(KUBEMARK_MOD)/go.sum
+	@grep -Eq '^(require)?[[:space:]]+k8s.io/kubernetes $(KUBEMARK_VERSION)( |$$)' $(KUBEMARK_MOD)/go.mod || { \
+	  echo "$(KUBEMARK_MOD)/go.mod does not require k8s.io/kubernetes $(KUBEMARK_VERSION): change it there (and its staging replaces)" >&2; exit 1; }
+	cd $(KUBEMARK_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBEMARK_LDFLAGS)" -o $(abspath $@) k8s.io/kubernetes/cmd/kubemark
+
+bench-kubemark: build $(KUBEMARK)
+	COREKUBE_BENCH_BIN=$(abspath $(BIN)) COREKUBE_BENCH_KUBEMARK_BIN=$(abspath $(KUBEMARK)) COREKUBE_BENCH_KUBEMARK_MODES=$(KUBEMARK_MODES) \
+	COREKUBE_BENCH_KWOK_LATENCY_PODS=$(LATENCY_PODS) COREKUBE_BENCH_KWOK_LATENCY_QPS=$(LATENCY_QPS) \
+	COREKUBE_BENCH_SCALE_NODES=$(NODES) COREKUBE_BENCH_SCALE_PODS=$(PODS) \
+	COREKUBE_BENCH_SCALE_SETTLE=$(SETTLE) COREKUBE_BENCH_SCALE_WINDOW=$(WINDOW) COREKUBE_BENCH_SCALE_TIMEOUT=$(TIMEOUT) \
+		$(GO) test -run '^$$' -bench 'KubemarkVsAgent' -benchtime 1x -timeout 0 ./test/bench/
 
 clean:
 	rm -rf bin

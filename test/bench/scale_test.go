@@ -459,6 +459,12 @@ type procsWindow struct {
 	Procs              []procResult `json:"procs"`
 	MachineBusyPercent float64      `json:"machine_busy_percent"`
 	ForeignPercent     float64      `json:"foreign_percent"`
+	// SelfCPUPercent and SelfRSSMiB are the benchmark process's own (of
+	// one CPU; RSS at the end of the window): what runs in it, such as
+	// the kubemark benchmark's API stand-in, is in neither Procs nor
+	// ForeignPercent.
+	SelfCPUPercent float64 `json:"self_cpu_percent"`
+	SelfRSSMiB     float64 `json:"self_rss_mib"`
 }
 
 // procResult is one process's CPU and memory over a window.
@@ -1309,6 +1315,10 @@ sampling:
 		return res, err
 	}
 	ours := float64(selfEnd - selfStart)
+	res.SelfCPUPercent = ours / clockTicks / elapsed * 100
+	if res.SelfRSSMiB, _, err = procMemory(os.Getpid()); err != nil {
+		return res, err
+	}
 	for i, p := range procs {
 		t, err := procTicks(p.pid())
 		if err != nil {
