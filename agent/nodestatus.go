@@ -28,7 +28,10 @@ func (n *node) updateStatus(ctx context.Context) error {
 	}
 
 	nodes := n.client.CoreV1().Nodes()
-	cur, err := nodes.Get(ctx, n.name, metav1.GetOptions{})
+	// From the API server's cache (resourceVersion 0), as the kubelet's
+	// first try does: these GETs are most of the node read load of a large
+	// cluster, and the patch below merges onto whatever the server has.
+	cur, err := nodes.Get(ctx, n.name, metav1.GetOptions{ResourceVersion: "0"})
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", n.name, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/corekube/corekube/storage"
 	"github.com/corekube/corekube/storage/storagetest"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -246,5 +248,41 @@ func TestWriteAfterOwnWrite(t *testing.T) {
 	if racedGone.Labels["by"] != "other" || racedGone.Status.Phase != v1.PodSucceeded {
 		t.Errorf("after another server's write, the delete answered labels %v phase %s, want the newest pod",
 			racedGone.Labels, racedGone.Status.Phase)
+	}
+}
+
+// TestGetAnyVersionFromCache: a GET with resourceVersion "0" (any version,
+// as the kubelet asks for its node) is the watch cache's copy, read from
+// no storage, and the same object a read of etcd gives; a name the cache
+// does not have is read from etcd (NotFound there too).
+func TestGetAnyVersionFromCache(t *testing.T) {
+	st := &storagetest.ReadCounter{Interface: newTestStorage(t)}
+	pods := newCachedPodStore(t, st)
+	ctx := t.Context()
+	created, err := pods.Create(ctx, "any", benchPod(benchPodName("any")), registry.CreateOptions{FieldManager: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := created.(*v1.Pod)
+	fromEtcd, err := pods.Get(ctx, "any", pod.Name, &metav1.GetOptions{ResourceVersion: pod.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Gets.Store(0)
+	got, err := pods.Get(ctx, "any", pod.Name, &metav1.GetOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Gets.Load(); n != 0 {
+		t.Errorf("GET at resourceVersion 0 read storage %d times, want 0", n)
+	}
+	if !equality.Semantic.DeepEqual(got, fromEtcd) {
+		t.Errorf("GET at resourceVersion 0 = %+v\nwant etcd's %+v", got, fromEtcd)
+	}
+	if _, err := pods.Get(ctx, "any", "missing", &metav1.GetOptions{ResourceVersion: "0"}); !apierrors.IsNotFound(err) {
+		t.Errorf("GET of a missing name at resourceVersion 0: %v, want NotFound", err)
+	}
+	if n := st.Gets.Load(); n != 1 {
+		t.Errorf("a missing name read storage %d times, want once", n)
 	}
 }

@@ -214,6 +214,17 @@ func (s *Store) listPrefix(namespace string) string {
 // Get returns one object.
 func (s *Store) Get(ctx context.Context, namespace, name string, opts *metav1.GetOptions) (runtime.Object, error) {
 	if opts != nil {
+		if opts.ResourceVersion == "0" {
+			// Any version will do (the API's "Any" semantics): the
+			// watch cache's copy, as kube-apiserver serves it. The
+			// kubelet asks so for its node before each status update,
+			// to keep those reads off etcd. A key the cache does not
+			// have (not ready, or written an instant ago) is read from
+			// etcd, which is at least as new.
+			if obj, ok := s.Cached(namespace, name); ok {
+				return obj, nil
+			}
+		}
 		if err := s.reachedResourceVersion(ctx, opts.ResourceVersion); err != nil {
 			return nil, err
 		}
