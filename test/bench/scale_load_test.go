@@ -307,7 +307,15 @@ func saveProfiles(ctx context.Context, client kubernetes.Interface, dir, phase s
 	if err := os.WriteFile(filepath.Join(dir, "apiserver-"+phase+"-heap.pb.gz"), heap, 0o644); err != nil {
 		return err
 	}
-	cpu, err := rest.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
+	return saveCPUProfile(ctx, client, dir, phase, seconds)
+}
+
+// saveCPUProfile saves a CPU profile of the API server over seconds.
+func saveCPUProfile(ctx context.Context, client kubernetes.Interface, dir, phase string, seconds int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("profiles: %w", err)
+	}
+	cpu, err := client.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).DoRaw(ctx)
 	if err != nil {
 		return fmt.Errorf("cpu profile (%s): %w", phase, err)
 	}

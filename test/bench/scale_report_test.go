@@ -160,6 +160,15 @@ func (r *scaleReport) checksDone() {
 	ch := r.res.Checks
 	fmt.Fprintf(r.w, "[checks] %d/%d pods Running, %d nodes Ready, terminated watchers %v, bench watch errors %d, sample informer converged %v; etcd db file %.0f MiB (%.0f in use; keys %v)\n",
 		ch.PodsRunning, ch.PodsTotal, ch.NodesReady, ch.TerminatedWatchers, ch.BenchWatchErrors, ch.SampleConverged, r.res.EtcdMiB, r.res.EtcdInUseMiB, r.res.EtcdKeys)
+	if r.res.EtcdLiveMiB != nil {
+		fmt.Fprintf(r.w, "  etcd live keys and values (MiB) %v; db file after compacting to the current revision and defragmenting %.0f MiB\n", r.res.EtcdLiveMiB, r.res.EtcdDefragMiB)
+	}
+	if r.res.CgroupPeakMiB > 0 {
+		fmt.Fprintf(r.w, "  API server's cgroup: %.0f MiB charged, at most %.0f MiB\n", r.res.CgroupMiB, r.res.CgroupPeakMiB)
+	}
+	if p := r.res.DefragRSS; p != nil {
+		fmt.Fprintf(r.w, "  API server after the defragmentation: RSS %.0f MiB (anon %.0f, file %.0f)\n", p.RSSMeanMiB, p.AnonMiB, p.FileMiB)
+	}
 	for _, p := range ch.Problems {
 		fmt.Fprintf(r.w, "  PROBLEM: %s\n", p)
 	}

@@ -67,6 +67,12 @@ const (
 	// scaleAPIServerArgsEnv holds extra flags for the API server, the same
 	// way (e.g. "--memory-limit 1536Mi").
 	scaleAPIServerArgsEnv = "COREKUBE_BENCH_SCALE_APISERVER_ARGS"
+	// scaleAPIServerCgroupEnv names a memory cgroup's directory (v1 or
+	// v2, made and limited by whoever runs the bench) that the API server
+	// is moved into once started: a run under a memory limit that counts
+	// the page cache too, as a container's does. The report gives the
+	// cgroup's usage and peak.
+	scaleAPIServerCgroupEnv = "COREKUBE_BENCH_SCALE_APISERVER_CGROUP"
 	// scaleBinEnv names a corekube binary to use; unset, the benchmark
 	// builds one from this module into a temporary directory.
 	scaleBinEnv = "COREKUBE_BENCH_BIN"
@@ -429,7 +435,20 @@ type scaleResult struct {
 	// resource ("pods", "events", ...), from the embedded etcd's socket.
 	EtcdInUseMiB float64        `json:"etcd_db_in_use_mib,omitempty"`
 	EtcdKeys     map[string]int `json:"etcd_keys,omitempty"`
-	Checks       checks         `json:"checks"`
+	// EtcdLiveMiB is what the keys of each resource and their current
+	// values add up to (no history, no bbolt pages): how full the file's
+	// pages in use are.
+	EtcdLiveMiB map[string]float64 `json:"etcd_live_mib,omitempty"`
+	// EtcdDefragMiB is the db file after one defragmentation at the end
+	// of the run, and DefragRSS the API server's memory just after it.
+	EtcdDefragMiB float64     `json:"etcd_db_after_defrag_mib,omitempty"`
+	DefragRSS     *procResult `json:"apiserver_after_defrag,omitempty"`
+	// CgroupMiB and CgroupPeakMiB are the memory charged to the API
+	// server's cgroup (COREKUBE_BENCH_SCALE_APISERVER_CGROUP) at the end
+	// and at most: its RSS and the page cache it uses (etcd's files).
+	CgroupMiB     float64 `json:"apiserver_cgroup_mib,omitempty"`
+	CgroupPeakMiB float64 `json:"apiserver_cgroup_peak_mib,omitempty"`
+	Checks        checks  `json:"checks"`
 	// Done lists the parts of the run that completed ("nodes", "create",
 	// "steady", "churn", "checks"); Stopped says why the run ended early
 	// (its deadline, a failure), empty if it did not.
@@ -601,6 +620,11 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 
 	c.apiserver = c.start(b, dir, "apiserver", bin, append([]string{"apiserver", "--data-dir", dataDir, "--write-kubeconfig", kubeconfig,
 		"--listen", "127.0.0.1:0", "--profiling"}, strings.Fields(os.Getenv(scaleAPIServerArgsEnv))...)...)
+	if cg := os.Getenv(scaleAPIServerCgroupEnv); cg != "" {
+		if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(c.apiserver.pid())), 0o644); err != nil {
+			b.Fatalf("move the API server into %s: %v", cg, err)
+		}
+	}
 	client := waitServer(b, &c, kubeconfig)
 	rep.client = client
 	// No secure ports (other runs on the machine may hold kube's) but
@@ -691,7 +715,23 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		return phaseResult{Name: "create", DurationS: time.Since(start).Seconds(), Client: createRec.summaries(),
 			Server: rep.serverSince(m0), Startup: ptr.To(startup.result())}
 	})
-	if err := createPods(ctx, pclient, cfg, createRec, startup); err != nil {
+	// Halfway through, with a profile directory, a CPU profile of the
+	// API server while it creates (the create phase's throughput).
+	halfway := func() {}
+	profileDone := make(chan struct{})
+	if cfg.profileDir != "" {
+		halfway = func() {
+			go func() {
+				defer close(profileDone)
+				if err := saveCPUProfile(ctx, client, cfg.profileDir, "create", 30); err != nil {
+					fmt.Fprintf(os.Stderr, "scale: %v\n", err)
+				}
+			}()
+		}
+	} else {
+		close(profileDone)
+	}
+	if err := createPods(ctx, pclient, cfg, createRec, startup, halfway); err != nil {
 		fail("%v", err)
 	}
 	res.CreatedS = time.Since(start).Seconds()
@@ -700,6 +740,7 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		fail("%v", err)
 	}
 	res.AllRunningS = time.Since(start).Seconds()
+	<-profileDone
 	m1, err := scrapeMetrics(ctx, client)
 	if err != nil {
 		fail("%v", err)
@@ -954,10 +995,25 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		fail("%v", err)
 	}
 	res.EtcdMiB = float64(etcdDBSize(dataDir)) / (1 << 20)
-	if inUse, keys, err := etcdUsage(ctx, c.apiserver.pid(), "pods", "events", "leases", "nodes"); err != nil {
+	if u, err := etcdUsage(ctx, c.apiserver.pid(), "pods", "events", "leases", "nodes"); err != nil {
 		ch.Notes = append(ch.Notes, "etcd usage: "+err.Error())
 	} else {
-		res.EtcdInUseMiB, res.EtcdKeys = float64(inUse)/(1<<20), keys
+		res.EtcdInUseMiB, res.EtcdKeys, res.EtcdLiveMiB = float64(u.inUse)/(1<<20), u.keys, u.liveMiB
+	}
+	if cg := os.Getenv(scaleAPIServerCgroupEnv); cg != "" {
+		if usage, peak, err := cgroupMemory(cg); err != nil {
+			ch.Notes = append(ch.Notes, "API server's cgroup: "+err.Error())
+		} else {
+			res.CgroupMiB, res.CgroupPeakMiB = usage, peak
+		}
+	}
+	if err := etcdDefragment(ctx, c.apiserver.pid()); err != nil {
+		ch.Notes = append(ch.Notes, "etcd defragmentation: "+err.Error())
+	} else {
+		res.EtcdDefragMiB = float64(etcdDBSize(dataDir)) / (1 << 20)
+		if anon, file, err := procRSSSplit(c.apiserver.pid()); err == nil {
+			res.DefragRSS = &procResult{Name: "apiserver", RSSMeanMiB: anon + file, RSSMaxMiB: anon + file, AnonMiB: anon, FileMiB: file}
+		}
 	}
 	for _, a := range c.agents() {
 		fmt.Fprintf(os.Stderr, "scale: node identities %q; %s: %d sockets open, %d threads\n",
@@ -1204,7 +1260,9 @@ func (c *counter) wait(ctx context.Context, cl *cluster, what string, want int, 
 
 // createPods creates cfg.pods pods with cfg.createWorkers clients, timing
 // each create in rec and telling startup when it returned.
-func createPods(ctx context.Context, client kubernetes.Interface, cfg scaleConfig, rec *latencyRecorder, startup *podStartup) error {
+// createPods creates cfg.pods pods from cfg.createWorkers clients, and
+// calls halfway once, when half of them have been asked for.
+func createPods(ctx context.Context, client kubernetes.Interface, cfg scaleConfig, rec *latencyRecorder, startup *podStartup, halfway func()) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var next atomic.Int64
@@ -1217,6 +1275,9 @@ func createPods(ctx context.Context, client kubernetes.Interface, cfg scaleConfi
 				i := int(next.Add(1)) - 1
 				if i >= cfg.pods || ctx.Err() != nil {
 					return
+				}
+				if i == cfg.pods/2 {
+					halfway()
 				}
 				start := time.Now()
 				pod, err := client.CoreV1().Pods(scaleNamespace).Create(ctx, scalePod(i, cfg), metav1.CreateOptions{})
@@ -1444,34 +1505,111 @@ func etcdDBSize(dataDir string) int64 {
 	return n
 }
 
+// etcdUse is what the embedded etcd holds: the db file's pages in use,
+// and by resource the keys and the bytes of their keys and values.
+type etcdUse struct {
+	inUse   int64
+	keys    map[string]int
+	liveMiB map[string]float64
+}
+
 // etcdUsage asks the embedded etcd of the API server pid (its client
-// socket) how much of its db file is in use and how many keys each of
-// resources has (under the default --etcd-prefix, /registry).
-func etcdUsage(ctx context.Context, pid int, resources ...string) (inUse int64, keys map[string]int, err error) {
-	sock, err := unixSocketOf(pid, "/etcd.sock")
+// socket) how much of its db file is in use and how many keys, of how
+// many bytes, each of resources has (under the default --etcd-prefix,
+// /registry). It reads every value, a page at a time.
+func etcdUsage(ctx context.Context, pid int, resources ...string) (etcdUse, error) {
+	c, err := embeddedEtcdClient(pid)
 	if err != nil {
-		return 0, nil, err
-	}
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{"unix://" + sock}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return 0, nil, fmt.Errorf("etcd client: %w", err)
+		return etcdUse{}, err
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	st, err := c.Status(ctx, c.Endpoints()[0])
 	if err != nil {
-		return 0, nil, fmt.Errorf("etcd status: %w", err)
+		return etcdUse{}, fmt.Errorf("etcd status: %w", err)
 	}
-	keys = map[string]int{}
+	u := etcdUse{inUse: st.DbSizeInUse, keys: map[string]int{}, liveMiB: map[string]float64{}}
 	for _, r := range resources {
-		resp, err := c.Get(ctx, "/registry/"+r+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-		if err != nil {
-			return 0, nil, fmt.Errorf("count %s: %w", r, err)
+		prefix := "/registry/" + r + "/"
+		end := clientv3.GetPrefixRangeEnd(prefix)
+		var bytes int64
+		for from := prefix; ; {
+			resp, err := c.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(2000))
+			if err != nil {
+				return etcdUse{}, fmt.Errorf("read %s: %w", r, err)
+			}
+			for _, kv := range resp.Kvs {
+				bytes += int64(len(kv.Key) + len(kv.Value))
+			}
+			u.keys[r] += len(resp.Kvs)
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 		}
-		keys[r] = int(resp.Count)
+		u.liveMiB[r] = float64(bytes) / (1 << 20)
 	}
-	return st.DbSizeInUse, keys, nil
+	return u, nil
+}
+
+// etcdDefragment compacts the embedded etcd of the API server pid to its
+// current revision and defragments it: what the db file would be with
+// the live keys alone, packed. The run is over; no one needs the history.
+func etcdDefragment(ctx context.Context, pid int) error {
+	c, err := embeddedEtcdClient(pid)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	resp, err := c.Get(ctx, "/", clientv3.WithCountOnly())
+	if err != nil {
+		return fmt.Errorf("revision: %w", err)
+	}
+	if _, err := c.Compact(ctx, resp.Header.Revision, clientv3.WithCompactPhysical()); err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	_, err = c.Defragment(ctx, c.Endpoints()[0])
+	return err
+}
+
+// cgroupMemory reads the memory charged to the cgroup at dir and its peak,
+// in MiB, from cgroup v2's files or v1's.
+func cgroupMemory(dir string) (usage, peak float64, err error) {
+	read := func(names ...string) (float64, error) {
+		var err error
+		for _, n := range names {
+			var data []byte
+			if data, err = os.ReadFile(filepath.Join(dir, n)); err == nil {
+				v, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+				return float64(v) / (1 << 20), err
+			}
+		}
+		return 0, err
+	}
+	if usage, err = read("memory.current", "memory.usage_in_bytes"); err != nil {
+		return 0, 0, fmt.Errorf("cgroup memory: %w", err)
+	}
+	if peak, err = read("memory.peak", "memory.max_usage_in_bytes"); err != nil {
+		return 0, 0, fmt.Errorf("cgroup memory peak: %w", err)
+	}
+	return usage, peak, nil
+}
+
+// embeddedEtcdClient is a client of the embedded etcd of the API server
+// pid, over its unix socket.
+func embeddedEtcdClient(pid int) (*clientv3.Client, error) {
+	sock, err := unixSocketOf(pid, "/etcd.sock")
+	if err != nil {
+		return nil, err
+	}
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{"unix://" + sock}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("etcd client: %w", err)
+	}
+	return c, nil
 }
 
 // unixSocketOf is the path of the unix socket pid listens on whose path
