@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/corekube/corekube/storage"
@@ -33,6 +35,39 @@ func (s *Store) decodeForCache(kv storage.KV) (runtime.Object, labels.Set, field
 	} else {
 		obj, err = s.decodeWithoutManagedFields(kv)
 	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	l, f, err := s.strategy.GetAttrs(obj)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return obj, l, f, nil
+}
+
+// decodeMessage decodes a protobuf message the watch cache keeps (of an
+// object stored as protobuf, its resourceVersion set) into the object
+// decode would make of its JSON, without making the JSON
+// (watch.Config.DecodeMessageObject).
+func (s *Store) decodeMessage(kv storage.KV) (runtime.Object, error) {
+	obj := s.strategy.New()
+	u, ok := obj.(protoUnmarshaler)
+	if !ok {
+		return nil, fmt.Errorf("decode %s at %s: %T has no protobuf form", s.info.Kind, kv.Key, obj)
+	}
+	if err := u.Unmarshal(kv.Value); err != nil {
+		return nil, fmt.Errorf("decode %s at %s from protobuf: %w", s.info.Kind, kv.Key, err)
+	}
+	accessor(obj).SetResourceVersion(strconv.FormatInt(kv.Revision, 10))
+	s.setTypeMeta(obj)
+	return obj, nil
+}
+
+// decodeMessageForCache is decodeForCache for a kept protobuf message
+// (watch.Config.DecodeMessage): the whole object, decoded as cheaply as a
+// partial decode of its JSON.
+func (s *Store) decodeMessageForCache(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
+	obj, err := s.decodeMessage(kv)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -199,5 +201,60 @@ func TestWatchEventProtobuf(t *testing.T) {
 	}
 	if &seen[0][0] != &seen[1][0] {
 		t.Error("two watchers got two encodings of one revision")
+	}
+}
+
+// TestWatchEventDecodedFromMessage: objects stored as protobuf are decoded
+// from their kept message (no JSON made for it) into what their JSON
+// decodes to, without managedFields, and selected on attributes computed
+// the same way; objects stored as JSON are not.
+func TestWatchEventDecodedFromMessage(t *testing.T) {
+	for _, mediaType := range []string{"", "application/json"} {
+		stores := protobufStores(t, mediaType)
+		for _, s := range stores {
+			w, err := s.Watch(t.Context(), "", &metainternalversion.ListOptions{ResourceVersion: "0"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev, ok := w.Next()
+			w.Stop()
+			if !ok {
+				t.Fatal("watch ended")
+			}
+			obj, err := ev.Decoded()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := ev.DecodesFromMessage(), mediaType == ""; got != want {
+				t.Errorf("%q, %T: decodes from the message %v, want %v", mediaType, obj, got, want)
+			}
+			data, _ := ev.JSON()
+			want := obj.DeepCopyObject()
+			if err := json.Unmarshal(data, want); err != nil {
+				t.Fatal(err)
+			}
+			m, err := meta.Accessor(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.SetManagedFields(nil)
+			gotJSON, _ := json.Marshal(obj)
+			wantJSON, _ := json.Marshal(want)
+			if !bytes.Equal(gotJSON, wantJSON) {
+				t.Errorf("%q: Decoded()\n%s\nwant its JSON decoded, without managedFields\n%s", mediaType, gotJSON, wantJSON)
+			}
+		}
+		selector, err := labels.Parse("i=3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := stores[0].List(t.Context(), "default", &metainternalversion.ListOptions{ResourceVersion: "0",
+			LabelSelector: selector, FieldSelector: fields.OneTermEqualSelector("spec.nodeName", "node-1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(list.(*v1.PodList).Items); n != 43 {
+			t.Errorf("%q: %d pods with i=3 on node-1 from the cache, want 43", mediaType, n)
+		}
 	}
 }

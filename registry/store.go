@@ -150,6 +150,12 @@ func NewStore(st storage.Interface, strategy Strategy, opts Options) *Store {
 		Kind:             info.GroupVersion().WithKind(info.Kind),
 		Disabled:         opts.NoWatchCache != nil && opts.NoWatchCache(info.GroupResource()),
 	}
+	if messageJSON != nil {
+		if _, ok := strategy.New().(protoUnmarshaler); ok {
+			// Kept messages decode as they are (no JSON made for it).
+			cacheCfg.DecodeMessage, cacheCfg.DecodeMessageObject = s.decodeMessageForCache, s.decodeMessage
+		}
+	}
 	if ix, ok := strategy.(WatchIndexStrategy); ok {
 		cacheCfg.IndexField = ix.WatchIndexField()
 	}

@@ -71,7 +71,7 @@ func (s *Server) feedNodeGraph(ctx context.Context, st *registry.Store, graph *n
 		}
 		var p *v1.Pod
 		var err error
-		if data, ok := ev.JSON(); ok {
+		if data, ok := graphJSON(ev); ok {
 			p, err = node.DecodePod(data) // what the graph reads, not the whole pod
 		} else if obj, derr := ev.Decoded(); derr != nil {
 			err = derr
@@ -93,4 +93,14 @@ func (s *Server) feedNodeGraph(ctx context.Context, st *registry.Store, graph *n
 			graph.Upsert(p)
 		}
 	}
+}
+
+// graphJSON is the JSON the node graph decodes a pod from: the event's
+// when JSON is how the cache keeps it; none for a pod kept as protobuf,
+// whose message Decoded decodes (its JSON would be made for this alone).
+func graphJSON(ev registry.WatchEvent) ([]byte, bool) {
+	if ev.DecodesFromMessage() {
+		return nil, false
+	}
+	return ev.JSON()
 }

@@ -86,6 +86,9 @@ type Object struct {
 // the other and to decode them.
 type codec struct {
 	decode ObjectDecodeFunc
+	// decodeMessage decodes a kept protobuf message of the cache's own
+	// envelope (Config.DecodeMessageObject); nil decodes the JSON.
+	decodeMessage ObjectDecodeFunc
 	// transcoder writes the protobuf encoding from the JSON; nil when the
 	// type has none (the object is then decoded and marshalled).
 	transcoder *rawproto.Transcoder
@@ -173,8 +176,13 @@ func (o *Object) Stored() (value []byte, ok bool) {
 }
 
 // Decode returns a new decoded copy of the object, which the caller owns.
-// It decodes the JSON (the memo of an object kept as protobuf).
+// It decodes the protobuf message of an object kept so when the cache
+// has a decoder for it (Config.DecodeMessageObject), else the JSON (for
+// an object kept as protobuf, the memo).
 func (o *Object) Decode() (runtime.Object, error) {
+	if o.DecodesFromMessage() {
+		return o.codec.decodeMessage(storage.KV{Key: o.Key, Value: o.data, Revision: o.Revision})
+	}
 	if o.codec == nil || o.codec.decode == nil {
 		return nil, errors.New("watch: object cannot be decoded")
 	}
@@ -183,6 +191,13 @@ func (o *Object) Decode() (runtime.Object, error) {
 		return nil, err
 	}
 	return o.codec.decode(storage.KV{Key: o.Key, Value: data, Revision: o.Revision})
+}
+
+// DecodesFromMessage reports whether Decode decodes the object's protobuf
+// message, making no JSON (an object kept as protobuf, with a decoder for
+// its kind: Config.DecodeMessageObject).
+func (o *Object) DecodesFromMessage() bool {
+	return o.proto && o.codec != nil && o.codec.decodeMessage != nil
 }
 
 // Shared returns the decoded object, decoding it on the first call and
@@ -357,6 +372,16 @@ type Config struct {
 	// Decode is given the JSON). It must refuse an envelope that does not
 	// name the resource's kind. nil: values are JSON.
 	MessageJSON func(dst []byte, env rawproto.Envelope, msg []byte) ([]byte, error)
+	// DecodeMessage, with MessageJSON, decodes the kept message of an
+	// object stored as protobuf under the resource's own kind (KV.Value is
+	// the message, its resourceVersion set to KV.Revision) as Decode
+	// decodes the object's JSON. With it the cache computes attributes
+	// without making the JSON, which it then makes only for a JSON reader
+	// (most readers of a resource stored as protobuf speak protobuf).
+	// DecodeMessageObject is DecodeObject for such a message. nil: they
+	// are given the JSON.
+	DecodeMessage       DecodeFunc
+	DecodeMessageObject ObjectDecodeFunc
 	// WindowSize is how many recent events are kept for watches that start
 	// from a past resourceVersion.
 	WindowSize int
@@ -472,7 +497,7 @@ func New(cfg Config) *Cache {
 		cfg.Resource, _, _ = strings.Cut(strings.TrimPrefix(cfg.Prefix, "/"), "/")
 	}
 	return &Cache{
-		codec: &codec{decode: cfg.DecodeObject, transcoder: cfg.Transcoder, messageJSON: cfg.MessageJSON,
+		codec: &codec{decode: cfg.DecodeObject, decodeMessage: cfg.DecodeMessageObject, transcoder: cfg.Transcoder, messageJSON: cfg.MessageJSON,
 			env: rawproto.Envelope{APIVersion: cfg.Kind.GroupVersion().String(), Kind: cfg.Kind.Kind}},
 		metrics:   cfg.Metrics.forCache(cfg.Resource, cfg.Prefix, cfg.Kind),
 		cfg:       cfg,
@@ -642,6 +667,15 @@ func (c *Cache) decodeProtobuf(kv storage.KV, attrs, recent bool) (*Object, erro
 	if !attrs {
 		return o, nil
 	}
+	if c.cfg.DecodeMessage != nil && cd == c.codec {
+		// The attributes from the message: no JSON until a reader wants it.
+		_, l, f, err := c.cfg.DecodeMessage(storage.KV{Key: kv.Key, Value: data, Revision: kv.Revision})
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", kv.Key, err)
+		}
+		o.Labels, o.Fields = NewAttrs(l), NewAttrs(f)
+		return o, nil
+	}
 	enc := o.encodeJSON()
 	if enc.err != nil {
 		return nil, fmt.Errorf("decode %s: %w", kv.Key, enc.err)
@@ -667,6 +701,7 @@ func (c *Cache) codecOf(env rawproto.Envelope) *codec {
 	}
 	cd := *c.codec
 	cd.env = env
+	cd.decodeMessage = nil // it knows the resource's kind only
 	return &cd
 }
 

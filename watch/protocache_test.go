@@ -19,6 +19,9 @@ import (
 	"github.com/corekube/corekube/watch/rawproto"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -405,5 +408,89 @@ func TestDirectWatchOverProtobuf(t *testing.T) {
 	}
 	if ev := next(t, w); ev.Type != Deleted {
 		t.Fatalf("moved off the node: %s, want DELETED", ev.Type)
+	}
+}
+
+// decodePodMessage is Config.DecodeMessage for pods, as the registry's
+// (the message decoded whole, the attributes decodeFullPod's).
+func decodePodMessage(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
+	pod := &v1.Pod{}
+	if err := pod.Unmarshal(kv.Value); err != nil {
+		return nil, nil, nil, err
+	}
+	pod.ResourceVersion = strconv.FormatInt(kv.Revision, 10)
+	pod.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
+	data, err := json.Marshal(pod)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	_, l, f, err := decodeFullPod(storage.KV{Key: kv.Key, Value: data, Revision: kv.Revision})
+	return pod, l, f, err
+}
+
+// TestCacheDecodesMessages: with a decoder for its messages, a cache over
+// pods stored as protobuf computes their attributes and decodes them from
+// the message, making no JSON until a JSON reader asks for it (then once
+// for the window's events, which keep it), with the same encodings,
+// stored value and attributes as without the decoder. An envelope of
+// another apiVersion still goes through the JSON.
+func TestCacheDecodesMessages(t *testing.T) {
+	var calls atomic.Int64
+	cfg := protoPodConfig(t, &calls)
+	cfg.Prefix, cfg.WindowSize = "/pods/", 4
+	cfg.DecodeMessage = decodePodMessage
+	cfg.DecodeMessageObject = func(kv storage.KV) (runtime.Object, error) {
+		obj, _, _, err := decodePodMessage(kv)
+		return obj, err
+	}
+	c := New(cfg)
+	pod := benchPod(7)
+	pod.Status.Phase, pod.Status.PodIP = v1.PodRunning, "10.1.2.3"
+	o, err := c.decode(storage.KV{Key: "/pods/ns/a", Value: storedProtobuf(t, pod), Revision: 21}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.push(&event{typ: Added, obj: o})
+	if n := calls.Load(); n != 0 || !o.DecodesFromMessage() {
+		t.Fatalf("decoding for the cache made the JSON %d times (want none), decodes from the message %v", n, o.DecodesFromMessage())
+	}
+	if o.Fields.Get("status.phase") != "Running" || o.Fields.Get("status.podIP") != "10.1.2.3" || o.Labels.Get("group") != "g7" {
+		t.Errorf("attributes from the message: %v %v", o.Labels, o.Fields)
+	}
+	pb, err := o.Protobuf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.windowBytes != int64(len(pb)) {
+		t.Errorf("window bytes %d, want %d (the message alone)", c.windowBytes, len(pb))
+	}
+	decoded, err := o.Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("Decode made the JSON")
+	}
+	wantJSON, _, _ := wantEncodings(t, pod, 21)
+	if got, err := json.Marshal(decoded); err != nil || !bytes.Equal(got, wantJSON) {
+		t.Errorf("Decode() from the message, as JSON:\n%s\nwant (the object decoded from its JSON)\n%s", got, wantJSON)
+	}
+	checkObject(t, o, pod, true)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("JSON made %d times by a JSON reader of a window's event, want once", n)
+	}
+	goruntime.GC()
+	mustJSON(t, o)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("JSON of a window's event made again after a GC (%d in all): its memo must be kept", n)
+	}
+
+	msg, _ := pod.Marshal()
+	other, err := c.decode(storage.KV{Key: "/pods/ns/old", Value: rawproto.Envelope{APIVersion: "v0", Kind: "Pod"}.Append(nil, msg), Revision: 22}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.DecodesFromMessage() || calls.Load() != 2 {
+		t.Errorf("another apiVersion's envelope: decodes from the message %v, JSON made %d times in all (want 2)", other.DecodesFromMessage(), calls.Load())
 	}
 }
