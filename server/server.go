@@ -274,9 +274,12 @@ func (s *Server) URL() string {
 
 // LoopbackConfig is a client config for the server's own clients (the
 // control loops and node agents `up` runs in-process): they act as
-// system:apiserver, in system:masters, as kube-apiserver's loopback client.
+// system:apiserver, in system:masters, and speak protobuf, as
+// kube-apiserver's loopback client.
 func (s *Server) LoopbackConfig() *rest.Config {
-	c := &rest.Config{Host: s.URL(), BearerToken: s.loopbackToken, QPS: -1}
+	c := &rest.Config{Host: s.URL(), BearerToken: s.loopbackToken, QPS: -1,
+		ContentConfig: rest.ContentConfig{ContentType: "application/vnd.kubernetes.protobuf",
+			AcceptContentTypes: "application/vnd.kubernetes.protobuf,application/json"}}
 	if s.tls != nil {
 		c.TLSClientConfig = rest.TLSClientConfig{CAData: s.tls.caPEM, ServerName: s.tls.loopbackSNI}
 	}

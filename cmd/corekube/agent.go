@@ -20,10 +20,11 @@ import (
 
 func newAgentCommand() *cobra.Command {
 	var (
-		opts       agentOptions
-		kubeconfig string
-		qps        float32
-		nodeCADir  string
+		opts        agentOptions
+		kubeconfig  string
+		contentType string
+		qps         float32
+		nodeCADir   string
 		// TLS bootstrapping (agent_bootstrap.go).
 		bootstrapKubeconfig, certDir string
 		clientCAFile                 string
@@ -48,6 +49,9 @@ a simulated container runtime, as the kubelet does.`,
 			restConfig.QPS = qps
 			if qps == 0 {
 				restConfig.QPS = -1
+			}
+			if err := setContentType(restConfig, contentType); err != nil {
+				return err
 			}
 			cfg, err := opts.config()
 			if err != nil {
@@ -75,6 +79,7 @@ a simulated container runtime, as the kubelet does.`,
 	f.StringVar(&bootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig of a bootstrap identity (bound to system:node-bootstrapper): each node gets its own client certificate through a CertificateSigningRequest, kept in --cert-dir, and runs as system:node:NAME (--kubeconfig is then not read)")
 	f.StringVar(&certDir, "cert-dir", "", "directory of the nodes' client certificates (<cert-dir>/<node>/"+bootstrap.CertFileName+")")
 	f.Float32Var(&qps, "kube-api-qps", 0, "client-side limit of requests per second to the API server (0: none)")
+	addContentTypeFlag(f, &contentType)
 	opts.addFlags(f)
 	f.StringVar(&clientCAFile, "client-ca-file", "", "CA bundle (PEM) whose client certificates authenticate to the kubelet API, as the kubelet's (default: the CA of --kubeconfig's cluster, which signs the API server's kubelet client certificate when the server makes its own)")
 	f.StringVar(&opts.cfg.TLSCertFile, "tls-cert-file", "", "the kubelet API's serving certificate (default: a self-signed one made in memory, as the kubelet's)")

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/leaderelection"
@@ -23,6 +24,34 @@ func restConfigFrom(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// protobufContentType is the default of kube's components'
+// --kube-api-content-type (kubelet, kube-controller-manager; the
+// scheduler's clientConnection.contentType): they write and read the API
+// in protobuf, accepting JSON for a response that has no protobuf form.
+// It is the API server's cheapest encoding too: the objects it stores as
+// protobuf are sent as they are kept.
+const protobufContentType = "application/vnd.kubernetes.protobuf"
+
+// addContentTypeFlag adds --kube-api-content-type, as kube's components
+// have it.
+func addContentTypeFlag(f *pflag.FlagSet, contentType *string) {
+	f.StringVar(contentType, "kube-api-content-type", protobufContentType,
+		"content type of requests sent to the API server: "+protobufContentType+" or application/json")
+}
+
+// setContentType makes c speak contentType to the API server.
+func setContentType(c *rest.Config, contentType string) error {
+	switch contentType {
+	case protobufContentType:
+		c.ContentType, c.AcceptContentTypes = protobufContentType, protobufContentType+",application/json"
+	case "application/json":
+		c.ContentType, c.AcceptContentTypes = contentType, contentType
+	default:
+		return fmt.Errorf("--kube-api-content-type %q: want %s or application/json", contentType, protobufContentType)
+	}
+	return nil
+}
+
 // newLoopsCommand is a command that runs the control loops of set against
 // the API server a kubeconfig names, until SIGINT/SIGTERM.
 // With --leader-elect (the default, as kube-scheduler's and
@@ -32,10 +61,11 @@ func restConfigFrom(path string) (*rest.Config, error) {
 // /metrics over HTTPS on port (kube's --secure-port; 0: not at all).
 func newLoopsCommand(use, short string, set loopSet, leaseName string, port int) *cobra.Command {
 	var (
-		kubeconfig string
-		signing    signingOptions
-		election   leaderElection
-		serving    servingOptions
+		kubeconfig  string
+		contentType string
+		signing     signingOptions
+		election    leaderElection
+		serving     servingOptions
 	)
 	cmd := &cobra.Command{
 		Use:   use,
@@ -44,6 +74,9 @@ func newLoopsCommand(use, short string, set loopSet, leaseName string, port int)
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := restConfigFrom(kubeconfig)
 			if err != nil {
+				return err
+			}
+			if err := setContentType(cfg, contentType); err != nil {
 				return err
 			}
 			reg := newComponentRegistry()
@@ -91,6 +124,7 @@ func newLoopsCommand(use, short string, set loopSet, leaseName string, port int)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the API server")
+	addContentTypeFlag(cmd.Flags(), &contentType)
 	election.addFlags(cmd.Flags(), leaseName)
 	serving.addFlags(cmd.Flags(), port)
 	if set&controllerLoops != 0 {
