@@ -50,9 +50,15 @@ type node struct {
 	ipam       *ipam     // replaced when an adopted Node has another podCIDR
 	uid        types.UID // of the Node object, once registered
 	registered bool
-	lastReport time.Time             // last status write
-	lastStatus *v1.NodeStatus        // what was last written
-	lease      *coordinationv1.Lease // as last written; nil: read it first
+	lastReport time.Time      // last status write
+	lastStatus *v1.NodeStatus // what was last written
+	// reportDelay is added to NodeStatusReportFrequency before the next
+	// write of an unchanged status: a random delay set at each write of a
+	// changed status (and at registration), as the kubelet's
+	// delayAfterNodeStatusChange, so that nodes registered together do
+	// not all report in the same seconds every period.
+	reportDelay time.Duration
+	lease       *coordinationv1.Lease // as last written; nil: read it first
 }
 
 // newNode builds node number num (1-based) of the configuration.
@@ -398,6 +404,7 @@ func (n *node) registeredAs(obj *v1.Node, now time.Time, created bool) {
 	if created {
 		n.lastReport = now
 		n.lastStatus = obj.Status.DeepCopy()
+		n.reportDelay = reportDelay(n.a.cfg.NodeStatusReportFrequency)
 		if c := findNodeCondition(&obj.Status, v1.NodeReady); c != nil && c.Status == v1.ConditionTrue {
 			n.a.events.nodeStatusEvent(n, "NodeReady")
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,17 +14,19 @@ import (
 )
 
 // updateStatus computes the node's status and, when it changed or the last
-// write is older than NodeStatusReportFrequency, writes it as the kubelet
-// does: a strategic merge patch of nodes/status against the node as the
+// write is older than NodeStatusReportFrequency (plus the random delay set
+// at the last change, reportDelay), writes it as the kubelet does: a strategic merge patch of nodes/status against the node as the
 // server has it.
 func (n *node) updateStatus(ctx context.Context) error {
 	now := n.a.clock.Now()
 	n.mu.Lock()
-	last, lastReport := n.lastStatus, n.lastReport
+	last, lastReport, delay := n.lastStatus, n.lastReport, n.reportDelay
 	n.mu.Unlock()
+	changed := true
 	if last != nil {
 		desired := n.desiredStatus(now, last)
-		if sameStatus(&desired, last) && now.Sub(lastReport) < n.a.cfg.NodeStatusReportFrequency {
+		changed = !sameStatus(&desired, last)
+		if !changed && now.Sub(lastReport) < n.a.cfg.NodeStatusReportFrequency+delay {
 			return nil
 		}
 	}
@@ -92,8 +96,19 @@ func (n *node) updateStatus(ctx context.Context) error {
 	}
 	n.mu.Lock()
 	n.lastStatus, n.lastReport = written.Status.DeepCopy(), now
+	// A change starts a new random phase; a periodic report keeps it.
+	n.reportDelay = 0
+	if changed {
+		n.reportDelay = reportDelay(n.a.cfg.NodeStatusReportFrequency)
+	}
 	n.mu.Unlock()
 	return nil
+}
+
+// reportDelay is a random delay in [-period/2, period/2), the kubelet's
+// spread of node status reports after a change.
+func reportDelay(period time.Duration) time.Duration {
+	return time.Duration(float64(period) * (rand.Float64() - 0.5))
 }
 
 func indexCondition(conds []v1.NodeCondition, t v1.NodeConditionType) int {
