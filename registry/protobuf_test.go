@@ -248,7 +248,9 @@ func TestWatchEventDecodedFromMessage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		list, err := stores[0].List(t.Context(), "default", &metainternalversion.ListOptions{ResourceVersion: "0",
+		// A consistent LIST (no resourceVersion): the cache waits until it
+		// has every pod written.
+		list, err := stores[0].List(t.Context(), "default", &metainternalversion.ListOptions{
 			LabelSelector: selector, FieldSelector: fields.OneTermEqualSelector("spec.nodeName", "node-1")})
 		if err != nil {
 			t.Fatal(err)
