@@ -35,6 +35,11 @@ func (s *Store) decodeForCache(kv storage.KV) (runtime.Object, labels.Set, field
 	} else {
 		obj, err = s.decodeWithoutManagedFields(kv)
 	}
+	return s.withAttrs(obj, err)
+}
+
+// withAttrs returns a decoded object with its labels and fields.
+func (s *Store) withAttrs(obj runtime.Object, err error) (runtime.Object, labels.Set, fields.Set, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -67,15 +72,7 @@ func (s *Store) decodeMessage(kv storage.KV) (runtime.Object, error) {
 // (watch.Config.DecodeMessage): the whole object, decoded as cheaply as a
 // partial decode of its JSON.
 func (s *Store) decodeMessageForCache(kv storage.KV) (runtime.Object, labels.Set, fields.Set, error) {
-	obj, err := s.decodeMessage(kv)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	l, f, err := s.strategy.GetAttrs(obj)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return obj, l, f, nil
+	return s.withAttrs(s.decodeMessage(kv))
 }
 
 // cacheMatcher is Matcher over the attributes the cache keeps, so that
