@@ -167,21 +167,29 @@ func testAppendProtobufMatchesSerializer(t *testing.T, mediaType string) {
 	}
 }
 
+// firstEvent is the first event of a watch of namespace from any version
+// (the cache's first object).
+func firstEvent(t *testing.T, s *registry.Store, namespace string) registry.WatchEvent {
+	t.Helper()
+	w, err := s.Watch(t.Context(), namespace, &metainternalversion.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	ev, ok := w.Next()
+	if !ok {
+		t.Fatal("watch ended")
+	}
+	return ev
+}
+
 // TestWatchEventProtobuf: a cached event's protobuf is the gogo encoding of
 // its decoded object, the same bytes for every watcher.
 func TestWatchEventProtobuf(t *testing.T) {
 	pods := protobufStores(t, "")[0]
 	var seen [][]byte
 	for range 2 {
-		w, err := pods.Watch(t.Context(), "default", &metainternalversion.ListOptions{ResourceVersion: "0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev, ok := w.Next()
-		w.Stop()
-		if !ok {
-			t.Fatal("watch ended")
-		}
+		ev := firstEvent(t, pods, "default")
 		data, ok := ev.Protobuf()
 		if !ok {
 			t.Fatalf("%s event has no protobuf encoding", ev.Type)
@@ -212,15 +220,7 @@ func TestWatchEventDecodedFromMessage(t *testing.T) {
 	for _, mediaType := range []string{"", "application/json"} {
 		stores := protobufStores(t, mediaType)
 		for _, s := range stores {
-			w, err := s.Watch(t.Context(), "", &metainternalversion.ListOptions{ResourceVersion: "0"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ev, ok := w.Next()
-			w.Stop()
-			if !ok {
-				t.Fatal("watch ended")
-			}
+			ev := firstEvent(t, s, "")
 			obj, err := ev.Decoded()
 			if err != nil {
 				t.Fatal(err)
