@@ -82,8 +82,12 @@ var errRaced = errors.New("object changed during delete")
 func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *metav1.DeleteOptions, dryRun, fromCache bool) (runtime.Object, bool, error) {
 	key := s.key(namespace, name)
 	kv, cached := storage.KV{}, false
+	decode := func() (runtime.Object, error) { return s.decode(kv) }
 	if fromCache {
-		kv, cached = s.cachedCurrent(key)
+		var decodeCached func() (runtime.Object, error)
+		if kv, decodeCached, cached = s.cachedCurrent(key); decodeCached != nil {
+			decode = decodeCached
+		}
 	}
 	if !cached {
 		var err error
@@ -98,7 +102,7 @@ func (s *Store) deleteOnce(ctx context.Context, namespace, name string, opts *me
 		}
 		return err
 	}
-	obj, err := s.decode(kv)
+	obj, err := decode()
 	if err != nil {
 		return nil, false, refused(err)
 	}

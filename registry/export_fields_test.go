@@ -27,6 +27,10 @@ func SetUpdateFastPaths(on bool) (restore func()) {
 // point was stale.
 func StaleCurrents() int64 { return staleCurrents.Load() }
 
+// MessageStarts is the number of updates so far that started from an
+// object decoded from the watch cache's protobuf message.
+func MessageStarts() int64 { return messageStarts.Load() }
+
 // CachedObject is the watch cache's object of namespace/name, if it has it.
 func CachedObject(s *Store, namespace, name string) (*watch.Object, bool) {
 	return s.cache.Get(s.key(namespace, name))

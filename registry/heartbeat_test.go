@@ -241,14 +241,21 @@ type heartbeatRecord struct {
 // managedFields times, which kube's field manager takes from the clock:
 // each entry's time must have been kept or set (to a time within the
 // step) alike in both runs; and the entries must be in kube's order.
+//
+// The objects are stored as protobuf, so the fast path's updates start
+// from the cache's message decoded (not its JSON): at least one must have.
 func TestUpdateFastPathsSameResults(t *testing.T) {
 	e := newHeartbeatEnv(t)
+	fromMessages := registry.MessageStarts()
 	for seq, steps := range heartbeatSequences() {
 		t.Run(seq, func(t *testing.T) {
 			for _, d := range runHeartbeatPair(t, e, steps, fmt.Sprintf("%s-%d", strings.ReplaceAll(seq, "/", "-"), time.Now().UnixNano())) {
 				t.Error(d)
 			}
 		})
+	}
+	if registry.MessageStarts() == fromMessages {
+		t.Error("no update started from an object decoded from the watch cache's protobuf message")
 	}
 }
 
