@@ -45,7 +45,9 @@ func newCachedPodStoreWith(t *testing.T, st storage.Interface, opts registry.Opt
 
 // TestDeleteFromCache: a delete whose watch cache has the object's last
 // revision reads nothing from storage, a graceful one and the final one
-// alike (a graceful delete used to read the pod twice).
+// alike (a graceful delete used to read the pod twice). The pod, stored as
+// protobuf, is decoded from the cache's message, and the graceful delete's
+// answer is the pod as stored.
 func TestDeleteFromCache(t *testing.T) {
 	st := &storagetest.ReadCounter{Interface: newTestStorage(t)}
 	pods := newCachedPodStore(t, st)
@@ -63,6 +65,7 @@ func TestDeleteFromCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Gets.Store(0)
+	fromMessages := registry.MessageStarts()
 	out, deleted, err := pods.Delete(ctx, "dc", pod.Name, &metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30),
 		Preconditions: &metav1.Preconditions{UID: &pod.UID, ResourceVersion: &pod.ResourceVersion}})
 	if err != nil || deleted {
@@ -71,9 +74,19 @@ func TestDeleteFromCache(t *testing.T) {
 	if got := st.Gets.Load(); got != 0 {
 		t.Errorf("graceful delete from a fresh cache read storage %d times, want 0", got)
 	}
+	if registry.MessageStarts() == fromMessages {
+		t.Error("graceful delete did not decode the pod from the watch cache's message")
+	}
 	terminating := out.(*v1.Pod)
 	if terminating.DeletionTimestamp == nil {
 		t.Fatal("graceful delete did not set deletionTimestamp")
+	}
+	stored, err := pods.Get(ctx, "dc", pod.Name, &metav1.GetOptions{}) // from storage
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(stored, out) {
+		t.Errorf("graceful delete answered\n%v\nstorage holds\n%v", out, stored)
 	}
 	if _, err := pods.Get(ctx, "dc", pod.Name, &metav1.GetOptions{ResourceVersion: terminating.ResourceVersion}); err != nil {
 		t.Fatal(err)
