@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/watch/rawproto"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
@@ -94,7 +93,13 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 		var size int // of the object's encoding, for the metrics
 		cached := false
 		if plain {
-			data, cached = cachedEncoding(ev, n.media)
+			switch n.media {
+			case mediaProtobuf:
+				object, cached = ev.AppendProtobuf(object[:0])
+				data = object
+			case mediaJSON:
+				data, cached = ev.JSON()
+			}
 		}
 		if cached {
 			if n.media == mediaProtobuf {
@@ -144,18 +149,6 @@ func (q *request) watch(opts *metainternalversion.ListOptions) {
 			flusher.Flush()
 		}
 	}
-}
-
-// cachedEncoding returns the watch cache's encoding of the event's object
-// in media (the protobuf message without envelope), when it has one.
-func cachedEncoding(ev registry.WatchEvent, media mediaType) ([]byte, bool) {
-	switch media {
-	case mediaProtobuf:
-		return ev.Protobuf()
-	case mediaJSON:
-		return ev.JSON()
-	}
-	return nil, false
 }
 
 // appendProtobufEvent encodes obj into object and the frame of the event

@@ -510,43 +510,48 @@ func (p *ListPage) ProtobufChunks() (net.Buffers, error) {
 	if err != nil {
 		return nil, err
 	}
-	var items [][]byte
+	var items []watch.Message
 	if p.cached != nil {
-		items = make([][]byte, len(p.cached))
+		items = make([]watch.Message, len(p.cached))
 		err = forEach(len(items), func(i int) (err error) {
-			items[i], err = p.cached[i].Protobuf()
+			items[i], err = p.cached[i].ProtobufMessage()
 			return err
 		})
 	} else {
-		items = make([][]byte, len(p.items))
+		items = make([]watch.Message, len(p.items))
 		for i, obj := range p.items {
 			m, ok := obj.(protoMarshaler)
 			if !ok {
 				return nil, fmt.Errorf("%T has no protobuf encoding", obj)
 			}
-			if items[i], err = m.Marshal(); err != nil {
+			var data []byte
+			if data, err = m.Marshal(); err != nil {
 				break
 			}
+			items[i] = watch.WholeMessage(data)
 		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encode %s as protobuf: %w", p.store.info.ListKind, err)
 	}
-	size := rawproto.FieldSize(len(lm))
-	for _, item := range items {
-		size += rawproto.FieldSize(len(item))
+	size, pieces := rawproto.FieldSize(len(lm)), 0
+	lens := make([]int, len(items))
+	for i, item := range items {
+		lens[i] = item.Len()
+		size += rawproto.FieldSize(lens[i])
+		pieces += item.Pieces()
 	}
 	env := rawproto.Envelope{APIVersion: p.store.info.APIVersion(), Kind: p.store.info.ListKind}
 	head := env.AppendHeader(nil, size)
 	head = rawproto.AppendField(head, rawproto.ListMetaField, lm)
-	chunks := make(net.Buffers, 0, 2*len(items)+2)
+	chunks := make(net.Buffers, 0, len(items)+pieces+2)
 	chunks = append(chunks, head)
 	// The items' field headers (a few bytes each) in one buffer.
 	headers := make([]byte, 0, len(items)*(1+binary.MaxVarintLen32))
-	for _, item := range items {
+	for i, item := range items {
 		at := len(headers)
-		headers = rawproto.AppendFieldHeader(headers, rawproto.ListItemsField, len(item))
-		chunks = append(chunks, headers[at:len(headers):len(headers)], item)
+		headers = rawproto.AppendFieldHeader(headers, rawproto.ListItemsField, lens[i])
+		chunks = item.AppendPieces(append(chunks, headers[at:len(headers):len(headers)]))
 	}
 	return append(chunks, rawproto.AppendTrailer(nil)), nil
 }

@@ -155,7 +155,13 @@ func TestCacheKeepsStoredEncoding(t *testing.T) {
 				if pb, err = o.Protobuf(); err != nil || !bytes.Equal(pb, wantPB) {
 					t.Fatalf("Protobuf() = %x, %v\nwant %x", pb, err, wantPB)
 				}
-				return jsonData, pb
+				// The message as kept (Protobuf puts one kept in pieces
+				// together anew): its first piece.
+				m, err := o.ProtobufMessage()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return jsonData, m.AppendPieces(nil)[0]
 			}
 			j1, p1 := encodings()
 			goruntime.GC()

@@ -184,16 +184,18 @@ func firstEvent(t *testing.T, s *registry.Store, namespace string) registry.Watc
 }
 
 // TestWatchEventProtobuf: a cached event's protobuf is the gogo encoding of
-// its decoded object, the same bytes for every watcher.
+// its decoded object, the same bytes for every watcher, appended after
+// what the watcher's buffer holds.
 func TestWatchEventProtobuf(t *testing.T) {
 	pods := protobufStores(t, "")[0]
 	var seen [][]byte
 	for range 2 {
 		ev := firstEvent(t, pods, "default")
-		data, ok := ev.Protobuf()
-		if !ok {
-			t.Fatalf("%s event has no protobuf encoding", ev.Type)
+		data, ok := ev.AppendProtobuf([]byte("frame"))
+		if !ok || !bytes.HasPrefix(data, []byte("frame")) {
+			t.Fatalf("%s event has no protobuf encoding, or it replaced the buffer's bytes", ev.Type)
 		}
+		data = data[len("frame"):]
 		obj, err := ev.Decoded()
 		if err != nil {
 			t.Fatal(err)
@@ -207,7 +209,7 @@ func TestWatchEventProtobuf(t *testing.T) {
 		}
 		seen = append(seen, data)
 	}
-	if &seen[0][0] != &seen[1][0] {
+	if !bytes.Equal(seen[0], seen[1]) {
 		t.Error("two watchers got two encodings of one revision")
 	}
 }

@@ -82,17 +82,21 @@ func (e WatchEvent) JSON() ([]byte, bool) {
 	return data, err == nil
 }
 
-// Protobuf returns the object's cached protobuf message, without kube's
-// envelope (watch/rawproto writes it), when it has one: the message kept
-// of an object stored as protobuf, else computed from the JSON and
-// shared by every protobuf watcher of a recent event
-// (watch.Object.Protobuf).
-func (e WatchEvent) Protobuf() ([]byte, bool) {
+// AppendProtobuf appends to dst the object's cached protobuf message,
+// without kube's envelope (watch/rawproto writes it), when it has one: the
+// message kept of an object stored as protobuf, else computed from the
+// JSON and shared by every protobuf watcher of a recent event
+// (watch.Object.ProtobufMessage). ok is false, and dst returned as it
+// was, when it has none.
+func (e WatchEvent) AppendProtobuf(dst []byte) (_ []byte, ok bool) {
 	if e.cached == nil {
-		return nil, false
+		return dst, false
 	}
-	data, err := e.cached.Protobuf()
-	return data, err == nil
+	m, err := e.cached.ProtobufMessage()
+	if err != nil {
+		return dst, false
+	}
+	return m.AppendTo(dst), true
 }
 
 // Watch streams the changes to the objects opts selects in namespace ("" for

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unique"
 	"weak"
 
 	"github.com/corekube/corekube/storage"
@@ -44,12 +45,18 @@ type Object struct {
 	Fields   Attrs
 
 	// data is the primary encoding: the JSON, or with proto (below) the
-	// protobuf message (no envelope: watch/rawproto writes it).
+	// protobuf message (no envelope: watch/rawproto writes it), without
+	// its managedFields entries when it has entries (message.go).
 	data []byte
 	// spliceAt and spliceLen locate in a JSON data the resourceVersion
 	// the cache spliced into the stored value (spliceLen 0: data is no
 	// splice).
 	spliceAt, spliceLen int32
+	// entriesAt is where in a protobuf data its entries go back.
+	entriesAt int32
+	// entries are a protobuf message's managedFields entries, interned;
+	// nil when data is the whole message.
+	entries []unique.Handle[string]
 	// codec makes the other encoding and decodes; nil for bookmarks.
 	codec *codec
 
@@ -122,12 +129,35 @@ func (o *Object) JSON() ([]byte, error) {
 // no magic, no runtime.Unknown; watch/rawproto writes them): its primary,
 // or the memo, computed from the JSON when there is none. Concurrent
 // first callers wait for one computation rather than repeat it. The bytes
-// are shared and must not be modified.
+// are shared and must not be modified. A message kept in pieces (see
+// message.go) is put together in a new slice: readers of many objects
+// should use ProtobufMessage.
 func (o *Object) Protobuf() ([]byte, error) {
+	m, err := o.ProtobufMessage()
+	return m.Bytes(), err
+}
+
+// ProtobufMessage is Protobuf as the cache keeps it, which may be in
+// pieces: a reader appends it (Message.AppendTo) or writes its pieces
+// (Message.AppendPieces) without a copy made for it.
+func (o *Object) ProtobufMessage() (Message, error) {
 	if o.proto {
-		return o.data, nil
+		return o.message(), nil
 	}
-	return o.memo()
+	data, err := o.memo()
+	return WholeMessage(data), err
+}
+
+// setMessage keeps msg as the object's protobuf message, its entries
+// interned (splitMessage); before the object is shared.
+func (o *Object) setMessage(msg []byte) {
+	m := splitMessage(msg)
+	o.data, o.entriesAt, o.entries = m.head, int32(m.at), m.entries
+}
+
+// message is the protobuf message of an object kept as one (proto).
+func (o *Object) message() Message {
+	return Message{head: o.data, at: int(o.entriesAt), entries: o.entries}
 }
 
 // memo returns the memoized encoding that is not the primary, computing
@@ -181,7 +211,7 @@ func (o *Object) Stored() (value []byte, ok bool) {
 // an object kept as protobuf, the memo).
 func (o *Object) Decode() (runtime.Object, error) {
 	if o.DecodesFromMessage() {
-		return o.codec.decodeMessage(storage.KV{Key: o.Key, Value: o.data, Revision: o.Revision})
+		return o.codec.decodeMessage(storage.KV{Key: o.Key, Value: o.message().Bytes(), Revision: o.Revision})
 	}
 	if o.codec == nil || o.codec.decode == nil {
 		return nil, errors.New("watch: object cannot be decoded")
@@ -250,8 +280,16 @@ func (o *Object) encodeJSON() *encoding {
 		return &encoding{err: fmt.Errorf("watch: %s has no JSON encoding", o.Key)}
 	}
 	var err error
+	msg := o.data
+	if o.entries != nil {
+		// The message in one piece, for as long as the transcoding.
+		buf := transcodeBuffers.Get().(*[]byte)
+		*buf = o.message().AppendTo((*buf)[:0])
+		msg = *buf
+		defer putTranscodeBuffer(buf)
+	}
 	enc, ok := transcode(func(dst []byte) ([]byte, error) {
-		dst, err = o.codec.messageJSON(dst, o.codec.env, o.data)
+		dst, err = o.codec.messageJSON(dst, o.codec.env, msg)
 		return dst, err
 	})
 	if !ok {
@@ -272,10 +310,16 @@ func transcode(write func(dst []byte) ([]byte, error)) (*encoding, bool) {
 	}
 	enc := &encoding{data: slices.Clone(data)}
 	*buf = data
-	if cap(data) <= 1<<20 {
+	putTranscodeBuffer(buf)
+	return enc, true
+}
+
+// putTranscodeBuffer returns buf to transcodeBuffers, unless it grew too
+// large to keep.
+func putTranscodeBuffer(buf *[]byte) {
+	if cap(*buf) <= 1<<20 {
 		transcodeBuffers.Put(buf)
 	}
-	return enc, true
 }
 
 // transcodeBuffers are transcode's scratch buffers.
@@ -298,6 +342,9 @@ func (o *Object) windowSize() int64 {
 	o.memoMu.Lock()
 	defer o.memoMu.Unlock()
 	n := len(o.data)
+	if o.proto {
+		n = o.message().Len()
+	}
 	if o.memoStrong != nil {
 		n += len(o.memoStrong.data)
 	}
@@ -663,7 +710,8 @@ func (c *Cache) decodeProtobuf(kv storage.KV, attrs, recent bool) (*Object, erro
 		}
 		return c.decodeJSON(storage.KV{Key: kv.Key, Value: stored, Revision: kv.Revision})
 	}
-	o := &Object{Key: kv.Key, Revision: kv.Revision, data: data, proto: true, codec: cd}
+	o := &Object{Key: kv.Key, Revision: kv.Revision, proto: true, codec: cd}
+	o.setMessage(data)
 	if !attrs {
 		return o, nil
 	}

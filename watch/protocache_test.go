@@ -120,6 +120,7 @@ func checkObject(t *testing.T, o *Object, pod *v1.Pod, wantProto bool) {
 	if got, err := o.Protobuf(); err != nil || !bytes.Equal(got, wantPB) {
 		t.Errorf("%s: Protobuf() = %x, %v\nwant %x", o.Key, got, err, wantPB)
 	}
+	checkMessage(t, o, wantPB, wantProto && len(pod.ManagedFields) > 0)
 	if got, ok := o.Stored(); !ok || !bytes.Equal(got, wantStored) {
 		t.Errorf("%s: Stored() = %s, %v\nwant %s", o.Key, got, ok, wantStored)
 	}
@@ -493,4 +494,64 @@ func TestCacheDecodesMessages(t *testing.T) {
 	if other.DecodesFromMessage() || calls.Load() != 2 {
 		t.Errorf("another apiVersion's envelope: decodes from the message %v, JSON made %d times in all (want 2)", other.DecodesFromMessage(), calls.Load())
 	}
+}
+
+// checkMessage checks that o's kept protobuf message, in whatever pieces,
+// is want: appended, in pieces and by length; split, that the cache keeps
+// it without its managedFields entries.
+func checkMessage(t *testing.T, o *Object, want []byte, split bool) {
+	t.Helper()
+	m, err := o.ProtobufMessage()
+	if err != nil {
+		t.Fatalf("%s: ProtobufMessage: %v", o.Key, err)
+	}
+	if got := m.AppendTo([]byte("head")); !bytes.Equal(got, append([]byte("head"), want...)) {
+		t.Errorf("%s: AppendTo = %x\nwant %x", o.Key, got, want)
+	}
+	pieces := m.AppendPieces(nil)
+	if got := bytes.Join(pieces, nil); !bytes.Equal(got, want) || len(pieces) != m.Pieces() || m.Len() != len(want) {
+		t.Errorf("%s: %d pieces (Pieces %d) of %d bytes (Len %d) = %x\nwant %x", o.Key, len(pieces), m.Pieces(), len(got), m.Len(), got, want)
+	}
+	if kept := o.entries != nil; kept != split {
+		t.Errorf("%s: managedFields kept apart %v, want %v", o.Key, kept, split)
+	}
+	if split && len(o.data) >= len(want) {
+		t.Errorf("%s: keeps %d bytes of its own for a %d-byte message", o.Key, len(o.data), len(want))
+	}
+}
+
+// TestMessageEntriesShared: pods whose managedFields entries are the same
+// keep one copy of each; an entry that differs (another time) is its own;
+// a pod without entries is kept whole. Each reads back as stored.
+func TestMessageEntriesShared(t *testing.T) {
+	var calls atomic.Int64
+	cfg := protoPodConfig(t, &calls)
+	cfg.Prefix = "/pods/"
+	c := New(cfg)
+	objectOf := func(pod *v1.Pod, rev int64) *Object {
+		t.Helper()
+		o, err := c.decode(storage.KV{Key: "/pods/" + pod.Namespace + "/" + pod.Name, Value: storedProtobuf(t, pod), Revision: rev}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkObject(t, o, pod, true)
+		return o
+	}
+	a, b := objectOf(benchPod(1), 10), objectOf(benchPod(2), 11)
+	later := benchPod(3)
+	moved := metav1.Unix(1764000001, 0)
+	later.ManagedFields[1].Time = &moved
+	c3 := objectOf(later, 12)
+	if len(a.entries) != 2 || len(b.entries) != 2 || len(c3.entries) != 2 {
+		t.Fatalf("entries kept: %d, %d, %d; want 2 each", len(a.entries), len(b.entries), len(c3.entries))
+	}
+	if a.entries[0] != b.entries[0] || a.entries[1] != b.entries[1] || a.entries[0] != c3.entries[0] {
+		t.Error("the same managedFields entry is kept more than once")
+	}
+	if a.entries[1] == c3.entries[1] {
+		t.Error("entries of different times share one copy")
+	}
+	bare := benchPod(4)
+	bare.ManagedFields = nil
+	objectOf(bare, 13)
 }
