@@ -9,7 +9,6 @@ import (
 
 	"github.com/corekube/corekube/storage"
 	"github.com/corekube/corekube/watch"
-	"github.com/corekube/corekube/watch/rawjson"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -140,16 +139,8 @@ func (s *Store) CachedMeta(namespace, name string) (*metav1.ObjectMeta, bool) {
 	if !ok || o.Key != key {
 		return nil, false
 	}
-	data, err := o.JSON()
-	if err != nil {
-		return nil, false
-	}
-	raw, err := rawjson.Member(data, "metadata")
-	if err != nil || raw == nil {
-		return nil, false
-	}
 	m := &metav1.ObjectMeta{}
-	if err := DecodeObjectMeta(raw, m); err != nil {
+	if err := s.decodeCachedMeta(o, m); err != nil {
 		return nil, false
 	}
 	return m, true

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -259,6 +260,62 @@ func TestWatchEventDecodedFromMessage(t *testing.T) {
 		}
 		if n := len(list.(*v1.PodList).Items); n != 43 {
 			t.Errorf("%q: %d pods with i=3 on node-1 from the cache, want 43", mediaType, n)
+		}
+	}
+}
+
+// TestListViewsFromMessage: a Table's and a PartialObjectMetadataList's
+// items decoded from the cache's protobuf messages (pods stored as
+// protobuf) are what the same items decoded from their JSON give: the
+// same ObjectMeta, and the same Table row.
+func TestListViewsFromMessage(t *testing.T) {
+	podStore := protobufStores(t, "")[0]
+	page, err := podStore.ListPage(t.Context(), "default", &metainternalversion.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strategy := pods.NewStrategy()
+	for _, view := range []registry.ItemView{registry.TableItems, registry.MetadataItems} {
+		list, err := page.ObjectFor(view)
+		if err != nil {
+			t.Fatal(err)
+		}
+		items := list.(*v1.PodList).Items
+		if len(items) != 300 {
+			t.Fatalf("view %d: %d items, want 300", view, len(items))
+		}
+		for i := range items {
+			got := &items[i]
+			o, ok := registry.CachedObject(podStore, "default", got.Name)
+			if !ok || !o.DecodesFromMessage() {
+				t.Fatalf("%s is not cached as a message it decodes", got.Name)
+			}
+			data, err := o.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded, err := strategy.DecodeForTable(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := decoded.(*v1.Pod)
+			gotMeta, _ := json.Marshal(got.ObjectMeta)
+			wantMeta, _ := json.Marshal(want.ObjectMeta)
+			if !bytes.Equal(gotMeta, wantMeta) || got.ResourceVersion == "" {
+				t.Fatalf("view %d, %s: metadata\n%s\nwant (from the JSON)\n%s", view, got.Name, gotMeta, wantMeta)
+			}
+			if view != registry.TableItems {
+				continue
+			}
+			now := time.Now()
+			gotRow, err := strategy.TableRow(got, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRow, _ := strategy.TableRow(want, now)
+			if g, w := fmt.Sprint(gotRow.Cells), fmt.Sprint(wantRow.Cells); g != w {
+				t.Fatalf("%s: row %s, want (from the JSON) %s", got.Name, g, w)
+			}
 		}
 	}
 }

@@ -59,6 +59,17 @@ func SetResourceVersion(dst, msg []byte, rv string) ([]byte, error) {
 	return append(dst, msg[metaEnd:]...), nil
 }
 
+// Metadata returns the value of msg's metadata field (an ObjectMeta's
+// message), sharing msg's bytes: msg is the protobuf message of a kube
+// top-level object, with one metadata field.
+func Metadata(msg []byte) ([]byte, error) {
+	_, start, end, err := metadataField(msg)
+	if err != nil {
+		return nil, err
+	}
+	return msg[start:end], nil
+}
+
 // metadataField finds msg's one metadata field: where its key starts and
 // where its value starts and ends.
 func metadataField(msg []byte) (key, start, end int, err error) {
