@@ -197,6 +197,12 @@ type simResult struct {
 	simLog []string
 	// standIn says what the kubemark run's API stand-in answered.
 	standIn string
+	// lagged and closed are the API server's watchers that fell behind
+	// their buffer and went on from the window, and those it closed for
+	// falling behind, by client and cache (its log, as bench-scale reads
+	// it); watchersErr is why they could not be read.
+	lagged, closed map[string]watcherCloses
+	watchersErr    error
 }
 
 // simWindow is one steady state of a simulator run: every process over
@@ -378,6 +384,12 @@ func runNodeSim(b *testing.B, bin string, kc simConfig, cfg scaleConfig, mode st
 	if err := check(); err != nil {
 		b.Fatal(err)
 	}
+	if res.lagged, res.watchersErr = laggedWatchers(c.apiserver.log); res.watchersErr == nil {
+		res.closed, res.watchersErr = closedWatchers(c.apiserver.log)
+	}
+	if len(res.closed) > 0 {
+		b.Errorf("%s: the API server closed watchers for falling behind: %s", mode, strings.Join(watcherLines(res.closed), ", "))
+	}
 	switch mode {
 	case "kubemark":
 		res.standIn = hollow.standIn.summary()
@@ -397,6 +409,14 @@ func runNodeSim(b *testing.B, bin string, kc simConfig, cfg scaleConfig, mode st
 		}
 	}
 	return res
+}
+
+// orNone joins lines, or says there are none.
+func orNone(lines []string) string {
+	if len(lines) == 0 {
+		return "none"
+	}
+	return strings.Join(lines, ", ")
 }
 
 // simFailure adds the tail of the simulators' logs to err: those of the
@@ -778,6 +798,12 @@ func (r simResult) print(w io.Writer, cfg scaleConfig, kc simConfig) {
 		r.nodesOnly.MachineBusyPercent, r.withPods.MachineBusyPercent, r.nodesOnly.ForeignPercent, r.withPods.ForeignPercent, r.withPods.etcdMiB)
 	printStartup(w, fmt.Sprintf("pod startup latency, bulk %d", cfg.pods), r.bulk)
 	printStartup(w, fmt.Sprintf("pod startup latency, %d latency pods at %.0f/s", kc.latencyPods, kc.latencyQPS), r.latency)
+	if r.watchersErr != nil {
+		fmt.Fprintf(w, "  API server watchers: %v\n", r.watchersErr)
+	} else {
+		fmt.Fprintf(w, "  API server watchers that fell behind their buffer and went on from the window (client cache: n): %s\n", orNone(watcherLines(r.lagged)))
+		fmt.Fprintf(w, "  API server watchers closed for falling behind: %s\n", orNone(watcherLines(r.closed)))
+	}
 	switch r.mode {
 	case "kwok":
 		fmt.Fprintf(w, "  kwok warnings and errors against corekube: %d\n", len(r.simLog))

@@ -14,7 +14,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -971,12 +970,7 @@ func runScale(b *testing.B, bin string, cfg scaleConfig, run int) scaleResult {
 		ch.Problems = append(ch.Problems, err.Error())
 	} else if len(lagged) > 0 {
 		ch.LaggedWatchers = lagged
-		var lines []string
-		for k, l := range lagged {
-			lines = append(lines, fmt.Sprintf("%s: %d (%s to %s UTC)", k, l.N, l.First, l.Last))
-		}
-		sort.Strings(lines)
-		ch.Notes = append(ch.Notes, "watchers that fell behind their buffer and went on from the window: "+strings.Join(lines, ", "))
+		ch.Notes = append(ch.Notes, "watchers that fell behind their buffer and went on from the window: "+strings.Join(watcherLines(lagged), ", "))
 	}
 	werrs.mu.Lock()
 	ch.BenchWatchErrors = werrs.n

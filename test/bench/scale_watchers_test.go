@@ -46,6 +46,23 @@ func laggedWatchers(logPath string) (map[string]watcherCloses, error) {
 	return watchersLogged(logPath, laggedWatcherMsg)
 }
 
+// watcherLines are the counts of closedWatchers or laggedWatchers, one
+// "client cache: n (first to last UTC)" each, in order.
+func watcherLines(byClient map[string]watcherCloses) []string {
+	lines := make([]string, 0, len(byClient))
+	for k, c := range byClient {
+		lines = append(lines, watcherLine(k, c))
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// watcherLine is one client's and cache's count: "client cache: n (first
+// to last UTC)".
+func watcherLine(key string, c watcherCloses) string {
+	return fmt.Sprintf("%s: %d (%s to %s UTC)", key, c.N, c.First, c.Last)
+}
+
 func watchersLogged(logPath, msg string) (map[string]watcherCloses, error) {
 	f, err := os.Open(logPath)
 	if err != nil {
@@ -119,7 +136,7 @@ func benchUser(ctx context.Context, client kubernetes.Interface) (string, error)
 // first to last)" lines.
 func splitClosedWatchers(byClient map[string]watcherCloses, bench string) (own, cluster []string) {
 	for k, c := range byClient {
-		line := fmt.Sprintf("%s: %d (%s to %s UTC)", k, c.N, c.First, c.Last)
+		line := watcherLine(k, c)
 		if strings.HasPrefix(k, bench+" ") {
 			own = append(own, line)
 		} else {

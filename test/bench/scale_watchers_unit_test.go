@@ -40,6 +40,12 @@ time=2026-11-27T06:14:01.000Z level=INFO msg="a watcher fell behind its buffer; 
 	if w := map[string]watcherCloses{"kubernetes-admin /pods/": {1, "06:14:01", "06:14:01"}}; !reflect.DeepEqual(lagged, w) {
 		t.Errorf("laggedWatchers = %v, want %v", lagged, w)
 	}
+	if got, w := watcherLines(lagged), []string{"kubernetes-admin /pods/: 1 (06:14:01 to 06:14:01 UTC)"}; !reflect.DeepEqual(got, w) {
+		t.Errorf("watcherLines = %v, want %v", got, w)
+	}
+	if got := orNone(watcherLines(nil)); got != "none" {
+		t.Errorf("no watchers read %q", got)
+	}
 	own, cluster := splitClosedWatchers(got, "kubernetes-admin")
 	if w := []string{"kubernetes-admin /nodes/: 1 (06:09:28 to 06:09:28 UTC)", "kubernetes-admin /pods/: 2 (06:12:52 to 06:12:53 UTC)"}; !reflect.DeepEqual(own, w) {
 		t.Errorf("own = %v, want %v", own, w)
