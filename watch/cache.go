@@ -19,7 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unique"
 	"weak"
 
 	"github.com/corekube/corekube/storage"
@@ -54,9 +53,10 @@ type Object struct {
 	spliceAt, spliceLen int32
 	// entriesAt is where in a protobuf data its entries go back.
 	entriesAt int32
-	// entries are a protobuf message's managedFields entries, interned;
-	// nil when data is the whole message.
-	entries []unique.Handle[string]
+	// entries are a protobuf message's managedFields entries, shared with
+	// other objects' equal ones (message.go); nil when data is the whole
+	// message.
+	entries []string
 	// codec makes the other encoding and decodes; nil for bookmarks.
 	codec *codec
 
@@ -149,9 +149,10 @@ func (o *Object) ProtobufMessage() (Message, error) {
 }
 
 // setMessage keeps msg as the object's protobuf message, its entries
-// interned (splitMessage); before the object is shared.
-func (o *Object) setMessage(msg []byte) {
-	m := splitMessage(msg)
+// apart and shared through entries (entryTable.split); before the object
+// is shared.
+func (o *Object) setMessage(msg []byte, entries *entryTable) {
+	m := entries.split(msg)
 	o.data, o.entriesAt, o.entries = m.head, int32(m.at), m.entries
 }
 
@@ -471,6 +472,8 @@ type Cache struct {
 	log *slog.Logger
 	// codec is what the objects share to encode and decode (Object.codec).
 	codec *codec
+	// entries shares the managedFields entries of kept protobuf messages.
+	entries entryTable
 
 	mu sync.RWMutex
 	// advanced is closed (and replaced) whenever rev moves or ready flips.
@@ -711,7 +714,7 @@ func (c *Cache) decodeProtobuf(kv storage.KV, attrs, recent bool) (*Object, erro
 		return c.decodeJSON(storage.KV{Key: kv.Key, Value: stored, Revision: kv.Revision})
 	}
 	o := &Object{Key: kv.Key, Revision: kv.Revision, proto: true, codec: cd}
-	o.setMessage(data)
+	o.setMessage(data, &c.entries)
 	if !attrs {
 		return o, nil
 	}

@@ -18,7 +18,8 @@ import (
 )
 
 // benchPod is a pod as the scale run's pods look once Running: labels, an
-// owner, managedFields of three managers, one container with resources,
+// owner, managedFields of two managers (the status entry its own: it names
+// the pod's IP), one container with resources,
 // a status with conditions and IPs.
 func benchPod(i int) *v1.Pod {
 	t := metav1.Unix(1764000000, 0)
@@ -38,7 +39,7 @@ func benchPod(i int) *v1.Pod {
 				mf("kube-controller-manager", metav1.ManagedFieldsOperationUpdate, "",
 					`{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:group":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"0e5a6b7c\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"c\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`),
 				mf("corekube-agent", metav1.ManagedFieldsOperationUpdate, "status",
-					`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"10.1.2.3\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`),
+					`{"f:status":{"f:conditions":{"k:{\"type\":\"ContainersReady\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Initialized\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}},"f:containerStatuses":{},"f:hostIP":{},"f:phase":{},"f:podIP":{},"f:podIPs":{".":{},"k:{\"ip\":\"`+podIP(i)+`\"}":{".":{},"f:ip":{}}},"f:startTime":{}}}`),
 			},
 		},
 		Spec: v1.PodSpec{
@@ -52,7 +53,7 @@ func benchPod(i int) *v1.Pod {
 			Tolerations: []v1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}},
 		},
 		Status: v1.PodStatus{
-			Phase: v1.PodRunning, HostIP: "10.0.0.1", PodIP: fmt.Sprintf("10.1.%d.%d", i/250%250, i%250), StartTime: &t,
+			Phase: v1.PodRunning, HostIP: "10.0.0.1", PodIP: podIP(i), StartTime: &t,
 			QOSClass: v1.PodQOSBurstable,
 			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: t},
 				{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: t},
@@ -65,6 +66,10 @@ func benchPod(i int) *v1.Pod {
 		},
 	}
 }
+
+// podIP is benchPod(i)'s IP, which its status's managedFields entry names
+// too (podIPs is a list keyed by IP), as a kubelet's does.
+func podIP(i int) string { return fmt.Sprintf("10.1.%d.%d", i/250%250, i%250) }
 
 // decodeFullPod decodes a stored pod as the registry does: the object, its
 // labels and the fields pods select on.

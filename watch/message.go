@@ -2,23 +2,23 @@ package watch
 
 import (
 	"net"
-	"unique"
+	"sync"
 	"unsafe"
 
 	"github.com/corekube/corekube/watch/rawproto"
 )
 
-// The cache keeps an object stored as protobuf as its message, but not in
-// one piece when the message has managedFields: each entry (manager,
-// operation, time, the fields it owns) is interned, and the message is
-// kept without them, with where they go back. The entries are ~40% of a
-// pod's bytes, and every pod of a template written by the same manager in
-// the same second has the same entry, so a cluster of pods made by a few
-// controllers keeps each entry once rather than once a pod (at 150,000
-// pods, hundreds of megabytes of heap). An entry is dropped by the
-// collector once no object holds it (unique's handles are weak in its
-// map). Readers see one message: Message puts the pieces back together,
-// byte for byte the message stored.
+// The cache keeps an object stored as protobuf as its message, but when
+// the message has managedFields entries (manager, operation, time, the
+// fields it owns), each entry is kept apart from the rest, and an entry
+// equal to one of a recent message is kept once: a manager that writes
+// many objects from one template in the same second (a controller
+// scaling up, the scheduler binding, a client creating) writes the same
+// entry into each, and the entries are ~40% of a pod's bytes. Entries
+// that are an object's own (a kubelet's status entry names the pod's IP)
+// cost a slice header more than kept inline. Readers see one message:
+// Message puts the pieces back together, byte for byte the message
+// stored.
 
 // Message is an object's protobuf message (no envelope) as the cache
 // keeps it, possibly in pieces: the message is head up to at, then the
@@ -27,36 +27,17 @@ import (
 type Message struct {
 	head    []byte
 	at      int
-	entries []unique.Handle[string]
+	entries []string
 }
 
 // WholeMessage is the Message of data, in one piece.
 func WholeMessage(data []byte) Message { return Message{head: data} }
 
-// splitMessage returns msg as the cache keeps it: its managedFields
-// entries interned and the rest in a new slice of its own, or msg whole
-// when it has none (rawproto.ManagedFields).
-func splitMessage(msg []byte) Message {
-	at, entries, ok := rawproto.ManagedFields(msg)
-	if !ok {
-		return WholeMessage(msg)
-	}
-	m := Message{at: at, entries: make([]unique.Handle[string], len(entries))}
-	end := at
-	for i, e := range entries {
-		m.entries[i] = unique.Make(string(e))
-		end += len(e)
-	}
-	m.head = make([]byte, 0, len(msg)-(end-at))
-	m.head = append(append(m.head, msg[:at]...), msg[end:]...)
-	return m
-}
-
 // Len is the message's length.
 func (m Message) Len() int {
 	n := len(m.head)
 	for _, e := range m.entries {
-		n += len(e.Value())
+		n += len(e)
 	}
 	return n
 }
@@ -68,7 +49,7 @@ func (m Message) AppendTo(dst []byte) []byte {
 	}
 	dst = append(dst, m.head[:m.at]...)
 	for _, e := range m.entries {
-		dst = append(dst, e.Value()...)
+		dst = append(dst, e...)
 	}
 	return append(dst, m.head[m.at:]...)
 }
@@ -98,7 +79,7 @@ func (m Message) AppendPieces(dst net.Buffers) net.Buffers {
 	}
 	dst = append(dst, m.head[:m.at:m.at])
 	for _, e := range m.entries {
-		dst = append(dst, stringBytes(e.Value()))
+		dst = append(dst, stringBytes(e))
 	}
 	return append(dst, m.head[m.at:])
 }
@@ -108,4 +89,62 @@ func (m Message) AppendPieces(dst net.Buffers) net.Buffers {
 // string's memory, which the collector keeps for as long as it does.
 func stringBytes(s string) []byte {
 	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// recentEntries is how many distinct entries an entryTable remembers:
+// enough for the entries of some seconds of writes at thousands of
+// objects a second (a pod has two or three), a few megabytes at most.
+const recentEntries = 4096
+
+// entryTable remembers the last recentEntries distinct managedFields
+// entries a cache kept, so that an equal entry is kept as the same
+// string. Sharing does not depend on it after that: an entry it forgets
+// lives on in the objects that hold it, it is just not shared with
+// objects kept later.
+type entryTable struct {
+	mu     sync.Mutex
+	byText map[string]string
+	order  []string // a ring: order[next] is forgotten first
+	next   int
+}
+
+// split returns msg as the cache keeps it: its managedFields entries
+// apart, each shared with an equal recent one, and the rest in a new
+// slice of its own; or msg whole when it has none
+// (rawproto.ManagedFields).
+func (t *entryTable) split(msg []byte) Message {
+	at, entries, ok := rawproto.ManagedFields(msg)
+	if !ok {
+		return WholeMessage(msg)
+	}
+	m := Message{at: at, entries: make([]string, len(entries))}
+	end := at
+	t.mu.Lock()
+	for i, e := range entries {
+		m.entries[i] = t.share(e)
+		end += len(e)
+	}
+	t.mu.Unlock()
+	m.head = make([]byte, 0, len(msg)-(end-at))
+	m.head = append(append(m.head, msg[:at]...), msg[end:]...)
+	return m
+}
+
+// share returns the remembered string equal to e, or remembers a copy of
+// e, forgetting the oldest. t.mu is held.
+func (t *entryTable) share(e []byte) string {
+	if s, ok := t.byText[string(e)]; ok {
+		return s
+	}
+	if t.byText == nil {
+		t.byText, t.order = make(map[string]string, recentEntries), make([]string, recentEntries)
+	}
+	s := string(e)
+	if old := t.order[t.next]; old != "" {
+		delete(t.byText, old)
+	}
+	t.order[t.next] = s
+	t.next = (t.next + 1) % recentEntries
+	t.byText[s] = s
+	return s
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/corekube/corekube/storage"
 	"github.com/corekube/corekube/watch/rawproto"
@@ -522,7 +523,9 @@ func checkMessage(t *testing.T, o *Object, want []byte, split bool) {
 
 // TestMessageEntriesShared: pods whose managedFields entries are the same
 // keep one copy of each; an entry that differs (another time) is its own;
-// a pod without entries is kept whole. Each reads back as stored.
+// a pod without entries is kept whole; an entry the cache has forgotten
+// (more distinct entries since than it remembers) is kept anew. Each
+// reads back as stored.
 func TestMessageEntriesShared(t *testing.T) {
 	var calls atomic.Int64
 	cfg := protoPodConfig(t, &calls)
@@ -537,21 +540,36 @@ func TestMessageEntriesShared(t *testing.T) {
 		checkObject(t, o, pod, true)
 		return o
 	}
+	same := func(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
 	a, b := objectOf(benchPod(1), 10), objectOf(benchPod(2), 11)
 	later := benchPod(3)
 	moved := metav1.Unix(1764000001, 0)
-	later.ManagedFields[1].Time = &moved
+	later.ManagedFields[0].Time = &moved
 	c3 := objectOf(later, 12)
 	if len(a.entries) != 2 || len(b.entries) != 2 || len(c3.entries) != 2 {
 		t.Fatalf("entries kept: %d, %d, %d; want 2 each", len(a.entries), len(b.entries), len(c3.entries))
 	}
-	if a.entries[0] != b.entries[0] || a.entries[1] != b.entries[1] || a.entries[0] != c3.entries[0] {
+	if !same(a.entries[0], b.entries[0]) {
 		t.Error("the same managedFields entry is kept more than once")
 	}
-	if a.entries[1] == c3.entries[1] {
-		t.Error("entries of different times share one copy")
+	if same(a.entries[1], b.entries[1]) || same(a.entries[0], c3.entries[0]) {
+		t.Error("different entries (another pod IP, another time) share one copy")
 	}
 	bare := benchPod(4)
 	bare.ManagedFields = nil
 	objectOf(bare, 13)
+
+	for i := range recentEntries / 2 {
+		pod := benchPod(5)
+		at := metav1.Unix(1764000100+int64(i), 0)
+		pod.ManagedFields[0].Time, pod.ManagedFields[1].Time = &at, &at
+		if _, err := c.decode(storage.KV{Key: "/pods/ns/p", Value: storedProtobuf(t, pod), Revision: int64(100 + i)}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := objectOf(benchPod(6), 20000)
+	if same(again.entries[0], a.entries[0]) {
+		t.Error("an entry forgotten since is still shared")
+	}
+	checkObject(t, a, benchPod(1), true)
 }
