@@ -121,7 +121,8 @@ func Start(ctx context.Context, cfg Config) (_ *Server, err error) {
 		if err != nil {
 			return nil, err
 		}
-		s.etcd = etcdstore.New(client, etcdstore.WithPrefix(cfg.EtcdPrefix), etcdstore.WithMetrics(s.metrics))
+		s.etcd = etcdstore.New(client, etcdstore.WithPrefix(cfg.EtcdPrefix), etcdstore.WithMetrics(s.metrics),
+			etcdstore.WithCompression(cfg.StorageCompression == StorageCompressionDeflate))
 		s.storage = s.etcd
 	}
 	s.authorization = &authorization{escalation: &rbac.EscalationCheck{}}

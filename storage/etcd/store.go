@@ -44,6 +44,10 @@ type Store struct {
 	// them (nil: none).
 	registerer prometheus.Registerer
 	metrics    *metrics
+	// compress writes the values of compressedResources compressed;
+	// compressAll, for tests, writes every value with that dictionary.
+	compress    bool
+	compressAll *dictionary
 }
 
 // Option configures a Store.
@@ -72,6 +76,12 @@ func WithHealthTimeout(d time.Duration) Option {
 // kube-apiserver's: reused for up to a minute, 1,000 keys per lease).
 func WithLeaseConfig(c LeaseConfig) Option {
 	return func(s *Store) { s.leaseConfig = c }
+}
+
+// WithCompression writes the values of pods and events compressed (see
+// compressedPrefix) when on. A store reads compressed values either way.
+func WithCompression(on bool) Option {
+	return func(s *Store) { s.compress = on }
 }
 
 // WithPrefix keeps every key under prefix in etcd, as kube-apiserver's
@@ -150,7 +160,7 @@ func (s *Store) get(ctx context.Context, key string) (storage.KV, error) {
 	if len(resp.Kvs) == 0 {
 		return storage.KV{}, storage.ErrNotFound
 	}
-	return toKV(resp.Kvs[0]), nil
+	return toKV(resp.Kvs[0])
 }
 
 // Create stores value under key unless the key exists. With a TTL the key
@@ -166,7 +176,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte, opts ...st
 		start := s.metrics.now()
 		resp, err := s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
+			Then(clientv3.OpPut(key, s.encodeValue(key, value), clientv3.WithLease(lease))).
 			Commit()
 		s.metrics.record(opCreate, key, start, err)
 		if err != nil && !retried && s.leases.staleLease(o.LeaseScope, lease, err) {
@@ -222,7 +232,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, tryUpdate stor
 		start := s.metrics.now()
 		resp, err := s.kv.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", cur.Revision)).
-			Then(clientv3.OpPut(key, string(value), clientv3.WithLease(lease))).
+			Then(clientv3.OpPut(key, s.encodeValue(key, value), clientv3.WithLease(lease))).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		s.metrics.record(opUpdate, key, start, err)
@@ -287,7 +297,7 @@ func elseKV(resp *clientv3.TxnResponse) (storage.KV, error) {
 	if len(kvs) == 0 {
 		return storage.KV{}, storage.ErrNotFound
 	}
-	return toKV(kvs[0]), nil
+	return toKV(kvs[0])
 }
 
 // List implements storage.Interface.
@@ -340,7 +350,9 @@ func (s *Store) listPage(ctx context.Context, start, prefix string, opts storage
 	cost.evaluated += len(resp.Kvs) // no predicate: every object is taken
 	res := storage.ListResult{Items: make([]storage.KV, len(resp.Kvs)), Revision: readRevision(opts.Revision, resp)}
 	for i, kv := range resp.Kvs {
-		res.Items[i] = toKV(kv)
+		if res.Items[i], err = toKV(kv); err != nil {
+			return storage.ListResult{}, err
+		}
 	}
 	if resp.More && len(resp.Kvs) > 0 {
 		res.NextKey = storage.KeyAfter(res.Items[len(res.Items)-1].Key)
@@ -363,7 +375,10 @@ func (s *Store) listFiltered(ctx context.Context, start, prefix string, opts sto
 		// Later batches must see the same snapshot as the first.
 		res.Revision = readRevision(res.Revision, resp)
 		for i, ekv := range resp.Kvs {
-			kv := toKV(ekv)
+			kv, err := toKV(ekv)
+			if err != nil {
+				return storage.ListResult{}, err
+			}
 			cost.evaluated++
 			ok, err := opts.Predicate(kv)
 			if err != nil {
@@ -483,7 +498,12 @@ func (w *watcher) handle(resp clientv3.WatchResponse) bool {
 	}
 	w.metrics.events(len(resp.Events))
 	for _, ev := range resp.Events {
-		if !w.send(toEvent(ev)) {
+		e, err := toEvent(ev)
+		if err != nil {
+			w.fail(err)
+			return false
+		}
+		if !w.send(e) {
 			return false
 		}
 	}
@@ -504,23 +524,30 @@ func (w *watcher) send(e storage.Event) bool {
 	}
 }
 
-func toEvent(ev *clientv3.Event) storage.Event {
+// toEvent converts an etcd event, its values decoded (decodeValue).
+func toEvent(ev *clientv3.Event) (storage.Event, error) {
 	var prev []byte
 	if ev.PrevKv != nil {
-		prev = ev.PrevKv.Value
+		var err error
+		if prev, err = decodeValue(ev.PrevKv.Value); err != nil {
+			return storage.Event{}, fmt.Errorf("previous value of %s at revision %d: %w", ev.Kv.Key, ev.Kv.ModRevision, err)
+		}
 	}
-	switch {
-	case ev.Type == mvccpb.DELETE:
+	if ev.Type == mvccpb.DELETE {
 		return storage.Event{
 			Type:      storage.Deleted,
 			KV:        storage.KV{Key: string(ev.Kv.Key), Value: prev, Revision: ev.Kv.ModRevision},
 			PrevValue: prev,
-		}
-	case ev.IsCreate():
-		return storage.Event{Type: storage.Added, KV: toKV(ev.Kv)}
-	default:
-		return storage.Event{Type: storage.Modified, KV: toKV(ev.Kv), PrevValue: prev}
+		}, nil
 	}
+	kv, err := toKV(ev.Kv)
+	if err != nil {
+		return storage.Event{}, err
+	}
+	if ev.IsCreate() {
+		return storage.Event{Type: storage.Added, KV: kv}, nil
+	}
+	return storage.Event{Type: storage.Modified, KV: kv, PrevValue: prev}, nil
 }
 
 // CurrentRevision returns the latest revision with a linearizable read of
@@ -560,8 +587,13 @@ func (s *Store) Healthy(ctx context.Context) error {
 	return nil
 }
 
-func toKV(kv *mvccpb.KeyValue) storage.KV {
-	return storage.KV{Key: string(kv.Key), Value: kv.Value, Revision: kv.ModRevision}
+// toKV converts a key etcd returned, its value decoded (decodeValue).
+func toKV(kv *mvccpb.KeyValue) (storage.KV, error) {
+	value, err := decodeValue(kv.Value)
+	if err != nil {
+		return storage.KV{}, fmt.Errorf("value of %s at revision %d: %w", kv.Key, kv.ModRevision, err)
+	}
+	return storage.KV{Key: string(kv.Key), Value: value, Revision: kv.ModRevision}, nil
 }
 
 // translate maps etcd client errors onto the storage sentinels, keeping the

@@ -17,12 +17,13 @@ import (
 // TestUpKubectlAndRestart: `corekube up` becomes ready, writes a kubeconfig
 // kubectl uses, serves the system namespaces, keeps data across a SIGTERM
 // and a restart on the same data dir. The first run stores JSON (as a
-// corekube before protobuf storage did), the second the default, kube's
-// protobuf: what the first wrote is served, and rewritten at its next write.
+// corekube before protobuf storage did) and compresses pods, the second
+// the default, kube's protobuf, uncompressed: what the first wrote is
+// served, and rewritten at its next write.
 func TestUpKubectlAndRestart(t *testing.T) {
 	kubectlPath(t)
 	dataDir := t.TempDir()
-	p := startUpAt(t, dataDir, freeAddr(t), "--storage-media-type", "application/json")
+	p := startUpAt(t, dataDir, freeAddr(t), "--storage-media-type", "application/json", "--storage-compression", "deflate")
 	if _, err := os.Stat(filepath.Join(dataDir, "kubeconfig")); err != nil {
 		t.Fatalf("kubeconfig not written: %v", err)
 	}
@@ -87,6 +88,15 @@ func TestUpKubectlAndRestart(t *testing.T) {
 	if v := storedValue(t, dataDir, "/registry/namespaces/e2e"); !strings.HasPrefix(string(v), `{"kind":"Namespace"`) {
 		t.Errorf("--storage-media-type application/json stored %q", v[:min(len(v), 20)])
 	}
+	p.mustKubectl("run", "zipped", "-n", "e2e", "--image", "nginx:1.27", "--labels", "app=zipped")
+	if v := storedValue(t, dataDir, "/registry/pods/e2e/zipped"); !strings.HasPrefix(string(v), "corekube:z:pods1:") {
+		t.Errorf("--storage-compression deflate stored a pod as %q", v[:min(len(v), 20)])
+	}
+	const podFields = "jsonpath={.metadata.uid} {.metadata.labels.app} {.spec.containers[0].image}"
+	zipped := p.mustKubectl("get", "pod", "zipped", "-n", "e2e", "-o", podFields)
+	if !strings.HasSuffix(zipped, " zipped nginx:1.27") {
+		t.Errorf("compressed pod reads back as %q", zipped)
+	}
 
 	// The built-in PriorityClasses are written once: a restart finds them.
 	builtinUID := p.mustKubectl("get", "pc", "system-node-critical", "-o", "jsonpath={.metadata.uid}")
@@ -107,6 +117,16 @@ func TestUpKubectlAndRestart(t *testing.T) {
 	}
 	if got := p2.mustKubectl("get", "namespace", "e2e", "-o", "jsonpath={.metadata.labels.team}"); got != "core" {
 		t.Errorf("after restart: label team = %q, want core", got)
+	}
+	if got := p2.mustKubectl("get", "pods", "-n", "e2e", "-l", "app=zipped", "-o", "jsonpath={.items[*].metadata.name}"); got != "zipped" {
+		t.Errorf("after restart without compression: pods labelled app=zipped %q, want zipped", got)
+	}
+	if got := p2.mustKubectl("get", "pod", "zipped", "-n", "e2e", "-o", podFields); got != zipped {
+		t.Errorf("after restart without compression the pod reads %q, was %q", got, zipped)
+	}
+	p2.mustKubectl("label", "pod", "zipped", "-n", "e2e", "rewritten=yes")
+	if v := storedValue(t, dataDir, "/registry/pods/e2e/zipped"); !strings.HasPrefix(string(v), "k8s\x00") {
+		t.Errorf("a pod written again without compression, stored %q", v[:min(len(v), 20)])
 	}
 	p2.mustKubectl("label", "namespace", "e2e", "team=platform", "--overwrite")
 	if v := storedValue(t, dataDir, "/registry/namespaces/e2e"); !strings.HasPrefix(string(v), "k8s\x00") {
