@@ -68,17 +68,19 @@ type fakeStore struct {
 	events []registry.WatchEvent
 
 	// What the verbs were given.
-	getOpts    *metav1.GetOptions
-	listOpts   *metainternalversion.ListOptions
-	listVia    string // "json", "protobuf" or the ObjectFor view
-	createOpts *registry.CreateOptions
-	updateOpts *registry.UpdateOptions
-	applyOpts  *registry.ApplyOptions
-	applyPatch *unstructured.Unstructured
-	deleteOpts *metav1.DeleteOptions
-	collOpts   *metainternalversion.ListOptions
-	watchOpts  *metainternalversion.ListOptions
-	watch      *fakeWatch
+	getOpts  *metav1.GetOptions
+	listOpts *metainternalversion.ListOptions
+	listVia  string // "json", "protobuf" or the ObjectFor view
+	// itemBatches counts the page's ItemsFor calls.
+	itemBatches int
+	createOpts  *registry.CreateOptions
+	updateOpts  *registry.UpdateOptions
+	applyOpts   *registry.ApplyOptions
+	applyPatch  *unstructured.Unstructured
+	deleteOpts  *metav1.DeleteOptions
+	collOpts    *metainternalversion.ListOptions
+	watchOpts   *metainternalversion.ListOptions
+	watch       *fakeWatch
 	// watchTimeout is what was left of the watch's context.
 	watchTimeout time.Duration
 	namespace    string
@@ -152,6 +154,19 @@ func (p fakePage) ProtobufChunks() (net.Buffers, error) {
 	p.s.listVia = "protobuf"
 	data, err := appendProtobuf(nil, p.list, v1.SchemeGroupVersion.WithKind("ConfigMapList"))
 	return net.Buffers{data}, err
+}
+
+func (p fakePage) Len() int                  { return len(p.list.Items) }
+func (p fakePage) ListMeta() metav1.ListMeta { return p.list.ListMeta }
+
+func (p fakePage) ItemsFor(view registry.ItemView, lo, hi int) ([]runtime.Object, error) {
+	p.s.listVia = map[registry.ItemView]string{registry.FullItems: "full", registry.TableItems: "table", registry.MetadataItems: "metadata"}[view]
+	p.s.itemBatches++
+	items := make([]runtime.Object, 0, hi-lo)
+	for i := range p.list.Items[lo:hi] {
+		items = append(items, p.list.Items[lo+i].DeepCopy())
+	}
+	return items, nil
 }
 
 func (p fakePage) ObjectFor(view registry.ItemView) (runtime.Object, error) {

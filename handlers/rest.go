@@ -155,9 +155,14 @@ func (q *request) list() {
 		q.writeJSONList(page, n)
 		return
 	}
-	view, err := q.listView()
+	t, err := q.transformer()
 	if err != nil {
 		q.fail(err)
+		return
+	}
+	view := listView(t)
+	if t != nil && t.target.Kind == "Table" && n.media == mediaJSON && !wantsPretty(q.r, n) && page.Len() > 0 {
+		q.writeTableList(page, t, view, n)
 		return
 	}
 	list, err := page.ObjectFor(view)
@@ -168,23 +173,21 @@ func (q *request) list() {
 	q.respond(http.StatusOK, list)
 }
 
-// listView is how much of each item the negotiated form of a list reads: a
-// Table without the whole object prints from the metadata and a few fields,
-// a PartialObjectMetadataList reads the metadata only; everything else
+// listView is how much of each item the negotiated form of a list reads
+// (t, the request's transformer, may be nil): a Table without the whole
+// object prints from the metadata and a few fields, a
+// PartialObjectMetadataList reads the metadata only; everything else
 // (YAML, pretty JSON, protobuf, includeObject=Object) needs every field.
-// Invalid Table options are the 400 respond would answer.
-func (q *request) listView() (registry.ItemView, error) {
-	t, err := q.transformer()
-	if err != nil || t == nil {
-		return registry.FullItems, err
-	}
+func listView(t *transformer) registry.ItemView {
 	switch {
+	case t == nil:
+		return registry.FullItems
 	case t.target.Kind == "Table" && t.options.IncludeObject != metav1.IncludeObject:
-		return registry.TableItems, nil
+		return registry.TableItems
 	case t.target.Kind == "PartialObjectMetadataList":
-		return registry.MetadataItems, nil
+		return registry.MetadataItems
 	}
-	return registry.FullItems, nil
+	return registry.FullItems
 }
 
 // decodeBody reads and decodes the request body into a new object of the

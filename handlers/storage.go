@@ -50,6 +50,11 @@ type listPage interface {
 	// the first byte; started says whether it did (registry.ListPage).
 	WriteJSON(w io.Writer, start func()) (started bool, err error)
 	ObjectFor(view registry.ItemView) (runtime.Object, error)
+	// Len, ListMeta and ItemsFor are the page a slice of items at a
+	// time, as ObjectFor's list holds them (registry.ListPage).
+	Len() int
+	ListMeta() metav1.ListMeta
+	ItemsFor(view registry.ItemView, lo, hi int) ([]runtime.Object, error)
 }
 
 // restCreater serves POST to a collection.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bufio"
 	"fmt"
 	"net/http"
 	"time"
@@ -176,42 +177,19 @@ func asPartialObjectMetadataList(obj runtime.Object, gv schema.GroupVersion) (ru
 
 // asTable prints obj (one object or a list) as a Table in group version gv.
 func (t *transformer) asTable(obj runtime.Object, gv schema.GroupVersion) (runtime.Object, error) {
-	tc, printer := t.store.Strategy().(registry.TableConvertor)
-	if !printer {
-		tc = defaultTableConvertor{}
-	}
-	now := t.now()
-	table := &metav1.Table{}
-	table.GetObjectKind().SetGroupVersionKind(gv.WithKind("Table"))
-	if !t.options.NoHeaders {
-		table.ColumnDefinitions = tc.TableColumns()
-	}
-	info := t.store.Info()
-	addRow := func(item runtime.Object) error {
-		row, err := tc.TableRow(item, now)
-		if err != nil {
-			return err
-		}
-		switch t.options.IncludeObject {
-		case metav1.IncludeObject:
-			item.GetObjectKind().SetGroupVersionKind(info.GroupVersion().WithKind(info.Kind))
-			row.Object.Object = item
-		case metav1.IncludeNone:
-		default: // Metadata, the default
-			if row.Object.Object, err = partial(item, gv); err != nil {
-				return err
-			}
-		}
-		table.Rows = append(table.Rows, row)
-		return nil
-	}
+	p := t.tablePrinter(gv)
+	table := p.newTable()
 	if meta.IsListType(obj) {
 		// kube's printers answer an empty list with no rows ([]), its
 		// default table convertor with null rows.
-		if printer {
+		if p.printer {
 			table.Rows = make([]metav1.TableRow, 0, meta.LenList(obj))
 		}
-		if err := meta.EachListItem(obj, addRow); err != nil {
+		if err := meta.EachListItem(obj, func(item runtime.Object) error {
+			row, err := p.row(item)
+			table.Rows = append(table.Rows, row)
+			return err
+		}); err != nil {
 			return nil, err
 		}
 		if lm, err := meta.ListAccessor(obj); err == nil {
@@ -220,14 +198,145 @@ func (t *transformer) asTable(obj runtime.Object, gv schema.GroupVersion) (runti
 			table.RemainingItemCount = lm.GetRemainingItemCount()
 		}
 	} else {
-		if err := addRow(obj); err != nil {
+		row, err := p.row(obj)
+		if err != nil {
 			return nil, err
 		}
+		table.Rows = append(table.Rows, row)
 		if m, err := meta.CommonAccessor(obj); err == nil {
 			table.ResourceVersion = m.GetResourceVersion()
 		}
 	}
 	return table, nil
+}
+
+// tablePrinter prints a resource's objects as the rows of a Table in one
+// group version, at one instant (ages are printed relative to it).
+type tablePrinter struct {
+	tc registry.TableConvertor
+	// printer says whether tc is the resource's own (not the default).
+	printer bool
+	now     time.Time
+	gv      schema.GroupVersion
+	options *metav1.TableOptions
+	// objectGVK is what a row's whole object (includeObject=Object) says
+	// it is.
+	objectGVK schema.GroupVersionKind
+}
+
+func (t *transformer) tablePrinter(gv schema.GroupVersion) *tablePrinter {
+	tc, printer := t.store.Strategy().(registry.TableConvertor)
+	if !printer {
+		tc = defaultTableConvertor{}
+	}
+	info := t.store.Info()
+	return &tablePrinter{tc: tc, printer: printer, now: t.now(), gv: gv, options: t.options,
+		objectGVK: info.GroupVersion().WithKind(info.Kind)}
+}
+
+// newTable is a Table without rows: its kind and its columns.
+func (p *tablePrinter) newTable() *metav1.Table {
+	table := &metav1.Table{}
+	table.GetObjectKind().SetGroupVersionKind(p.gv.WithKind("Table"))
+	if !p.options.NoHeaders {
+		table.ColumnDefinitions = p.tc.TableColumns()
+	}
+	return table
+}
+
+// row prints item, which becomes the row's object as includeObject asks
+// (item itself for Object: it must be the caller's).
+func (p *tablePrinter) row(item runtime.Object) (metav1.TableRow, error) {
+	row, err := p.tc.TableRow(item, p.now)
+	if err != nil {
+		return row, err
+	}
+	switch p.options.IncludeObject {
+	case metav1.IncludeObject:
+		item.GetObjectKind().SetGroupVersionKind(p.objectGVK)
+		row.Object.Object = item
+	case metav1.IncludeNone:
+	default: // Metadata, the default
+		if row.Object.Object, err = partial(item, p.gv); err != nil {
+			return row, err
+		}
+	}
+	return row, nil
+}
+
+// tableWriteBatch is how many items writeTableList decodes and prints
+// before it writes their rows. A variable for the tests.
+var tableWriteBatch = 1024
+
+// writeTableList writes a page as a Table in compact JSON (what kubectl get
+// asks for), its items decoded, printed and written a batch at a time: a
+// Table of all 150,000 pods of a cluster would otherwise hold every
+// decoded pod and every row before its first byte. The bytes are those
+// asTable's Table of the whole page encodes to. An error after the first
+// bytes went out can only cut the answer short; it is logged.
+func (q *request) writeTableList(page listPage, t *transformer, view registry.ItemView, n negotiation) {
+	p := t.tablePrinter(n.target.GroupVersion())
+	table := p.newTable()
+	lm := page.ListMeta()
+	table.ResourceVersion, table.Continue, table.RemainingItemCount = lm.ResourceVersion, lm.Continue, lm.RemainingItemCount
+	out, err := registry.TableJSONHead(table)
+	if err != nil {
+		q.fail(apierrors.NewInternalError(err))
+		return
+	}
+	bw := bufio.NewWriterSize(q.w, 64<<10)
+	started := false
+	total := page.Len()
+	for lo := 0; lo < total && err == nil; lo += tableWriteBatch {
+		out, err = p.appendRows(out, page, view, lo, min(lo+tableWriteBatch, total))
+		if err != nil {
+			break
+		}
+		if lo+tableWriteBatch >= total {
+			out = append(out, registry.TableJSONEnd+"\n"...)
+		}
+		if !started {
+			q.w.Header().Set("Content-Type", n.media.contentType())
+			q.w.Header().Set("Cache-Control", "no-cache, private")
+			q.w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		_, err = bw.Write(out)
+		out = out[:0]
+	}
+	if !started {
+		q.fail(err)
+		return
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err != nil && q.r.Context().Err() == nil {
+		loggerFrom(q.r.Context()).Error("table answer cut short", "path", q.r.URL.Path, "err", err)
+	}
+}
+
+// appendRows appends the rows of the page's items lo to hi, each after a
+// comma but the first of the page.
+func (p *tablePrinter) appendRows(out []byte, page listPage, view registry.ItemView, lo, hi int) ([]byte, error) {
+	items, err := page.ItemsFor(view, lo, hi)
+	if err != nil {
+		return out, err
+	}
+	for i, item := range items {
+		row, err := p.row(item)
+		if err != nil {
+			return out, apierrors.NewInternalError(err)
+		}
+		if lo+i > 0 {
+			out = append(out, ',')
+		}
+		if out, err = registry.AppendTableRowJSON(out, &row); err != nil {
+			return out, apierrors.NewInternalError(err)
+		}
+		items[i] = nil // printed: its decoded object can go
+	}
+	return out, nil
 }
 
 // defaultTableConvertor is kube's table for resources without a printer

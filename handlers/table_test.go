@@ -1,13 +1,19 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
 	"testing"
 	"time"
 
 	"github.com/corekube/corekube/registry"
 	"github.com/corekube/corekube/registry/leases"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -56,4 +62,61 @@ func TestDefaultTable(t *testing.T) {
 func mustQuote(s string) string {
 	data, _ := json.Marshal(s)
 	return string(data)
+}
+
+// TestTableListInBatches: a Table LIST written a batch of items at a
+// time is byte for byte the Table made of the whole page, whatever the
+// batch size, for each includeObject and with or without headers.
+func TestTableListInBatches(t *testing.T) {
+	var cms []*v1.ConfigMap
+	for i := range 7 {
+		cms = append(cms, testConfigMap(fmt.Sprintf("cm-%d", i), map[string]string{"i": fmt.Sprint(i)}))
+	}
+	defer func(n int) { tableWriteBatch = n }(tableWriteBatch)
+	for _, strategy := range []registry.Strategy{fakeStrategy{}, printingStrategy{}} {
+		for _, query := range []string{"", "includeObject=Object", "includeObject=None", "includeObject=Metadata&noHeaders=true"} {
+			st := newFakeStore(cms...)
+			st.strategy = strategy
+			page, err := st.ListPage(t.Context(), "ns", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, _ := page.ObjectFor(registry.FullItems)
+			opts := &metav1.TableOptions{}
+			if err := metainternalversionscheme.ParameterCodec.DecodeParameters(mustParseQuery(t, query), metav1.SchemeGroupVersion, opts); err != nil {
+				t.Fatal(err)
+			}
+			tr := &transformer{target: &schema.GroupVersionKind{Group: "meta.k8s.io", Version: "v1", Kind: "Table"}, options: opts, store: st, now: time.Now}
+			whole, err := tr.transform(list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := registry.MarshalJSON(whole)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, '\n')
+			for _, batch := range []int{1, 3, 7, 1024} {
+				tableWriteBatch = batch
+				st.itemBatches = 0
+				w := serve(t, st, call{method: "GET", target: cmPath + "?" + query, header: map[string]string{"Accept": tableJSON}})
+				wantCode(t, w, http.StatusOK, "application/json")
+				if got := w.Body.Bytes(); !bytes.Equal(got, want) {
+					t.Errorf("%T, %q, batches of %d:\n got %s\nwant %s", strategy, query, batch, got, want)
+				}
+				if want := (len(cms) + batch - 1) / batch; st.itemBatches != want {
+					t.Errorf("%T, %q: %d batches of %d items read, want %d", strategy, query, st.itemBatches, batch, want)
+				}
+			}
+		}
+	}
+}
+
+func mustParseQuery(t *testing.T, q string) url.Values {
+	t.Helper()
+	v, err := url.ParseQuery(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

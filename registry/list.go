@@ -219,6 +219,36 @@ func (p *ListPage) ObjectFor(view ItemView) (runtime.Object, error) {
 	return list, nil
 }
 
+// Len is how many items the page has.
+func (p *ListPage) Len() int { return p.len() }
+
+// ListMeta is the page's list metadata: its resourceVersion, and where the
+// next page continues when there is one.
+func (p *ListPage) ListMeta() metav1.ListMeta { return p.meta }
+
+// ItemsFor returns items lo to hi (exclusive) of the page as ObjectFor's
+// list holds them: decoded for view, without kind or apiVersion, objects
+// of the caller's own. A large Table is made from them a batch at a time
+// rather than from the whole list at once.
+func (p *ListPage) ItemsFor(view ItemView, lo, hi int) ([]runtime.Object, error) {
+	var items []runtime.Object
+	if p.cached != nil {
+		var err error
+		if items, err = decodeAll(p.cached[lo:hi], p.store.itemDecoder(view)); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+	} else {
+		items = make([]runtime.Object, hi-lo)
+		for i, obj := range p.items[lo:hi] {
+			items[i] = obj.DeepCopyObject() // the page's may be shared
+		}
+	}
+	for _, item := range items {
+		item.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	}
+	return items, nil
+}
+
 // itemDecoder returns how a cached item is decoded for view: by the
 // strategy's TableDecoder for a Table, metadata only for a Table of the
 // default convertor (it prints the name and creation time) and for

@@ -165,48 +165,71 @@ func compactObject(raw []byte) bool {
 // (PartialObjectMetadata by default, each with managedFields) are encoded
 // by MarshalJSON.
 func marshalTable(t *metav1.Table) ([]byte, error) {
+	if t.Rows == nil {
+		return json.Marshal(t)
+	}
+	out, err := TableJSONHead(t)
+	if err != nil {
+		return nil, err
+	}
+	for i := range t.Rows {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if out, err = AppendTableRowJSON(out, &t.Rows[i]); err != nil {
+			return nil, err
+		}
+	}
+	return append(out, TableJSONEnd...), nil
+}
+
+// TableJSONEnd closes what TableJSONHead opens.
+const TableJSONEnd = "]}"
+
+// TableJSONHead is the JSON of t (without its rows) up to its first row:
+// a Table's answer is TableJSONHead, its rows' AppendTableRowJSON apart by
+// commas, and TableJSONEnd, the bytes MarshalJSON gives for t with those
+// rows (and which json.Marshal gives). A large Table is written so, a
+// batch of rows at a time.
+func TableJSONHead(t *metav1.Table) ([]byte, error) {
 	head := *t
 	head.Rows = nil
 	data, err := json.Marshal(&head)
 	if err != nil {
 		return nil, err
 	}
+	// Rows are the Table's last field.
 	const nullRows = `"rows":null}`
-	if t.Rows == nil || !bytes.HasSuffix(data, []byte(nullRows)) {
-		return json.Marshal(t)
+	if !bytes.HasSuffix(data, []byte(nullRows)) {
+		return nil, fmt.Errorf("a Table encodes as %q…, not ending in its rows", data[:min(len(data), 40)])
 	}
-	out := append(data[:len(data)-len(nullRows)], `"rows":[`...)
-	for i := range t.Rows {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		row := t.Rows[i]
-		object := row.Object
-		row.Object = runtime.RawExtension{}
-		r, err := json.Marshal(&row)
-		if err != nil {
-			return nil, err
-		}
-		const nullObject = `"object":null}`
-		if !bytes.HasSuffix(r, []byte(nullObject)) {
-			return json.Marshal(t)
-		}
-		out = append(out, r[:len(r)-len(nullObject)+len(`"object":`)]...)
-		switch {
-		case object.Object != nil:
-			o, err := MarshalJSON(object.Object)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, o...)
-		default:
-			o, err := json.Marshal(&object)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, o...)
-		}
-		out = append(out, '}')
+	return append(data[:len(data)-len(nullRows)], `"rows":[`...), nil
+}
+
+// AppendTableRowJSON appends the JSON of row to out, its object encoded
+// by MarshalJSON.
+func AppendTableRowJSON(out []byte, row *metav1.TableRow) ([]byte, error) {
+	head := *row
+	head.Object = runtime.RawExtension{}
+	r, err := json.Marshal(&head)
+	if err != nil {
+		return nil, err
 	}
-	return append(out, "]}"...), nil
+	// The object is a row's last field.
+	const nullObject = `"object":null}`
+	if !bytes.HasSuffix(r, []byte(nullObject)) {
+		return nil, fmt.Errorf("a Table row encodes as %q…, not ending in its object", r[:min(len(r), 40)])
+	}
+	out = append(out, r[:len(r)-len(nullObject)+len(`"object":`)]...)
+	var o []byte
+	if row.Object.Object != nil {
+		o, err = MarshalJSON(row.Object.Object)
+	} else {
+		o, err = json.Marshal(&row.Object)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, o...)
+	return append(out, '}'), nil
 }
