@@ -46,7 +46,7 @@ type Config struct {
 	// StorageCompression is how the values of pods and events are
 	// compressed in etcd: StorageCompressionNone (the default, kube's
 	// format) or StorageCompressionDeflate (DEFLATE with a built-in
-	// dictionary: ~9x smaller, for large clusters; kube-apiserver cannot
+	// dictionary: pods ~7x smaller; for large clusters; kube-apiserver cannot
 	// read such values). Both are read, whatever is written.
 	StorageCompression string
 	// Storage, when set, is the store the server runs on instead of etcd

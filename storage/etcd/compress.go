@@ -14,8 +14,8 @@ import (
 // DEFLATE (RFC 1951) with a preset dictionary of that resource's typical
 // bytes, so that what two pods share (field names, the defaults kube
 // fills in, managedFields' JSON) costs nothing and only what is their
-// own is stored: a running pod of ~2.4 KiB takes ~270 bytes, an event of
-// ~600 bytes ~140.
+// own is stored: at 150,000 pods a running pod of ~2.4 KiB took ~300 bytes
+// and an event of ~600 ~200 (keys and etcd's revisions aside).
 //
 // It is for large clusters on small machines: etcd's pages stay in memory
 // (its compaction reads every one), and values of ~2.4 KiB fill bbolt's
