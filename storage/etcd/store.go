@@ -3,8 +3,9 @@
 //
 // It is the only package that imports the etcd client. Keys are stored
 // as given under the store's prefix (WithPrefix: kube-apiserver's
-// --etcd-prefix), values as opaque bytes, and the storage revision of a key
-// is its etcd mod revision.
+// --etcd-prefix), values as opaque bytes (those of pods and events
+// compressed with WithCompression, compress.go), and the storage revision
+// of a key is its etcd mod revision.
 package etcd
 
 import (
