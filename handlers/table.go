@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/corekube/corekube/registry"
+	"github.com/corekube/corekube/storage/trace"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -311,6 +312,7 @@ func (q *request) writeTableList(page listPage, t *transformer, view registry.It
 	if err == nil {
 		err = bw.Flush()
 	}
+	trace.Mark(q.r.Context(), trace.ResponseWritten)
 	if err != nil && q.r.Context().Err() == nil {
 		loggerFrom(q.r.Context()).Error("table answer cut short", "path", q.r.URL.Path, "err", err)
 	}

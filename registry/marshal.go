@@ -194,16 +194,25 @@ const TableJSONEnd = "]}"
 func TableJSONHead(t *metav1.Table) ([]byte, error) {
 	head := *t
 	head.Rows = nil
-	data, err := json.Marshal(&head)
+	data, err := marshalOpenLast(&head, "rows")
 	if err != nil {
 		return nil, err
 	}
-	// Rows are the Table's last field.
-	const nullRows = `"rows":null}`
-	if !bytes.HasSuffix(data, []byte(nullRows)) {
-		return nil, fmt.Errorf("a Table encodes as %q…, not ending in its rows", data[:min(len(data), 40)])
+	return append(data, '['), nil
+}
+
+// marshalOpenLast is the JSON of v, whose last field is named field and
+// is null, cut after that field's colon, for its value to be appended.
+func marshalOpenLast(v any, field string) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
 	}
-	return append(data[:len(data)-len(nullRows)], `"rows":[`...), nil
+	null := `"` + field + `":null}`
+	if !bytes.HasSuffix(data, []byte(null)) {
+		return nil, fmt.Errorf("%T encodes as %q…, not ending in its %s", v, data[:min(len(data), 40)], field)
+	}
+	return data[:len(data)-len("null}")], nil
 }
 
 // AppendTableRowJSON appends the JSON of row to out, its object encoded
@@ -211,16 +220,11 @@ func TableJSONHead(t *metav1.Table) ([]byte, error) {
 func AppendTableRowJSON(out []byte, row *metav1.TableRow) ([]byte, error) {
 	head := *row
 	head.Object = runtime.RawExtension{}
-	r, err := json.Marshal(&head)
+	r, err := marshalOpenLast(&head, "object")
 	if err != nil {
 		return nil, err
 	}
-	// The object is a row's last field.
-	const nullObject = `"object":null}`
-	if !bytes.HasSuffix(r, []byte(nullObject)) {
-		return nil, fmt.Errorf("a Table row encodes as %q…, not ending in its object", r[:min(len(r), 40)])
-	}
-	out = append(out, r[:len(r)-len(nullObject)+len(`"object":`)]...)
+	out = append(out, r...)
 	var o []byte
 	if row.Object.Object != nil {
 		o, err = MarshalJSON(row.Object.Object)
